@@ -1,0 +1,133 @@
+"""The ELMo biLM: character CNN token encoder + biLSTM stack, returning all L = n_layers + 1 layers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .char_cnn import CharCNN
+from .char_ids import BOS_CHAR_IDS, EOS_CHAR_IDS
+from .lstm import ElmoLstm
+from .options import BiLMOptions
+
+
+@dataclass
+class BiLMOutput:
+    """layers: (L, B, T, D) float; mask: (B, T) bool (True at real tokens)."""
+
+    layers: torch.Tensor
+    mask: torch.Tensor
+
+
+def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(B, T, 50) -> (B, T + 2, 50) with <S> at 0 and </S> right after each sentence."""
+    B, T, C = char_ids.shape
+    out = char_ids.new_zeros(B, T + 2, C)
+    out[:, 1:-1] = char_ids
+    out[:, 0] = torch.tensor(BOS_CHAR_IDS, dtype=char_ids.dtype)
+    out[torch.arange(B), lengths + 1] = torch.tensor(EOS_CHAR_IDS, dtype=char_ids.dtype)
+    return out
+
+
+class BiLM(nn.Module):
+    """A frozen-by-default ELMo biLM.
+
+    ``bilm(char_ids)`` with char_ids (B, T, 50) from ``batch_to_ids`` returns a BiLMOutput whose
+    ``layers`` are (L, B, T, 2 * projection_dim): layer 0 is the token embedding as [x; x],
+    layers 1..n the biLSTM outputs [forward; backward]. Sentence-boundary tokens are added
+    internally and removed from the output unless ``keep_sentence_boundaries``.
+
+    Stateless by default. With ``stateful=True`` the final LSTM state of batch row r is the initial
+    state of row r in the next call, as in AllenNLP and bilm-tf (``reset_states()`` clears it).
+    """
+
+    def __init__(self, options: BiLMOptions, stateful: bool = False, keep_sentence_boundaries: bool = False):
+        super().__init__()
+        self.options = options
+        self.stateful = stateful
+        self.keep_sentence_boundaries = keep_sentence_boundaries
+        self.char_cnn = CharCNN(options.char_cnn, options.lstm.projection_dim)
+        self.lstm = ElmoLstm(options.lstm.projection_dim, options.lstm)
+        self._states: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    @property
+    def output_dim(self) -> int:
+        return self.options.output_dim
+
+    @property
+    def num_output_layers(self) -> int:
+        return self.options.num_output_layers
+
+    def reset_states(self) -> None:
+        self._states = None
+
+    def token_embedding(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Run the character CNN on real tokens only. (B, T, 50), (B, T) -> (B, T, P)."""
+        B, T, _ = char_ids.shape
+        out = torch.zeros(B, T, self.options.lstm.projection_dim, dtype=torch.float32, device=char_ids.device)
+        if mask.any():
+            out[mask] = self.char_cnn(char_ids[mask])  # (N, P)
+        return out
+
+    def forward(self, char_ids: torch.Tensor, token_embeddings: torch.Tensor | None = None) -> BiLMOutput:
+        """char_ids: (B, T, 50). token_embeddings: optional precomputed (B, T, P) (e.g. from a cache)."""
+        if char_ids.dim() != 3 or char_ids.shape[-1] != 50:
+            raise ValueError(f"char_ids must have shape (batch, tokens, 50), got {tuple(char_ids.shape)}")
+        B, T, _ = char_ids.shape
+        mask = (char_ids > 0).any(dim=-1)  # (B, T)
+        lengths = mask.sum(dim=1)  # (B,)
+        ids_b = add_sentence_boundaries(char_ids, lengths)  # (B, T+2, 50)
+        lengths_b = lengths + 2
+        mask_b = torch.arange(T + 2).unsqueeze(0) < lengths_b.unsqueeze(1)  # (B, T+2)
+        if token_embeddings is None:
+            tok = self.token_embedding(ids_b, mask_b)  # (B, T+2, P)
+        else:
+            tok = self._with_given_tokens(ids_b, lengths, token_embeddings)  # (B, T+2, P)
+        init = self._initial_state(B) if self.stateful else None
+        lstm_out, final = self.lstm(tok, lengths_b, init)  # [(B, T+2, 2P)] * n_layers
+        if self.stateful:
+            self._update_states(final)
+        layers = torch.stack([torch.cat([tok, tok], dim=-1)] + lstm_out)  # (L, B, T+2, D)
+        if self.keep_sentence_boundaries:
+            return BiLMOutput(layers, mask_b)
+        layers = layers[:, :, 1 : T + 1] * mask.view(1, B, T, 1).to(layers.dtype)  # (L, B, T, D)
+        return BiLMOutput(layers, mask)
+
+    def _with_given_tokens(self, ids_b, lengths, token_embeddings):
+        """Token layer with boundaries from the CNN and real tokens from ``token_embeddings``."""
+        B, T2, _ = ids_b.shape
+        P = self.options.lstm.projection_dim
+        if token_embeddings.shape != (B, T2 - 2, P):
+            raise ValueError(f"token_embeddings must be {(B, T2 - 2, P)}, got {tuple(token_embeddings.shape)}")
+        boundary = self.char_cnn(torch.stack([ids_b[0, 0], ids_b[0, lengths[0] + 1]]))  # (2, P)
+        tok = ids_b.new_zeros(B, T2, P, dtype=torch.float32)
+        tok[:, 1:-1] = token_embeddings
+        tok[:, 0] = boundary[0]
+        tok[torch.arange(B), lengths + 1] = boundary[1]
+        return tok
+
+    def _initial_state(self, B: int):
+        if self._states is None:
+            return None
+        h, c = self._states  # (n_layers, 2, B_prev, P), (n_layers, 2, B_prev, C)
+        if h.shape[2] < B:
+            pad = B - h.shape[2]
+            h = torch.cat([h, h.new_zeros(*h.shape[:2], pad, h.shape[3])], dim=2)
+            c = torch.cat([c, c.new_zeros(*c.shape[:2], pad, c.shape[3])], dim=2)
+            self._states = (h, c)
+        return h[:, :, :B], c[:, :, :B]
+
+    def _update_states(self, final):
+        h, c = (s.detach() for s in final)
+        if self._states is None or self._states[0].shape[2] == h.shape[2]:
+            self._states = (h, c)
+        else:  # fewer rows than before: update the first rows, keep the rest
+            oh, oc = (s.clone() for s in self._states)
+            oh[:, :, : h.shape[2]] = h
+            oc[:, :, : c.shape[2]] = c
+            self._states = (oh, oc)
+
+    def flops_per_token(self) -> int:
+        """Model FLOPs (2 x multiply-adds) to run one token through the CNN and the biLSTM."""
+        return self.char_cnn.flops_per_token() + self.lstm.flops_per_token()

@@ -1,0 +1,114 @@
+"""ELMo options (the bilm-tf / AllenNLP ``options.json``), parsed and checked."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, asdict
+from pathlib import Path
+from typing import Any
+
+
+class OptionsError(ValueError):
+    """An options file is missing a key or has an invalid value."""
+
+
+@dataclass(frozen=True)
+class CharCNNOptions:
+    embedding_dim: int
+    filters: tuple[tuple[int, int], ...]  # (width, n_filters)
+    n_highway: int
+    n_characters: int = 262
+    max_characters_per_token: int = 50
+    activation: str = "relu"
+
+    @property
+    def n_filters(self) -> int:
+        return sum(n for _, n in self.filters)
+
+
+@dataclass(frozen=True)
+class LstmOptions:
+    dim: int  # LSTM cell size
+    projection_dim: int
+    n_layers: int
+    cell_clip: float | None = None
+    proj_clip: float | None = None
+    use_skip_connections: bool = True
+
+
+@dataclass(frozen=True)
+class BiLMOptions:
+    char_cnn: CharCNNOptions
+    lstm: LstmOptions
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)  # keys kept verbatim (n_tokens_vocab, ...)
+
+    @property
+    def output_dim(self) -> int:
+        """Width D of every output layer (2 * projection_dim)."""
+        return 2 * self.lstm.projection_dim
+
+    @property
+    def num_output_layers(self) -> int:
+        """L = n_layers + 1 (token layer + one per LSTM layer)."""
+        return self.lstm.n_layers + 1
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "options") -> "BiLMOptions":
+        try:
+            cnn, lstm = d["char_cnn"], d["lstm"]
+            act = cnn.get("activation", "relu")
+            if act not in ("relu", "tanh"):
+                raise OptionsError(f"{source}: char_cnn.activation must be 'relu' or 'tanh', got {act!r}")
+            if cnn.get("max_characters_per_token", 50) != 50:
+                raise OptionsError(f"{source}: max_characters_per_token must be 50 (ELMo's character ids)")
+            char = CharCNNOptions(
+                embedding_dim=int(cnn["embedding"]["dim"]),
+                filters=tuple((int(w), int(n)) for w, n in cnn["filters"]),
+                n_highway=int(cnn["n_highway"]),
+                n_characters=int(cnn.get("n_characters", 262)),
+                max_characters_per_token=int(cnn.get("max_characters_per_token", 50)),
+                activation=act,
+            )
+            lo = LstmOptions(
+                dim=int(lstm["dim"]),
+                projection_dim=int(lstm["projection_dim"]),
+                n_layers=int(lstm["n_layers"]),
+                cell_clip=float(lstm["cell_clip"]) if lstm.get("cell_clip") else None,
+                proj_clip=float(lstm["proj_clip"]) if lstm.get("proj_clip") else None,
+                use_skip_connections=bool(lstm.get("use_skip_connections", True)),
+            )
+        except KeyError as e:
+            raise OptionsError(f"{source}: missing required key {e}") from None
+        extra = {k: v for k, v in d.items() if k not in ("char_cnn", "lstm")}
+        return cls(char, lo, extra)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "BiLMOptions":
+        path = Path(path)
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise OptionsError(f"options file not found: {path}") from None
+        except json.JSONDecodeError as e:
+            raise OptionsError(f"{path}: not valid JSON ({e})") from None
+        return cls.from_dict(d, source=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        c, l = self.char_cnn, self.lstm
+        d = dict(self.extra)
+        d["char_cnn"] = {
+            "activation": c.activation,
+            "embedding": {"dim": c.embedding_dim},
+            "filters": [list(f) for f in c.filters],
+            "max_characters_per_token": c.max_characters_per_token,
+            "n_characters": c.n_characters,
+            "n_highway": c.n_highway,
+        }
+        d["lstm"] = {
+            "cell_clip": l.cell_clip if l.cell_clip is not None else 0,
+            "dim": l.dim,
+            "n_layers": l.n_layers,
+            "proj_clip": l.proj_clip if l.proj_clip is not None else 0,
+            "projection_dim": l.projection_dim,
+            "use_skip_connections": l.use_skip_connections,
+        }
+        return d

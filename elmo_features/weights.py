@@ -1,0 +1,171 @@
+"""Read and write biLM weights in the bilm-tf / AllenNLP HDF5 layout.
+
+Conversions (same as AllenNLP's ``_ElmoCharacterEncoder`` / ``ElmoLstm`` loaders):
+- ``char_embed`` (261, E) gets an extra all-zero row 0 for the padding character.
+- ``CNN/W_cnn_i`` (1, w, E, n) -> Conv1d weight (n, E, w).
+- highway: AllenNLP's gate is 1 - bilm-tf's transform gate, so the carry weights are negated.
+- LSTM ``W_0`` (Din + P, 4C) in TensorFlow gate order (i, j, f, o) -> (i, f, j, o); bias ``B``
+  gets TensorFlow's implicit +1 forget bias; ``W_P_0`` (C, P) is the projection.
+Files may store float16; they are read back as float32.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import h5py
+import numpy as np
+import torch
+
+from .bilm import BiLM
+from .options import BiLMOptions
+
+
+class WeightFileError(ValueError):
+    """A weight file is missing a dataset or has a dataset of the wrong shape."""
+
+
+def _read(f: h5py.File, name: str, shape: tuple[int, ...], path: str) -> np.ndarray:
+    if name not in f:
+        raise WeightFileError(f"{path}: missing dataset '{name}' (expected shape {shape})")
+    arr = f[name][...]
+    if tuple(arr.shape) != tuple(shape):
+        raise WeightFileError(
+            f"{path}: dataset '{name}' has shape {tuple(arr.shape)}, but the options need {tuple(shape)}"
+        )
+    return arr.astype(np.float32)
+
+
+def _lstm_prefix(direction: int, layer: int) -> str:
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+def _swap_j_f(a: np.ndarray, C: int, axis: int) -> np.ndarray:
+    """Swap gate blocks 1 and 2 (TF i,j,f,o <-> AllenNLP i,f,j,o) along ``axis``; self-inverse."""
+    blocks = np.split(a, 4, axis=axis)
+    return np.concatenate([blocks[0], blocks[2], blocks[1], blocks[3]], axis=axis)
+
+
+def load_weights_into(bilm: BiLM, weight_file: str | Path) -> None:
+    """Copy weights from an HDF5 file into ``bilm`` (shapes checked against its options)."""
+    path = str(weight_file)
+    if not Path(path).exists():
+        raise FileNotFoundError(f"weight file not found: {path}")
+    o = bilm.options
+    cnn, lo = o.char_cnn, o.lstm
+    sd: dict[str, torch.Tensor] = {}
+    with h5py.File(path, "r") as f:
+        emb = _read(f, "char_embed", (cnn.n_characters - 1, cnn.embedding_dim), path)
+        sd["char_cnn.char_embedding.weight"] = np.concatenate([np.zeros((1, cnn.embedding_dim), np.float32), emb])
+        for i, (w, n) in enumerate(cnn.filters):
+            W = _read(f, f"CNN/W_cnn_{i}", (1, w, cnn.embedding_dim, n), path)
+            sd[f"char_cnn.convs.{i}.weight"] = np.transpose(W[0], (2, 1, 0))
+            sd[f"char_cnn.convs.{i}.bias"] = _read(f, f"CNN/b_cnn_{i}", (n,), path)
+        nf = cnn.n_filters
+        for k in range(cnn.n_highway):
+            g = f"CNN_high_{k}"
+            wt = _read(f, f"{g}/W_transform", (nf, nf), path).T
+            wc = -_read(f, f"{g}/W_carry", (nf, nf), path).T
+            bt = _read(f, f"{g}/b_transform", (nf,), path)
+            bc = -_read(f, f"{g}/b_carry", (nf,), path)
+            sd[f"char_cnn.highway.layers.{k}.weight"] = np.concatenate([wt, wc])
+            sd[f"char_cnn.highway.layers.{k}.bias"] = np.concatenate([bt, bc])
+        sd["char_cnn.projection.weight"] = _read(f, "CNN_proj/W_proj", (nf, lo.projection_dim), path).T
+        sd["char_cnn.projection.bias"] = _read(f, "CNN_proj/b_proj", (lo.projection_dim,), path)
+        C, P = lo.dim, lo.projection_dim
+        n_layers_file = sum(1 for k in range(64) if f"{_lstm_prefix(0, k)}/W_0" in f)
+        if n_layers_file != lo.n_layers:
+            raise WeightFileError(
+                f"{path}: has {n_layers_file} LSTM layers per direction, but the options say n_layers={lo.n_layers}"
+            )
+        for d, name in ((0, "forward_layers"), (1, "backward_layers")):
+            for k in range(lo.n_layers):
+                din = P
+                pre = _lstm_prefix(d, k)
+                W = _swap_j_f(_read(f, f"{pre}/W_0", (din + P, 4 * C), path).T, C, axis=0)  # (4C, Din+P)
+                b = _read(f, f"{pre}/B", (4 * C,), path).copy()
+                b[2 * C : 3 * C] += 1.0  # TensorFlow's forget_bias=1.0
+                b = _swap_j_f(b, C, axis=0)
+                m = f"lstm.{name}.{k}"
+                sd[f"{m}.input_linearity.weight"] = W[:, :din]
+                sd[f"{m}.state_linearity.weight"] = W[:, din:]
+                sd[f"{m}.state_linearity.bias"] = b
+                sd[f"{m}.state_projection.weight"] = _read(f, f"{pre}/W_P_0", (C, P), path).T
+    state = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in sd.items()}
+    missing, unexpected = bilm.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise WeightFileError(f"{path}: internal mapping error, missing={missing} unexpected={unexpected}")
+
+
+def load_bilm(options_file: str | Path, weight_file: str | Path, stateful: bool = False,
+              keep_sentence_boundaries: bool = False) -> BiLM:
+    """Build a BiLM from an ELMo options JSON and HDF5 weight file; returned in eval mode, frozen."""
+    options = BiLMOptions.from_file(options_file)
+    bilm = BiLM(options, stateful=stateful, keep_sentence_boundaries=keep_sentence_boundaries)
+    load_weights_into(bilm, weight_file)
+    bilm.eval()
+    for p in bilm.parameters():
+        p.requires_grad_(False)
+    return bilm
+
+
+def bilm_to_hdf5_arrays(bilm: BiLM) -> dict[str, np.ndarray]:
+    """The inverse of ``load_weights_into``: dataset name -> array in the bilm-tf layout."""
+    o = bilm.options
+    sd = {k: v.detach().cpu().float().numpy() for k, v in bilm.state_dict().items()}
+    out: dict[str, np.ndarray] = {"char_embed": sd["char_cnn.char_embedding.weight"][1:]}
+    for i, _ in enumerate(o.char_cnn.filters):
+        out[f"CNN/W_cnn_{i}"] = np.transpose(sd[f"char_cnn.convs.{i}.weight"], (2, 1, 0))[None]
+        out[f"CNN/b_cnn_{i}"] = sd[f"char_cnn.convs.{i}.bias"]
+    nf = o.char_cnn.n_filters
+    for k in range(o.char_cnn.n_highway):
+        W, b = sd[f"char_cnn.highway.layers.{k}.weight"], sd[f"char_cnn.highway.layers.{k}.bias"]
+        out[f"CNN_high_{k}/W_transform"] = W[:nf].T
+        out[f"CNN_high_{k}/W_carry"] = -W[nf:].T
+        out[f"CNN_high_{k}/b_transform"] = b[:nf]
+        out[f"CNN_high_{k}/b_carry"] = -b[nf:]
+    out["CNN_proj/W_proj"] = sd["char_cnn.projection.weight"].T
+    out["CNN_proj/b_proj"] = sd["char_cnn.projection.bias"]
+    C = o.lstm.dim
+    for d, name in ((0, "forward_layers"), (1, "backward_layers")):
+        for k in range(o.lstm.n_layers):
+            m, pre = f"lstm.{name}.{k}", _lstm_prefix(d, k)
+            W = np.concatenate([sd[f"{m}.input_linearity.weight"], sd[f"{m}.state_linearity.weight"]], axis=1)
+            out[f"{pre}/W_0"] = _swap_j_f(W, C, axis=0).T
+            b = _swap_j_f(sd[f"{m}.state_linearity.bias"], C, axis=0).copy()
+            b[2 * C : 3 * C] -= 1.0
+            out[f"{pre}/B"] = b
+            out[f"{pre}/W_P_0"] = sd[f"{m}.state_projection.weight"].T
+    return out
+
+
+def atomic_path(path: Path):
+    """A temporary path in the same folder; ``os.replace`` it onto ``path`` when complete."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    os.close(fd)
+    return Path(tmp)
+
+
+def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
+              dtype: str = "float32", extra_arrays: dict[str, np.ndarray] | None = None) -> None:
+    """Write options JSON + HDF5 weights (bilm-tf layout) atomically. dtype 'float16' halves the size."""
+    import json
+
+    options_file, weight_file = Path(options_file), Path(weight_file)
+    for p in (options_file, weight_file):
+        p.parent.mkdir(parents=True, exist_ok=True)
+    arrays = bilm_to_hdf5_arrays(bilm)
+    if extra_arrays:
+        arrays.update(extra_arrays)
+    tmp = atomic_path(weight_file)
+    try:
+        with h5py.File(tmp, "w") as f:
+            for name, arr in arrays.items():
+                f.create_dataset(name, data=arr.astype(dtype))
+        os.replace(tmp, weight_file)
+    finally:
+        tmp.unlink(missing_ok=True)
+    tmp = atomic_path(options_file)
+    tmp.write_text(json.dumps(bilm.options.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, options_file)

@@ -1,0 +1,1 @@
+"""tasks: pluggable heads (NER, sentiment, WSD) on frozen biLM / static features."""
