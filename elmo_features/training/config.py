@@ -1,0 +1,88 @@
+"""The biLM training config (YAML). Unknown keys are errors that list the valid keys."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, asdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass
+class TrainConfig:
+    """Hyperparameters of one biLM training run (see docs/training.md for the reasoning)."""
+
+    train_files: list[str] = field(default_factory=list)  # plain or .gz, one tokenized sentence per line
+    heldout_file: str | None = None  # used for the learning curve
+    out_dir: str = "runs/bilm/default"
+    # model (ELMo options)
+    char_embedding_dim: int = 16
+    filters: list[list[int]] = field(default_factory=lambda: [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]])
+    n_highway: int = 1
+    lstm_dim: int = 512
+    projection_dim: int = 128
+    n_layers: int = 2
+    cell_clip: float = 3.0
+    proj_clip: float = 3.0
+    # output vocabulary and softmax
+    vocab_size: int = 50000  # most frequent training words, plus <S>, </S>, <UNK>
+    n_negative_samples: int = 4096  # sampled softmax candidates per batch (shared by all tokens)
+    # optimisation
+    batch_tokens: int = 4000  # tokens per batch (whole sentences, bucketed by length)
+    max_sentence_length: int = 100  # longer sentences are cut into pieces of this length
+    max_train_tokens: int = 20_000_000  # the run (and its learning-rate schedule) stops here
+    lr: float = 2e-3
+    warmup_steps: int = 200
+    min_lr_ratio: float = 0.1  # cosine decay to lr * min_lr_ratio at max_train_tokens
+    weight_decay: float = 0.0
+    dropout: float = 0.05
+    clip_norm: float = 1.0
+    seed: int = 1
+    threads: int = 2
+    # bookkeeping
+    checkpoint_minutes: float = 5.0
+    eval_every_tokens: int = 1_000_000
+    eval_sentences: int = 500  # held-out sentences for the learning curve (full softmax)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "config") -> "TrainConfig":
+        valid = [f.name for f in fields(cls)]
+        unknown = sorted(set(d) - set(valid))
+        if unknown:
+            raise ValueError(f"{source}: unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
+        return cls(**d)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "TrainConfig":
+        path = Path(path)
+        d = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        d.update(overrides or {})
+        return cls.from_dict(d, source=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def elmo_options(self) -> dict[str, Any]:
+        """The ELMo options.json content of this model."""
+        return {
+            "char_cnn": {
+                "activation": "relu",
+                "embedding": {"dim": self.char_embedding_dim},
+                "filters": [list(f) for f in self.filters],
+                "max_characters_per_token": 50,
+                "n_characters": 262,
+                "n_highway": self.n_highway,
+            },
+            "lstm": {
+                "cell_clip": self.cell_clip,
+                "dim": self.lstm_dim,
+                "n_layers": self.n_layers,
+                "proj_clip": self.proj_clip,
+                "projection_dim": self.projection_dim,
+                "use_skip_connections": True,
+            },
+            "bidirectional": True,
+            "dropout": self.dropout,
+            "n_tokens_vocab": self.vocab_size + 3,
+            "n_negative_samples_batch": self.n_negative_samples,
+        }

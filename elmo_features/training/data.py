@@ -1,0 +1,142 @@
+"""Training text -> word types, the output vocabulary, and deterministic length-bucketed batches.
+
+Every distinct word is a *type*; type 0 is <S>, type 1 is </S>. A sentence is stored as int32 type ids;
+the character CNN runs once per distinct type in a batch. The output vocabulary (softmax) is <S>, </S>,
+<UNK> followed by the most frequent training words (ties broken alphabetically).
+"""
+from __future__ import annotations
+
+import gzip
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+import torch
+
+from ..char_ids import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
+
+UNK_TOKEN = "<UNK>"
+SPECIALS = [BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]
+
+
+def open_text(path: str | Path):
+    """Open a plain or gzipped UTF-8 text file for reading."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"training file not found: {path}")
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_sentences(paths: Iterable[str | Path]) -> Iterator[list[str]]:
+    """Yield whitespace-tokenized sentences, skipping blank lines."""
+    for p in paths:
+        with open_text(p) as f:
+            for line in f:
+                toks = line.split()
+                if toks:
+                    yield toks
+
+
+@dataclass
+class Corpus:
+    """A tokenized corpus as type ids: ``types`` (list of words), ``sentences`` (list of int32 arrays)."""
+
+    types: list[str]
+    counts: np.ndarray  # (n_types,) training frequency
+    sentences: list[np.ndarray]
+
+    @property
+    def n_tokens(self) -> int:
+        return int(sum(len(s) for s in self.sentences))
+
+
+def build_corpus(paths: Iterable[str | Path], max_sentence_length: int) -> Corpus:
+    """Read the files once; cut sentences longer than ``max_sentence_length`` into pieces."""
+    index: dict[str, int] = {BOS_TOKEN: 0, EOS_TOKEN: 1}
+    counter: Counter = Counter()
+    sentences: list[np.ndarray] = []
+    for toks in read_sentences(paths):
+        ids = np.fromiter((index.setdefault(w, len(index)) for w in toks), dtype=np.int32, count=len(toks))
+        for start in range(0, len(ids), max_sentence_length):
+            sentences.append(ids[start : start + max_sentence_length])
+    if not sentences:
+        raise ValueError("the training files hold no sentences")
+    types = [None] * len(index)
+    for w, i in index.items():
+        types[i] = w
+    counts = np.bincount(np.concatenate(sentences), minlength=len(types)).astype(np.int64)
+    return Corpus(types, counts, sentences)
+
+
+def build_vocab(corpus: Corpus, size: int) -> list[str]:
+    """<S>, </S>, <UNK> then the ``size`` most frequent words (ties alphabetical)."""
+    order = sorted(range(2, len(corpus.types)), key=lambda i: (-corpus.counts[i], corpus.types[i]))
+    words = [corpus.types[i] for i in order[:size] if corpus.types[i] not in SPECIALS]
+    return SPECIALS + words
+
+
+def write_vocab(vocab: list[str], path: str | Path) -> None:
+    path = Path(path)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_vocab(path: str | Path) -> list[str]:
+    words = Path(path).read_text(encoding="utf-8").split("\n")
+    words = [w for w in words if w]
+    if words[:3] != SPECIALS:
+        raise ValueError(f"{path}: a biLM vocabulary must start with {SPECIALS}, got {words[:3]}")
+    return words
+
+
+def type_targets(types: list[str], vocab: list[str]) -> np.ndarray:
+    """Map every type id to its softmax id (<UNK> = 2 for words outside the vocabulary)."""
+    vid = {w: i for i, w in enumerate(vocab)}
+    return np.array([vid.get(w, 2) for w in types], dtype=np.int64)
+
+
+def type_char_ids(types: list[str]) -> np.ndarray:
+    """(n_types, 50) int16 character ids of every type."""
+    return np.array([word_to_char_ids(w) for w in types], dtype=np.int16)
+
+
+def batches_for_epoch(lengths: np.ndarray, batch_tokens: int, seed: int, epoch: int) -> list[np.ndarray]:
+    """Deterministic batches of sentence indices: shuffle, bucket by length in pools, shuffle batches."""
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(lengths))
+    pool = 200 * max(1, batch_tokens // max(1, int(lengths.mean())))
+    batches: list[np.ndarray] = []
+    for start in range(0, len(order), pool):
+        chunk = order[start : start + pool]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        cur: list[int] = []
+        longest = 0
+        for i in chunk:
+            n = int(lengths[i]) + 2
+            if cur and max(longest, n) * (len(cur) + 1) > batch_tokens:
+                batches.append(np.array(cur))
+                cur, longest = [], 0
+            cur.append(int(i))
+            longest = max(longest, n)
+        if cur:
+            batches.append(np.array(cur))
+    perm = rng.permutation(len(batches))
+    return [batches[i] for i in perm]
+
+
+def make_batch(sentences: list[np.ndarray], idx: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """Type ids with boundaries (B, T+2) padded with -1, and lengths (B,) including boundaries."""
+    sents = [sentences[i] for i in idx]
+    lengths = np.array([len(s) + 2 for s in sents])
+    out = np.full((len(sents), lengths.max()), -1, dtype=np.int64)
+    for r, s in enumerate(sents):
+        out[r, 0] = 0
+        out[r, 1 : len(s) + 1] = s
+        out[r, len(s) + 1] = 1
+    return torch.from_numpy(out), torch.from_numpy(lengths)

@@ -1,0 +1,54 @@
+"""Held-out perplexity of a BiLanguageModel with the full softmax."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .data import make_batch, type_char_ids, type_targets
+
+
+@torch.no_grad()
+def perplexity(model, sentences: list[list[str]], vocab: list[str], batch_tokens: int = 4000) -> dict:
+    """Forward, backward and mean (of the two log-likelihoods) perplexity over ``sentences``.
+
+    Every prediction counts, including </S> (forward) and <S> (backward); words outside the vocabulary
+    are predicted as <UNK>, and their share is reported as ``unk_rate``. ``*_no_unk`` leave them out.
+    """
+    if not sentences:
+        raise ValueError("perplexity: no sentences")
+    was_training = model.training
+    model.eval()
+    index: dict[str, int] = {"<S>": 0, "</S>": 1}
+    sents = [np.array([index.setdefault(w, len(index)) for w in s], dtype=np.int32) for s in sentences if s]
+    types = list(index)
+    chars = torch.from_numpy(type_char_ids(types))
+    targets = torch.from_numpy(type_targets(types, vocab))
+    order = np.argsort([len(s) for s in sents], kind="stable")
+    tot = {"f": 0.0, "b": 0.0, "f_k": 0.0, "b_k": 0.0}
+    n = n_known = 0
+    start = 0
+    while start < len(order):
+        end = start
+        while end < len(order) and (end - start + 1) * (len(sents[order[end]]) + 2) <= batch_tokens:
+            end += 1
+        end = max(end, start + 1)
+        type_ids, lengths = make_batch(sents, order[start:end])
+        tg = torch.where(type_ids >= 0, targets[type_ids.clamp(min=0)], 0)
+        top = model.hidden_states(type_ids, lengths, chars)
+        h_f, y_f, h_b, y_b = model.prediction_pairs(top, tg, lengths)
+        lp_f, lp_b = model.full_log_probs(h_f, y_f), model.full_log_probs(h_b, y_b)
+        known = y_f != 2  # the same target multiset in both directions
+        tot["f"] += float(lp_f.sum()); tot["b"] += float(lp_b.sum())
+        tot["f_k"] += float(lp_f[known].sum()); tot["b_k"] += float(lp_b[y_b != 2].sum())
+        n += len(y_f); n_known += int(known.sum())
+        start = end
+    model.train(was_training)
+    f, b = math.exp(-tot["f"] / n), math.exp(-tot["b"] / n)
+    return {
+        "forward": f, "backward": b, "mean": math.exp(-(tot["f"] + tot["b"]) / (2 * n)),
+        "forward_no_unk": math.exp(-tot["f_k"] / max(1, n_known)),
+        "backward_no_unk": math.exp(-tot["b_k"] / max(1, n_known)),
+        "predictions": n, "unk_rate": 1 - n_known / n,
+    }

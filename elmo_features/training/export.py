@@ -1,0 +1,24 @@
+"""Export a trained BiLanguageModel as options.json + weights.hdf5 (bilm-tf layout) + vocab.txt."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..weights import save_bilm
+from .data import write_vocab
+
+
+def export_model(model, vocab: list[str], out_dir: str | Path, with_softmax: bool = True,
+                 dtype: str = "float32") -> Path:
+    """Write ``out_dir/{options.json, weights.hdf5, vocab.txt}``; the softmax goes in ``softmax/W``, ``softmax/b``
+    (bilm-tf's names) unless ``with_softmax=False`` (the runtime ignores it either way)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    extra = None
+    if with_softmax:
+        extra = {"softmax/W": model.softmax_w.detach().cpu().numpy().astype(np.float32),
+                 "softmax/b": model.softmax_b.detach().cpu().numpy().astype(np.float32)}
+    save_bilm(model.bilm, out / "options.json", out / "weights.hdf5", dtype=dtype, extra_arrays=extra)
+    write_vocab(vocab, out / "vocab.txt")
+    return out

@@ -1,0 +1,192 @@
+"""One readable training loop for the biLM: checkpoints, exact resume, learning curve, export."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+from tqdm import tqdm
+
+from ..options import BiLMOptions
+from .config import TrainConfig
+from .data import (Corpus, batches_for_epoch, build_corpus, build_vocab, make_batch, read_sentences,
+                   type_char_ids, type_targets, write_vocab)
+from .evaluate import perplexity
+from .export import export_model
+from .lm import BiLanguageModel
+
+
+def _atomic_json(obj, path: Path) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
+    """The tokenized corpus, cached in ``out/prep.npz`` so that a resumed run starts fast."""
+    prep = out / "prep.npz"
+    if prep.exists():
+        z = np.load(prep, allow_pickle=False)
+        offsets = z["offsets"]
+        flat = z["flat"]
+        sentences = [flat[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+        types = (out / "types.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        return Corpus(types, z["counts"], sentences)
+    corpus = build_corpus(cfg.train_files, cfg.max_sentence_length)
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in corpus.sentences])]).astype(np.int64)
+    tmp = out / "prep.tmp.npz"
+    np.savez(tmp, flat=np.concatenate(corpus.sentences), offsets=offsets, counts=corpus.counts)
+    (out / "types.txt").write_text("\n".join(corpus.types) + "\n", encoding="utf-8")
+    os.replace(tmp, prep)
+    return corpus
+
+
+def lr_at(cfg: TrainConfig, step: int, tokens: int) -> float:
+    """Linear warm-up over ``warmup_steps``, then cosine decay by tokens seen to lr * min_lr_ratio."""
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    frac = min(1.0, tokens / cfg.max_train_tokens)
+    return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
+class Trainer:
+    """Trains a BiLanguageModel from a TrainConfig; ``run()`` is resumable bit for bit."""
+
+    def __init__(self, cfg: TrainConfig, resume: bool = False, progress: bool = True):
+        self.cfg, self.progress = cfg, progress
+        self.out = Path(cfg.out_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        ckpt = self.out / "checkpoint.pt"
+        if ckpt.exists() and not resume:
+            raise FileExistsError(f"{ckpt} exists: pass --resume to continue that run, or choose another out_dir")
+        if resume and not ckpt.exists():
+            raise FileNotFoundError(f"--resume: no checkpoint at {ckpt}")
+        torch.set_num_threads(cfg.threads)
+        self.corpus = load_or_build_corpus(cfg, self.out)
+        if (self.out / "vocab.txt").exists():
+            self.vocab = (self.out / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+        else:
+            self.vocab = build_vocab(self.corpus, cfg.vocab_size)
+            write_vocab(self.vocab, self.out / "vocab.txt")
+        self.type_chars = torch.from_numpy(type_char_ids(self.corpus.types))  # (n_types, 50)
+        self.targets = torch.from_numpy(type_targets(self.corpus.types, self.vocab))  # (n_types,)
+        self.lengths = np.array([len(s) for s in self.corpus.sentences])
+        torch.manual_seed(cfg.seed)
+        self.model = BiLanguageModel(BiLMOptions.from_dict(cfg.elmo_options()), len(self.vocab), cfg.dropout)
+        self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.gen = torch.Generator().manual_seed(cfg.seed)
+        self.state = {"step": 0, "tokens": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed": 0.0,
+                      "history": [], "next_eval": cfg.eval_every_tokens}
+        self.heldout = None
+        if cfg.heldout_file:
+            self.heldout = [s[: cfg.max_sentence_length] for _, s in zip(range(cfg.eval_sentences),
+                                                                          read_sentences([cfg.heldout_file]))]
+        if resume:
+            self._load(ckpt)
+        (self.out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), encoding="utf-8")
+        self._stop = False
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def _save(self) -> None:
+        ckpt = {
+            "model": self.model.state_dict(), "optimizer": self.opt.state_dict(), "state": self.state,
+            "torch_rng": torch.get_rng_state(), "sampler_rng": self.gen.get_state(), "config": self.cfg.to_dict(),
+        }
+        tmp = self.out / "checkpoint.pt.tmp"
+        torch.save(ckpt, tmp)
+        os.replace(tmp, self.out / "checkpoint.pt")
+
+    def _load(self, path: Path) -> None:
+        ckpt = torch.load(path, weights_only=True)
+        self.model.load_state_dict(ckpt["model"])
+        self.opt.load_state_dict(ckpt["optimizer"])
+        self.state = ckpt["state"]
+        torch.set_rng_state(ckpt["torch_rng"])
+        self.gen.set_state(ckpt["sampler_rng"])
+
+    def _on_signal(self, signum, frame) -> None:
+        self._stop = True
+
+    # -- training ----------------------------------------------------------------------------
+    def train_step(self, idx: np.ndarray) -> tuple[float, int]:
+        """One optimiser step on the sentences ``idx``; returns (mean loss, real tokens)."""
+        cfg = self.cfg
+        type_ids, lengths = make_batch(self.corpus.sentences, idx)  # (B, T), (B,)
+        targets = torch.where(type_ids >= 0, self.targets[type_ids.clamp(min=0)], 0)  # (B, T)
+        self.model.train()
+        top = self.model.hidden_states(type_ids, lengths, self.type_chars)  # (B, T, 2P)
+        h_f, y_f, h_b, y_b = self.model.prediction_pairs(top, targets, lengths)
+        h = torch.cat([h_f, h_b])  # (2N, P)
+        y = torch.cat([y_f, y_b])
+        loss = self.model.sampled_softmax_loss(h, y, cfg.n_negative_samples, self.gen)
+        for g in self.opt.param_groups:
+            g["lr"] = lr_at(cfg, self.state["step"], self.state["tokens"])
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        self.opt.step()
+        return float(loss.detach()), int((lengths - 2).sum())
+
+    def evaluate(self) -> dict:
+        """Full-softmax perplexity on the held-out sample (forward, backward, mean)."""
+        return perplexity(self.model, self.heldout, self.vocab)
+
+    def run(self) -> dict:
+        cfg, st = self.cfg, self.state
+        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        last_ckpt = time.time()
+        t0 = time.time() - st["elapsed"]
+        bar = tqdm(total=cfg.max_train_tokens, initial=st["tokens"], unit="tok", unit_scale=True,
+                   disable=not self.progress, desc="train-bilm", smoothing=0.05)
+        ema = None
+        try:
+            while st["tokens"] < cfg.max_train_tokens and not self._stop:
+                batches = batches_for_epoch(self.lengths, cfg.batch_tokens, cfg.seed, st["epoch"])
+                while st["batch_in_epoch"] < len(batches) and st["tokens"] < cfg.max_train_tokens:
+                    loss, n = self.train_step(batches[st["batch_in_epoch"]])
+                    st["batch_in_epoch"] += 1
+                    st["step"] += 1
+                    st["tokens"] += n
+                    st["elapsed"] = time.time() - t0
+                    ema = loss if ema is None else 0.98 * ema + 0.02 * loss
+                    bar.update(n)
+                    bar.set_postfix(loss=f"{ema:.3f}", sampled_ppl=f"{math.exp(ema):.0f}", epoch=st["epoch"],
+                                    refresh=False)
+                    if self.heldout and st["tokens"] >= st["next_eval"]:
+                        self._eval_point()
+                    if self._stop:
+                        break
+                    if time.time() - last_ckpt > 60 * cfg.checkpoint_minutes:
+                        self._save()
+                        last_ckpt = time.time()
+                else:
+                    if st["batch_in_epoch"] >= len(batches):
+                        st["epoch"] += 1
+                        st["batch_in_epoch"] = 0
+        finally:
+            bar.close()
+            st["elapsed"] = time.time() - t0
+            self._save()
+            for s, h in old.items():
+                signal.signal(s, h)
+        finished = st["tokens"] >= cfg.max_train_tokens
+        if finished and self.heldout and (not st["history"] or st["history"][-1]["tokens"] != st["tokens"]):
+            self._eval_point()
+            self._save()
+        return {"finished": finished, **{k: st[k] for k in ("step", "tokens", "epoch", "elapsed")}}
+
+    def _eval_point(self) -> None:
+        st = self.state
+        ppl = self.evaluate()
+        st["history"].append({"tokens": st["tokens"], "step": st["step"], "elapsed": st["elapsed"], **ppl})
+        st["next_eval"] = st["tokens"] + self.cfg.eval_every_tokens
+        _atomic_json(st["history"], self.out / "curve.json")
+        export_model(self.model, self.vocab, self.out / "export")
+        tqdm.write(f"[{st['tokens']:,} tokens, {st['elapsed'] / 60:.1f} min] held-out ppl "
+                   f"fwd {ppl['forward']:.1f} bwd {ppl['backward']:.1f} mean {ppl['mean']:.1f}")

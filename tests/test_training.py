@@ -1,0 +1,106 @@
+"""biLM trainer: it learns, resumes bit for bit, and its export loads back exactly."""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from elmo_features import batch_to_ids, load_bilm
+from elmo_features.training.config import TrainConfig
+from elmo_features.training.data import make_batch
+from elmo_features.training.trainer import Trainer
+
+WORDS = "the a cat dog sat ran on under mat log big small red quickly slowly and".split()
+
+
+def _corpus(path, n=300, seed=0):
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(n):
+        # a tiny grammar, so that there is something to learn
+        lines.append(" ".join(["the", rng.choice(["big", "small", "red"]), rng.choice(["cat", "dog"]),
+                               rng.choice(["sat", "ran"]), rng.choice(["on", "under"]), "the",
+                               rng.choice(["mat", "log"]), "."]))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _cfg(tmp_path, **kw) -> TrainConfig:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    train = _corpus(tmp_path / "train.txt")
+    held = _corpus(tmp_path / "held.txt", n=20, seed=1)
+    d = dict(train_files=[str(train)], heldout_file=str(held), out_dir=str(tmp_path / "run"),
+             char_embedding_dim=4, filters=[[1, 4], [2, 8]], n_highway=1, lstm_dim=16, projection_dim=8,
+             vocab_size=30, n_negative_samples=8, batch_tokens=200, max_train_tokens=8000,
+             eval_every_tokens=2500, eval_sentences=20, warmup_steps=3, lr=0.03, threads=1, dropout=0.1)
+    d.update(kw)
+    return TrainConfig.from_dict(d)
+
+
+def test_unknown_config_key_lists_valid_keys():
+    with pytest.raises(ValueError, match="valid keys: .*lstm_dim"):
+        TrainConfig.from_dict({"lstm_dimm": 3})
+
+
+def test_training_lowers_heldout_perplexity(tmp_path):
+    tr = Trainer(_cfg(tmp_path), progress=False)
+    before = tr.evaluate()["mean"]
+    tr.run()
+    after = tr.state["history"][-1]["mean"]
+    assert after < 0.5 * before, (before, after)
+    curve = json.loads((tmp_path / "run" / "curve.json").read_text())
+    assert [p["tokens"] for p in curve] == sorted(p["tokens"] for p in curve) and len(curve) >= 3
+
+
+def test_resume_is_bit_for_bit(tmp_path, monkeypatch):
+    ref = Trainer(_cfg(tmp_path / "a"), progress=False)
+    ref.run()
+
+    cfg = _cfg(tmp_path / "b")
+    tr = Trainer(cfg, progress=False)
+    calls = {"n": 0}
+    original = Trainer.train_step
+
+    def stop_after_5(self, idx):
+        out = original(self, idx)
+        calls["n"] += 1
+        if calls["n"] == 5:
+            self._stop = True  # what Ctrl-C / SIGTERM does
+        return out
+
+    monkeypatch.setattr(Trainer, "train_step", stop_after_5)
+    res = tr.run()
+    assert not res["finished"] and res["step"] == 5
+    monkeypatch.setattr(Trainer, "train_step", original)
+    with pytest.raises(FileExistsError):
+        Trainer(cfg, progress=False)  # refuses to overwrite a run without --resume
+    resumed = Trainer(cfg, resume=True, progress=False)
+    assert resumed.run()["finished"]
+    a, b = ref.model.state_dict(), resumed.model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert ref.state["step"] == resumed.state["step"]
+    assert [p["mean"] for p in ref.state["history"]] == [p["mean"] for p in resumed.state["history"]]
+
+
+def test_export_loads_back_with_identical_layers(tmp_path):
+    tr = Trainer(_cfg(tmp_path, max_train_tokens=600), progress=False)
+    tr.run()
+    exp = tmp_path / "run" / "export"
+    bilm = load_bilm(exp / "options.json", exp / "weights.hdf5")
+    sents = [["the", "red", "cat", "sat"], ["a", "dog", "ran", "quickly", "under", "the", "log"], ["unseen"]]
+    model = tr.model.eval()
+    with torch.no_grad():
+        want = model.bilm(batch_to_ids(sents)).layers  # (L, B, T, D) at training time
+        got = bilm(batch_to_ids(sents)).layers
+        assert torch.allclose(want, got, atol=1e-6, rtol=0)
+        # the training path (type ids, CNN once per type) gives the same top layer as the runtime
+        index = {"<S>": 0, "</S>": 1}
+        ids = [np.array([index.setdefault(w, len(index)) for w in s], dtype=np.int32) for s in sents]
+        from elmo_features.training.data import type_char_ids
+        type_ids, lengths = make_batch(ids, np.arange(len(ids)))
+        top = model.hidden_states(type_ids, lengths, torch.from_numpy(type_char_ids(list(index))))
+        for i, s in enumerate(sents):
+            assert torch.allclose(top[i, 1 : len(s) + 1], got[-1, i, : len(s)], atol=1e-6)
