@@ -1,0 +1,99 @@
+"""Sentence classification files: one ``label, text`` row per line (TSV or CSV)."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from .tokenizer import get_tokenizer
+from .types import DataFormatError, LabeledSentence
+
+LABEL_NAMES = {"label", "labels", "class", "category", "sentiment", "polarity", "target", "y", "gold"}
+TEXT_NAMES = {"text", "sentence", "sentences", "review", "content", "document", "x", "tokens", "phrase"}
+
+
+def _column_index(spec: int | str, header: list[str] | None, what: str, path: Path) -> int:
+    if isinstance(spec, int):
+        return spec
+    if header is None:
+        raise DataFormatError(f"{what} {spec!r} is a column name but the file has no header row "
+                              f"(use a 0-based column number)", path)
+    if spec not in header:
+        raise DataFormatError(f"{what} {spec!r} not in the header; columns: {', '.join(header)}", path, 1)
+    return header.index(spec)
+
+
+def _looks_like_header(row: list[str], label_col: int | str, text_col: int | str) -> bool:
+    names = [c.strip().lower() for c in row]
+    if isinstance(label_col, str) or isinstance(text_col, str):
+        return True
+    return (label_col < len(names) and text_col < len(names)
+            and names[label_col] in LABEL_NAMES and names[text_col] in TEXT_NAMES)
+
+
+def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | str = 0,
+                   text_column: int | str = 1, header: bool | str = "auto",
+                   tokenizer: str = "whitespace", quoting: bool = False) -> list[LabeledSentence]:
+    """Read (label, text) rows; the text is tokenized with ``tokenizer`` ("whitespace" or "ptb").
+
+    ``header="auto"`` treats the first row as a header when its label/text cells are usual column
+    names (label/class/sentiment..., text/sentence/review...) or when a column is given by name.
+    Every row must have as many fields as the first row; blank lines are skipped.
+    """
+    path = Path(path)
+    tok = get_tokenizer(tokenizer)
+    if header not in (True, False, "auto"):
+        raise ValueError(f"header must be true, false or 'auto', got {header!r}")
+    if not path.is_file():
+        raise FileNotFoundError(f"data file not found: {path}")
+    out: list[LabeledSentence] = []
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE,
+                            strict=True)
+        names: list[str] | None = None
+        n_fields = None
+        li = ti = None
+        line_start = 1
+        try:
+            for row in reader:
+                lineno = line_start
+                line_start = reader.line_num + 1
+                if not row or all(not c.strip() for c in row):
+                    continue
+                if n_fields is None:
+                    n_fields = len(row)
+                    if header is True or (header == "auto" and _looks_like_header(row, label_column, text_column)):
+                        names = [c.strip() for c in row]
+                    li = _column_index(label_column, names, "label_column", path)
+                    ti = _column_index(text_column, names, "text_column", path)
+                    if max(li, ti) >= n_fields:
+                        raise DataFormatError(f"needs columns {li} and {ti} but the first row has "
+                                              f"{n_fields} field(s): {row!r}", path, lineno)
+                    if names is not None:
+                        continue
+                if len(row) != n_fields:
+                    raise DataFormatError(f"expected {n_fields} fields (delimiter {delimiter!r}), found "
+                                          f"{len(row)}: {row!r}", path, lineno)
+                label, text = row[li].strip(), row[ti]
+                if not label:
+                    raise DataFormatError("empty label", path, lineno)
+                tokens = tok(text)
+                if not tokens:
+                    raise DataFormatError("empty text", path, lineno)
+                out.append(LabeledSentence(tokens=tokens, label=label))
+        except csv.Error as e:
+            raise DataFormatError(f"unparsable row: {e}", path, reader.line_num) from None
+    if not out:
+        raise DataFormatError("no examples found (empty file?)", path)
+    return out
+
+
+def read_tsv(path: str | Path, label_column: int | str = 0, text_column: int | str = 1,
+             header: bool | str = "auto", tokenizer: str = "whitespace") -> list[LabeledSentence]:
+    """Tab-separated ``label<TAB>text`` (no quoting: quotes are part of the text)."""
+    return read_delimited(path, "\t", label_column, text_column, header, tokenizer, quoting=False)
+
+
+def read_csv(path: str | Path, label_column: int | str = 0, text_column: int | str = 1,
+             header: bool | str = "auto", tokenizer: str = "whitespace") -> list[LabeledSentence]:
+    """Comma-separated ``label,text`` with standard CSV quoting (``"..."``, ``""`` escapes)."""
+    return read_delimited(path, ",", label_column, text_column, header, tokenizer, quoting=True)

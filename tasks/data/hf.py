@@ -1,0 +1,145 @@
+"""Hugging Face ``datasets``: read a hub data set (online only) or a local file/folder (always offline),
+and convert our examples to an in-memory ``datasets.Dataset``."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from collections.abc import Sequence
+
+from .tokenizer import get_tokenizer
+from .types import DataFormatError, LabeledSentence, TaggedSentence
+
+_LOCAL_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet",
+                   ".arrow": "arrow"}
+TEXT_COLUMNS = ("text", "sentence", "review", "content", "document")
+LABEL_COLUMNS = ("label", "labels", "sentiment", "class")
+TOKENS_COLUMNS = ("tokens", "words")
+TAGS_COLUMNS = ("tags", "ner_tags", "ner", "pos_tags", "chunk_tags")
+
+
+def _load(path: str, split: str, config: str | None):
+    import datasets
+
+    p = Path(path)
+    if p.is_dir():
+        if (p / "dataset_info.json").exists() or (p / "dataset_dict.json").exists() or (p / "state.json").exists():
+            ds = datasets.load_from_disk(str(p))
+            if isinstance(ds, datasets.DatasetDict):
+                if split not in ds:
+                    raise ValueError(f"{p}: no split {split!r}; splits: {', '.join(ds)}")
+                ds = ds[split]
+            return ds
+        return datasets.load_dataset(str(p), config, split=split)
+    if p.is_file():
+        builder = _LOCAL_BUILDERS.get(p.suffix.lower())
+        if builder is None:
+            raise ValueError(f"{p}: unsupported file type {p.suffix!r} for the hf reader; valid: "
+                             f"{', '.join(sorted(_LOCAL_BUILDERS))} or a save_to_disk folder")
+        kwargs = {"delimiter": "\t"} if p.suffix.lower() == ".tsv" else {}
+        return datasets.load_dataset(builder, data_files=str(p), split="train", **kwargs)
+    if os.sep in path or p.suffix.lower() in _LOCAL_BUILDERS:
+        raise FileNotFoundError(f"local data set not found: {path}")
+    try:
+        return datasets.load_dataset(path, config, split=split)
+    except Exception as e:  # offline mode / unknown name / no network: say what to do instead
+        offline = os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1"
+        raise RuntimeError(
+            f"could not load hub data set {path!r} (config {config!r}, split {split!r})"
+            f"{' in offline mode (HF_DATASETS_OFFLINE=1)' if offline else ''}: {type(e).__name__}: {e}. "
+            f"Use a local file (.json/.jsonl/.csv/.tsv/.parquet) or folder, or `elmo-tasks data get`.") from e
+
+
+def _pick(names: Sequence[str], given: str | None, candidates: Sequence[str], what: str) -> str | None:
+    if given is not None:
+        if given not in names:
+            raise ValueError(f"{what} {given!r} not found; columns: {', '.join(names)}")
+        return given
+    return next((c for c in candidates if c in names), None)
+
+
+def _decoder(feature):
+    """Function mapping a stored value to its label string (ClassLabel ints -> names)."""
+    names = getattr(feature, "names", None)
+    if names:
+        return lambda v: names[v] if isinstance(v, int) else str(v)
+    return str
+
+
+def read_hf(path: str | Path, split: str = "train", config: str | None = None, kind: str = "auto",
+            text_column: str | None = None, tokens_column: str | None = None,
+            label_column: str | None = None, tags_column: str | None = None,
+            tokenizer: str = "whitespace") -> list[LabeledSentence] | list[TaggedSentence]:
+    """Read a ``datasets`` data set as LabeledSentences (kind "classification") or TaggedSentences
+    (kind "tagging"); "auto" picks tagging when token and tag-sequence columns exist.
+
+    ``path``: a local .json/.jsonl/.csv/.tsv/.parquet file, a save_to_disk folder, a local data-set
+    folder, or a hub name (needs the network). Column names default to the usual ones (text/sentence,
+    label, tokens, tags/ner_tags). ClassLabel ints are mapped to their names; a text column is
+    tokenized with ``tokenizer``.
+    """
+    if kind not in ("auto", "classification", "tagging"):
+        raise ValueError(f"unknown kind {kind!r}; valid: auto, classification, tagging")
+    tok = get_tokenizer(tokenizer)
+    ds = _load(str(path), split, config)
+    names = list(ds.column_names)
+    tokens_c = _pick(names, tokens_column, TOKENS_COLUMNS, "tokens_column")
+    tags_c = _pick(names, tags_column, TAGS_COLUMNS, "tags_column")
+    if kind == "auto":
+        kind = "tagging" if tokens_c and tags_c else "classification"
+    if kind == "tagging":
+        if not (tokens_c and tags_c):
+            raise ValueError(f"{path}: tagging needs a tokens and a tags column; columns: {', '.join(names)}")
+        decode = _decoder(getattr(ds.features[tags_c], "feature", None))
+        others = [c for c in names if c not in (tokens_c, tags_c)]
+        out_t = []
+        for i, ex in enumerate(ds):
+            tokens = [str(t) for t in ex[tokens_c]]
+            if not tokens:
+                continue  # empty sentences are skipped, as in the CoNLL reader
+            tags = [decode(t) for t in ex[tags_c]]
+            if len(tags) != len(tokens):
+                raise DataFormatError(f"row {i}: {len(tokens)} tokens but {len(tags)} tags", path)
+            cols = {c: [str(v) for v in ex[c]] for c in others
+                    if isinstance(ex[c], list) and len(ex[c]) == len(tokens)}
+            out_t.append(TaggedSentence(tokens=tokens, tags=tags, columns=cols))
+        if not out_t:
+            raise DataFormatError("no examples found", path)
+        return out_t
+    text_c = _pick(names, text_column, TEXT_COLUMNS, "text_column")
+    label_c = _pick(names, label_column, LABEL_COLUMNS, "label_column")
+    if label_c is None or (text_c is None and tokens_c is None):
+        raise ValueError(f"{path}: classification needs a label and a text (or tokens) column; columns: "
+                         f"{', '.join(names)} (set text_column= / label_column=)")
+    decode = _decoder(ds.features[label_c])
+    out: list[LabeledSentence] = []
+    for i, ex in enumerate(ds):
+        tokens = tok(ex[text_c] or "") if text_c else [str(t) for t in ex[tokens_c]]
+        if not tokens:
+            raise DataFormatError(f"row {i}: empty text", path)
+        out.append(LabeledSentence(tokens=tokens, label=decode(ex[label_c])))
+    if not out:
+        raise DataFormatError("no examples found", path)
+    return out
+
+
+def to_hf_dataset(examples: Sequence[LabeledSentence] | Sequence[TaggedSentence]):
+    """An in-memory ``datasets.Dataset``: columns tokens+label, or tokens+tags+the extra columns."""
+    import datasets
+
+    if not examples:
+        raise ValueError("to_hf_dataset: no examples")
+    if all(isinstance(e, LabeledSentence) for e in examples):
+        return datasets.Dataset.from_dict({"tokens": [e.tokens for e in examples],
+                                           "label": [e.label for e in examples]})
+    if all(isinstance(e, TaggedSentence) for e in examples):
+        extra = list(examples[0].columns)
+        for e in examples:
+            if list(e.columns) != extra:
+                raise ValueError(f"to_hf_dataset: examples have different extra columns ({extra} vs "
+                                 f"{list(e.columns)})")
+        if {"tokens", "tags"} & set(extra):
+            raise ValueError(f"to_hf_dataset: extra column names clash with tokens/tags: {extra}")
+        data = {"tokens": [e.tokens for e in examples], "tags": [e.tags for e in examples]}
+        data.update({c: [e.columns[c] for e in examples] for c in extra})
+        return datasets.Dataset.from_dict(data)
+    raise TypeError("to_hf_dataset: examples must be all LabeledSentence or all TaggedSentence")

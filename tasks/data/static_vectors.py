@@ -1,0 +1,263 @@
+"""Static word vectors (GloVe, word2vec, fastText) as a token -> vector lookup with a fixed OOV policy.
+
+Lowercasing policy: ``lowercase=None`` (auto) lowercases tokens when the vocabulary has no word with
+an upper-case letter (e.g. GloVe 6B, which was trained on lower-cased text); otherwise the lookup is
+case-sensitive with a fallback: exact form first, then the lower-cased form.
+OOV policy: a token found under neither form is out of vocabulary and gets the ZERO vector (so it
+adds nothing to averages and is identical across runs); ``lookup`` returns how many tokens were OOV
+and ``coverage`` reports the OOV rate of a data set.
+
+File formats: ``text`` (GloVe: ``word v1 .. vd`` per line; word2vec/fastText text: the same after a
+``V d`` header line; optionally .gz), ``word2vec_bin`` (header ``V d``, then ``word<space>`` + d
+little-endian float32 per entry), and ``npy`` (a (V, d) .npy matrix + a words file, one word per
+line, as written by ``elmo-tasks data get glove-6b-50d``).
+"""
+from __future__ import annotations
+
+import gzip
+import mmap
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from .types import DataFormatError
+
+FORMATS = ("auto", "text", "word2vec_bin", "npy")
+
+
+class StaticVectors:
+    """A vocabulary of ``words`` with ``vectors`` (V, d) float32 and the lookup policy above."""
+
+    def __init__(self, words: Sequence[str], vectors: np.ndarray, lowercase: bool):
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2:
+            raise ValueError(f"vectors must be a (V, d) matrix, got shape {vectors.shape}")
+        if len(words) != vectors.shape[0]:
+            raise ValueError(f"{len(words)} words but vectors has shape {vectors.shape}")
+        self.words = list(words)
+        self.vectors = vectors  # (V, d)
+        self.lowercase = bool(lowercase)
+        self.index: dict[str, int] = {}
+        for i, w in enumerate(self.words):  # first occurrence wins (files list frequent words first)
+            self.index.setdefault(w.lower() if self.lowercase else w, i)
+        self.n_duplicates = len(self.words) - len(self.index)
+
+    @property
+    def dim(self) -> int:
+        """Vector size d."""
+        return self.vectors.shape[1]
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def index_of(self, token: str) -> int | None:
+        """Row of ``token`` under the lookup policy, or None when it is out of vocabulary."""
+        if self.lowercase:
+            return self.index.get(token.lower())
+        i = self.index.get(token)
+        return self.index.get(token.lower()) if i is None else i
+
+    def __contains__(self, token: str) -> bool:
+        return self.index_of(token) is not None
+
+    def lookup(self, tokens: Sequence[str]) -> tuple[np.ndarray, int]:
+        """Vectors (n, d) float32 for ``tokens`` (zero rows for OOV) and the number of OOV tokens."""
+        rows = [self.index_of(t) for t in tokens]
+        out = np.zeros((len(tokens), self.dim), dtype=np.float32)  # (n, d)
+        found = [(j, r) for j, r in enumerate(rows) if r is not None]
+        if found:
+            js, rs = zip(*found)
+            out[list(js)] = self.vectors[list(rs)]
+        return out, len(tokens) - len(found)
+
+    def coverage(self, sentences: Iterable[Sequence[str]]) -> dict[str, float]:
+        """Token and type OOV counts and rates over tokenized sentences."""
+        n_tok = n_oov = 0
+        types: dict[str, bool] = {}
+        for sent in sentences:
+            for t in sent:
+                known = types.get(t)
+                if known is None:
+                    known = types[t] = t in self
+                n_tok += 1
+                n_oov += not known
+        n_oov_types = sum(not k for k in types.values())
+        return {"tokens": n_tok, "oov_tokens": n_oov, "oov_rate": n_oov / n_tok if n_tok else 0.0,
+                "types": len(types), "oov_types": n_oov_types,
+                "oov_type_rate": n_oov_types / len(types) if types else 0.0}
+
+    def save_npy(self, vectors_path: str | Path, words_path: str | Path) -> None:
+        """Write the .npy + words-file form (atomically)."""
+        bad = [w for w in self.words if "\n" in w or "\r" in w or not w]
+        if bad:
+            raise ValueError(f"cannot write words containing line breaks or empty words: {bad[:3]!r}")
+        _atomic_write(Path(vectors_path), lambda f: np.save(f, self.vectors))
+        _atomic_write(Path(words_path), lambda f: f.write("".join(w + "\n" for w in self.words).encode("utf-8")))
+
+
+def _atomic_write(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        write(f)
+    os.replace(tmp, path)
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _header(parts: list[str]) -> tuple[int, int] | None:
+    if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
+        return int(parts[0]), int(parts[1])
+    return None
+
+
+def _read_text(path: Path, max_vectors: int | None, progress: bool) -> tuple[list[str], np.ndarray]:
+    gz = path.suffix == ".gz"
+    opener = gzip.open if gz else open
+    words: list[str] = []
+    rows: list[np.ndarray] = []
+    header = None
+    d = None
+    size = path.stat().st_size
+    bar = tqdm(total=None if gz else size, unit="B", unit_scale=True, desc=f"reading {path.name}",
+               disable=not progress or size < 20_000_000)
+    with opener(path, "rt", encoding="utf-8", newline="\n") as f:
+        for lineno, line in enumerate(f, 1):
+            if lineno % 10000 == 0:
+                bar.update(f.buffer.tell() - bar.n if not gz else 0)
+            parts = line.rstrip("\r\n").rstrip(" ").split(" ")
+            if lineno == 1 and _header(parts):
+                header = _header(parts)
+                d = header[1]
+                continue
+            if parts == [""]:
+                raise DataFormatError("empty line", path, lineno)
+            if d is None:
+                d = len(parts) - 1
+                if d < 1:
+                    raise DataFormatError(f"expected 'word v1 ... vd', found {line.strip()[:80]!r}", path, lineno)
+            if len(parts) < d + 1:
+                raise DataFormatError(f"dimension mismatch: expected {d} values after the word, found "
+                                      f"{len(parts) - 1}", path, lineno)
+            if len(parts) > d + 1:  # a word containing spaces (GloVe 840B) -- or too many values
+                extra = parts[1:len(parts) - d]
+                if all(_is_number(x) for x in extra):
+                    raise DataFormatError(f"dimension mismatch: expected {d} values after the word, "
+                                          f"found {len(parts) - 1}", path, lineno)
+            word = " ".join(parts[:len(parts) - d])
+            if not word:
+                raise DataFormatError("empty word", path, lineno)
+            try:
+                rows.append(np.array(parts[len(parts) - d:], dtype=np.float32))
+            except ValueError:
+                bad = next(x for x in parts[len(parts) - d:] if not _is_number(x))
+                raise DataFormatError(f"non-numeric value {bad!r} in the vector of {word!r}", path, lineno) from None
+            words.append(word)
+            if max_vectors is not None and len(words) >= max_vectors:
+                break
+    bar.close()
+    if not words:
+        raise DataFormatError("no vectors found (empty file?)", path)
+    if header and max_vectors is None and header[0] != len(words):
+        raise DataFormatError(f"header says {header[0]} vectors but the file has {len(words)}", path, 1)
+    return words, np.stack(rows)
+
+
+def _read_word2vec_bin(path: Path, max_vectors: int | None) -> tuple[list[str], np.ndarray]:
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            raise DataFormatError("empty file", path)
+        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        end = data.find(b"\n")
+        parts = data[:end if end >= 0 else 100].decode("utf-8", "replace").split()
+        header = _header(parts)
+        if header is None:
+            raise DataFormatError(f"expected a 'V d' header line, found {' '.join(parts)[:80]!r}", path, 1)
+        n_words, d = header
+        n = n_words if max_vectors is None else min(n_words, max_vectors)
+        words: list[str] = []
+        vectors = np.empty((n, d), dtype=np.float32)  # (V, d)
+        pos = end + 1
+        for i in range(n):
+            while pos < len(data) and data[pos:pos + 1] in (b"\n", b" "):
+                pos += 1
+            sp = data.find(b" ", pos)
+            if sp < 0 or sp + 1 + 4 * d > len(data):
+                raise DataFormatError(f"file truncated at vector {i} of {n_words} (byte {pos}); the header "
+                                      f"says {n_words} x {d} float32", path)
+            words.append(data[pos:sp].decode("utf-8", "replace"))
+            vectors[i] = np.frombuffer(data, dtype="<f4", count=d, offset=sp + 1)
+            pos = sp + 1 + 4 * d
+    finally:
+        data.close()
+    return words, vectors
+
+
+def _read_npy(path: Path, words_path: Path | None, max_vectors: int | None) -> tuple[list[str], np.ndarray]:
+    if words_path is None:
+        candidates = [path.with_name("words.txt"), path.with_suffix(".words.txt"), path.with_suffix(".vocab")]
+        words_path = next((c for c in candidates if c.is_file()), None)
+        if words_path is None:
+            raise FileNotFoundError(f"{path}: no words file found (tried {', '.join(str(c) for c in candidates)});"
+                                    f" pass words_path=")
+    matrix = np.load(path, mmap_mode="r")
+    with open(words_path, encoding="utf-8", newline="\n") as f:
+        words = f.read().split("\n")
+    if words and words[-1] == "":
+        words.pop()
+    if matrix.ndim != 2 or matrix.shape[0] != len(words):
+        raise DataFormatError(f"vectors {path} have shape {matrix.shape} but {words_path} lists "
+                              f"{len(words)} words (expected a ({len(words)}, d) matrix)", path)
+    for i, w in enumerate(words):
+        if not w:
+            raise DataFormatError("empty word", words_path, i + 1)
+    n = len(words) if max_vectors is None else min(len(words), max_vectors)
+    return words[:n], np.asarray(matrix[:n], dtype=np.float32)
+
+
+def load_static_vectors(path: str | Path, format: str = "auto", words_path: str | Path | None = None,
+                        lowercase: bool | None = None, max_vectors: int | None = None,
+                        progress: bool = True) -> StaticVectors:
+    """Load word vectors; ``format="auto"`` uses .npy -> npy, .bin -> word2vec_bin, else text, and a
+    folder containing vectors.npy + words.txt -> npy. ``max_vectors`` keeps the first N (the most
+    frequent in GloVe/word2vec/fastText files). ``lowercase=None`` decides by the vocabulary (see module).
+    """
+    path = Path(path)
+    if format not in FORMATS:
+        raise ValueError(f"unknown vectors format {format!r}; valid: {', '.join(FORMATS)}")
+    if max_vectors is not None and max_vectors < 1:
+        raise ValueError(f"max_vectors must be >= 1, got {max_vectors}")
+    if path.is_dir():
+        if not (path / "vectors.npy").is_file():
+            raise FileNotFoundError(f"{path} is a folder without vectors.npy (expected vectors.npy + words.txt)")
+        path = path / "vectors.npy"
+    if not path.is_file():
+        raise FileNotFoundError(f"word vectors not found: {path}")
+    if format == "auto":
+        format = {".npy": "npy", ".bin": "word2vec_bin"}.get(path.suffix.lower(), "text")
+    if format == "npy":
+        words, vectors = _read_npy(path, Path(words_path) if words_path else None, max_vectors)
+    elif format == "word2vec_bin":
+        words, vectors = _read_word2vec_bin(path, max_vectors)
+    else:
+        try:
+            words, vectors = _read_text(path, max_vectors, progress)
+        except UnicodeDecodeError as e:
+            raise DataFormatError(f"not UTF-8 text ({e}); a word2vec binary file needs format='word2vec_bin'",
+                                  path) from None
+    bad = ~np.isfinite(vectors).all(axis=1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise DataFormatError(f"{int(bad.sum())} vector(s) contain NaN/inf, first: {words[i]!r} (entry {i + 1})", path)
+    if lowercase is None:
+        lowercase = not any(w != w.lower() for w in words)
+    return StaticVectors(words, vectors, lowercase)

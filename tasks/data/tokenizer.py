@@ -1,0 +1,143 @@
+"""The project's word tokenizer: Penn-Treebank-like, case kept, no sentence splitting.
+
+It follows the word-tokenization rules the biLM training corpus was built with
+(../shared/data/corpus/MANIFEST.md, section 3), so task text is split the way the biLM saw text:
+quotes normalised to ``"``, dashes ``--``, clitics ``do n't``/``it 's``/``I 'm``, punctuation split
+off except inside numbers (``1,000``, ``3.5``, ``10:30``), abbreviations (``Mr.``, ``U.S.``) and
+URLs/e-mail addresses kept whole. It is a regex tokenizer (no sentence splitter, no model).
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_CHAR_MAP = str.maketrans({
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\u00b4": "'", "`": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
+    "\u2014": " -- ", "\u2015": " -- ", "\u2013": " -- ",
+    "\u2012": "-", "\u2010": "-", "\u2011": "-", "\u2212": "-",
+    "\u2026": "...", "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2007": " ",
+    "\u00ad": "", "\u200b": "", "\u200c": "", "\u200d": "", "\ufeff": "",
+    "\u2022": " ", "\u00b7": " ",
+})
+_ABBREV_CAP = set("Mr Mrs Ms Dr Prof St Mt Gen Col Capt Lt Sgt Rev Hon Gov Sen Rep Jr Sr Co Corp Inc Ltd "
+                  "Dept Ave Rd Vol Fig Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec Calif Mass Ill "
+                  "Tex Va Fla Penn Conn Wash Mich Ariz Colo Ga Md Minn Mo Nev Okla Ore Tenn Wis No Nos "
+                  "Art vs Messrs Mmes Bros Reps Drs Del La Ala Ch Pt".split())
+_ABBREV_ANY = set("etc vs cf ca approx viz ibid al pp esp fig vol oz lb lbs ft km kg cm mm min sec hr "
+                  "hrs no nos st mt figs eds ed chap dept mg cu sq jr sr".split())
+_ELISIONS = set("'tis 'twas 'twere 'twill 'em 'n' 'cause 'til 'bout 'round 'gainst 'twixt 'n 'nuff "
+                "'cos 'kay".split())
+_BARE_CLITICS = {"'s", "'m", "'d", "'ll", "'re", "'ve", "n't"}
+_KEEP_TRAILING_APOS = {"th'", "o'", "i'", "an'", "ol'", "t'"}
+_D_HOSTS = set("i you he she it we they who what that there where how why".split())
+
+_URL = re.compile(r"^(?:https?://|www\.)\S+$|^[\w.+-]+@[\w-]+(?:\.[\w-]+)+$", re.IGNORECASE)
+# split-off punctuation; numbers with , : . inside are protected by the lookarounds
+_SPLIT = re.compile(
+    r"(\.\.\.+|-{2,}|(?<!\d)[,:]|[,:](?!\d)|[;\"()\[\]{}<>|]|[?!]+|[$%#@*+=~^\\]+"
+    r"|(?<![A-Za-z0-9])&|&(?![A-Za-z0-9])|^/|/$|(?<=\s)/|/(?=\s))")
+_CLITIC = re.compile(r"^(.+?)(n't|'s|'m|'ll|'re|'ve|'d)$", re.IGNORECASE)
+_ACRONYM = re.compile(r"^(?:[A-Za-z]{1,2}\.){2,}$|^[A-Z]\.$")
+
+
+def normalize(text: str) -> str:
+    """Quote/dash/ellipsis mapping, NFKC, PTB double quotes -> ``"``, whitespace squeezed."""
+    text = unicodedata.normalize("NFKC", text.translate(_CHAR_MAP)).translate(_CHAR_MAP)
+    text = text.replace("''", '"')
+    text = re.sub(r"(?<=\d) -- (?=\d)", "-", text)
+    text = "".join(" " if unicodedata.category(c) in ("Cc", "Cs") or c == "\ufffd" else c for c in text)
+    return " ".join(text.split())
+
+
+def _is_abbrev(chunk: str) -> bool:
+    stem = chunk[:-1]
+    return bool(_ACRONYM.match(chunk)) or stem in _ABBREV_CAP or stem.lower() in _ABBREV_ANY
+
+
+def _symbols(chunk: str) -> list[str]:
+    """Split symbol characters (emoji, currency, math) into their own tokens."""
+    out, cur = [], ""
+    for c in chunk:
+        if unicodedata.category(c) in ("So", "Sk", "Sm", "Sc") and c not in "^~=+<>|$":
+            if cur:
+                out.append(cur)
+            out.append(c)
+            cur = ""
+        else:
+            cur += c
+    return out + ([cur] if cur else [])
+
+
+def _word(chunk: str) -> list[str]:
+    """Tokens of one punctuation-free chunk: quotes, edge hyphens, final period, clitics."""
+    if chunk.lower() in _BARE_CLITICS or chunk.lower() in _ELISIONS:
+        return [chunk]  # already split (re-tokenizing tokenized text is a no-op)
+    pre: list[str] = []
+    post: list[str] = []
+    while len(chunk) > 1 and chunk[0] == "'" and not re.match(r"^'\d\ds?$", chunk):
+        pre.append("'")
+        chunk = chunk[1:]
+    while len(chunk) > 1 and chunk[-1] == "'" and chunk.lower() not in _KEEP_TRAILING_APOS \
+            and not chunk.lower().endswith("n't'"):
+        post.insert(0, "'")
+        chunk = chunk[:-1]
+    if len(chunk) > 1 and chunk[0] == "-" and not chunk[1].isdigit():
+        pre.append("-")
+        chunk = chunk[1:]
+    if len(chunk) > 1 and chunk[-1] == "-" and not chunk[-2].isdigit():
+        post.insert(0, "-")
+        chunk = chunk[:-1]
+    if len(chunk) > 1 and chunk.endswith(".") and not _is_abbrev(chunk):
+        post.insert(0, ".")
+        chunk = chunk[:-1]
+    words = [chunk]
+    m = _CLITIC.match(chunk)
+    if m:
+        head, clitic = m.group(1), m.group(2)
+        if head.isdigit() or (clitic.lower() == "'d" and head.lower() not in _D_HOSTS):
+            pass  # 1950's, archaic answer'd stay whole
+        else:
+            words = [head, clitic]  # can't -> ca n't, won't -> wo n't
+    return pre + [w for w in words if w] + post
+
+
+def tokenize(text: str) -> list[str]:
+    """Split raw text into tokens (see the module docstring for the rules). Never returns ""."""
+    tokens: list[str] = []
+    for raw in normalize(text).split(" "):
+        if not raw:
+            continue
+        if _URL.match(raw):
+            tokens.append(raw)
+            continue
+        raw = raw.replace(". . .", "...")
+        for sym_chunk in _symbols(raw):
+            for piece in _SPLIT.split(sym_chunk):
+                if piece and _SPLIT.fullmatch(piece):
+                    tokens.append(piece)
+                elif piece:
+                    tokens.extend(_word(piece))
+    # PTB: a sentence ending in an abbreviation gets its own final period
+    last = len(tokens) - 1
+    while last >= 0 and tokens[last] in ('"', "'", ")", "]"):
+        last -= 1
+    if last >= 0 and tokens[last].endswith(".") and re.search(r"[A-Za-z0-9]", tokens[last]):
+        tokens.insert(last + 1, ".")
+    return tokens
+
+
+def whitespace_tokenize(text: str) -> list[str]:
+    """Split on runs of whitespace."""
+    return text.split()
+
+
+TOKENIZERS = {"whitespace": whitespace_tokenize, "ptb": tokenize}
+
+
+def get_tokenizer(name: str):
+    """A tokenizer function by name; unknown names raise an error listing the valid ones."""
+    try:
+        return TOKENIZERS[name]
+    except KeyError:
+        raise ValueError(f"unknown tokenizer {name!r}; valid: {', '.join(sorted(TOKENIZERS))}") from None
