@@ -64,7 +64,9 @@ class BiLMOptions:
                 embedding_dim=int(cnn["embedding"]["dim"]),
                 filters=tuple((int(w), int(n)) for w, n in cnn["filters"]),
                 n_highway=int(cnn["n_highway"]),
-                n_characters=int(cnn.get("n_characters", 262)),
+                # bilm-tf trains with 261 and AllenNLP always uses 262 (+1 padding row); the HDF5
+                # char_embed has 261 rows either way, so the runtime always uses 262
+                n_characters=262,
                 max_characters_per_token=int(cnn.get("max_characters_per_token", 50)),
                 activation=act,
             )

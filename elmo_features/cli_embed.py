@@ -1,0 +1,197 @@
+"""``elmo-tasks embed``: embed a file of sentences into an HDF5 file compatible with ``allennlp elmo``.
+
+Input: UTF-8 text, one whitespace-tokenized sentence per line (no blank lines).
+Output: datasets "0", "1", ... (line number -> (L, n, D) with --all, (n, D) with --top / --average)
+and "sentence_to_index", a JSON string mapping each stripped line to its dataset name.
+
+Resuming: the output is built in OUTPUT.partial, flushed every --chunk-size sentences together with
+the number of sentences done, the input's sha256 and the settings. Rerunning the same command
+continues from the last flushed chunk; when done the file is renamed to OUTPUT.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import h5py
+import numpy as np
+from tqdm.auto import tqdm
+
+from .download import DownloadError
+from .embedder import Embedder
+from .feature_cache import bilm_fingerprint
+from .options import OptionsError
+from .weights import WeightFileError, load_bilm
+
+FORMATS = ("all", "top", "average")
+PARTIAL_SUFFIX = ".partial"
+_RESUME_ATTRS = ("input_sha256", "settings", "n_done")
+
+
+class InputError(ValueError):
+    """The input file is malformed (message names the file and line)."""
+
+
+def read_sentences(path: str | Path, max_errors: int = 10) -> tuple[list[str], list[list[str]], str]:
+    """-> (stripped lines, tokenized sentences, sha256 of the file). Blank / non-UTF-8 lines are errors."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"input file not found: {path}") from None
+    raw_lines = data.split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()  # the file's final newline
+    lines, errors = [], []
+    for lineno, raw in enumerate(raw_lines, start=1):
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as e:
+            errors.append(f"{path}:{lineno}: not valid UTF-8 (byte {raw[e.start]:#04x} at byte column {e.start + 1})")
+            continue
+        if not text:
+            errors.append(f"{path}:{lineno}: blank line; every line must hold one whitespace-tokenized sentence")
+        lines.append(text)
+    if errors:
+        more = f"\n... and {len(errors) - max_errors} more" if len(errors) > max_errors else ""
+        raise InputError("\n".join(errors[:max_errors]) + more)
+    if not lines:
+        raise InputError(f"{path}: no sentences (the file is empty)")
+    return lines, [line.split() for line in lines], hashlib.sha256(data).hexdigest()
+
+
+def _select(a: np.ndarray, output_format: str) -> np.ndarray:
+    """(L, n, D) -> (L, n, D) for "all", (n, D) for "top" (last layer) / "average" (mean of layers)."""
+    if output_format == "top":
+        return a[-1]
+    if output_format == "average":
+        return a.mean(axis=0)
+    return a
+
+
+def _open_partial(partial: Path, input_hash: str, settings: str, resume: bool) -> tuple[h5py.File, int]:
+    """Open OUTPUT.partial for appending; -> (file, sentences already done)."""
+    if resume and partial.exists():
+        try:
+            f = h5py.File(partial, "a")
+        except OSError as e:
+            print(f"{partial}: unreadable ({e}); starting over", file=sys.stderr)
+        else:
+            if f.attrs.get("input_sha256") == input_hash and f.attrs.get("settings") == settings:
+                done = int(f.attrs.get("n_done", 0))
+                if done:
+                    print(f"{partial}: resuming after {done} sentences", file=sys.stderr)
+                return f, done
+            f.close()
+            print(f"{partial}: left by a run with another input or settings; starting over", file=sys.stderr)
+    f = h5py.File(partial, "w")
+    f.attrs.update({"input_sha256": input_hash, "settings": settings, "n_done": 0})
+    return f, 0
+
+
+def embed_file(input_path: str | Path, output_path: str | Path, embedder: Embedder, output_format: str = "all",
+               chunk_size: int = 1000, forget_sentences: bool = False, resume: bool = True,
+               on_chunk: Callable[[int, int], None] | None = None) -> dict:
+    """Embed ``input_path`` into ``output_path`` (see the module docstring). Returns a summary dict.
+
+    on_chunk(chunk_index, n_done) is called after each flushed chunk (a hook for tests/monitoring).
+    """
+    if output_format not in FORMATS:
+        raise ValueError(f"unknown output format {output_format!r}; valid: {FORMATS}")
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    lines, sentences, input_hash = read_sentences(input_path)
+    output_path = Path(output_path)
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(str(output_path) + PARTIAL_SUFFIX)
+    settings = json.dumps({"format": output_format, "bilm": bilm_fingerprint(embedder.bilm),
+                           "forget_sentences": bool(forget_sentences)}, sort_keys=True)
+    t0 = time.time()
+    f, start = _open_partial(partial, input_hash, settings, resume)
+    n = len(sentences)
+    with f, tqdm(total=n, initial=start, unit="sent", desc="embed",
+                 disable=not (sys.stderr.isatty() and n > 1000)) as bar:
+        for k, c0 in enumerate(range(start, n, chunk_size)):
+            chunk = sentences[c0 : c0 + chunk_size]
+            for j, a in enumerate(embedder.embed_sentences(chunk)):
+                name = str(c0 + j)
+                if name in f:  # written by an interrupted run after its last flush
+                    del f[name]
+                f.create_dataset(name, data=_select(a, output_format).astype(np.float32))
+            f.attrs["n_done"] = c0 + len(chunk)
+            f.flush()
+            bar.update(len(chunk))
+            if on_chunk is not None:
+                on_chunk(k, c0 + len(chunk))
+        if "sentence_to_index" in f:
+            del f["sentence_to_index"]
+        if not forget_sentences:
+            index = {}
+            for i, line in enumerate(lines):
+                index[line] = str(i)
+            ds = f.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+            ds[0] = json.dumps(index)
+        for key in _RESUME_ATTRS:
+            del f.attrs[key]
+    os.replace(partial, output_path)
+    return {"sentences": n, "tokens": sum(len(s) for s in sentences), "resumed_from": start,
+            "seconds": time.time() - t0, "output": str(output_path)}
+
+
+def _load_bilm(args: argparse.Namespace):
+    if args.options or args.weights:
+        if args.model:
+            raise ValueError("give either --model or --options/--weights, not both")
+        if not (args.options and args.weights):
+            raise ValueError("--options and --weights go together")
+        return load_bilm(args.options, args.weights)
+    from .default_model import resolve_bilm
+
+    return resolve_bilm(args.model or "default", cache_dir=args.cache_dir)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``embed`` sub-command."""
+    try:
+        bilm = _load_bilm(args)
+        embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
+                            progress=False)
+        s = embed_file(args.input, args.output, embedder, args.output_format, chunk_size=args.chunk_size,
+                       forget_sentences=args.forget_sentences, resume=not args.restart)
+    except (InputError, OptionsError, WeightFileError, DownloadError, FileNotFoundError, ValueError) as e:
+        print(f"elmo-tasks embed: error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {s['sentences']} sentences ({s['tokens']} tokens) to {s['output']} in {s['seconds']:.1f} s",
+          file=sys.stderr)
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``embed`` parser."""
+    p = subparsers.add_parser("embed", help="embed a file of tokenized sentences into HDF5 (allennlp elmo format)",
+                              description=__doc__.split("\n\n")[0])
+    p.add_argument("input", help="UTF-8 text, one whitespace-tokenized sentence per line")
+    p.add_argument("output", help="output .hdf5 file")
+    p.add_argument("--options", help="biLM options.json (with --weights)")
+    p.add_argument("--weights", help="biLM weights.hdf5 (with --options)")
+    p.add_argument("--model", help="'default' (the project's biLM), a preset (small, medium, original, "
+                                   "original-5.5B) or a folder with options.json + weights.hdf5")
+    p.add_argument("--cache-dir", help="where presets are downloaded (default ~/.cache/elmo_tasks)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--all", dest="output_format", action="store_const", const="all",
+                     help="all layers, (L, n, D) per sentence (the default)")
+    fmt.add_argument("--top", dest="output_format", action="store_const", const="top", help="top layer, (n, D)")
+    fmt.add_argument("--average", dest="output_format", action="store_const", const="average",
+                     help="mean of the layers, (n, D)")
+    p.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
+    p.add_argument("--max-tokens-per-batch", type=int, default=4096, help="padded tokens per batch (default 4096)")
+    p.add_argument("--chunk-size", type=int, default=1000, help="sentences per flush of the resumable output")
+    p.add_argument("--forget-sentences", action="store_true", help="do not write the sentence_to_index dataset")
+    p.add_argument("--restart", action="store_true", help="ignore OUTPUT.partial from an interrupted run")
+    p.set_defaults(func=run, output_format="all")

@@ -1,0 +1,64 @@
+"""The project's own default biLM and one resolver for every way a config can name a biLM."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from .bilm import BiLM
+from .presets import PRESETS
+from .weights import load_bilm
+
+DEFAULT_MODEL_DIR = Path(__file__).parent / "models" / "default"
+OPTIONS_NAME = "options.json"
+WEIGHTS_NAME = "weights.hdf5"
+SPEC_KEYS = ("options", "weights")
+
+
+def default_model_paths() -> tuple[Path, Path]:
+    """(options.json, weights.hdf5) of the default model (they may not exist)."""
+    return DEFAULT_MODEL_DIR / OPTIONS_NAME, DEFAULT_MODEL_DIR / WEIGHTS_NAME
+
+
+def load_default_bilm(**kw: Any) -> BiLM:
+    """load_bilm on the default model's files (kw: stateful, keep_sentence_boundaries)."""
+    options, weights = default_model_paths()
+    missing = [str(p) for p in (options, weights) if not p.exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"the default biLM is missing ({', '.join(missing)}). Train it (elmo-tasks train-bilm), or name "
+            f"another biLM: a preset ({', '.join(PRESETS)}), a folder with {OPTIONS_NAME} + {WEIGHTS_NAME}, "
+            f"or {{'options': ..., 'weights': ...}}"
+        )
+    return load_bilm(options, weights, **kw)
+
+
+def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> BiLM:
+    """A BiLM from a spec: "default" | a preset name | a folder holding options.json + weights.hdf5 |
+    {"options": path, "weights": path} | a BiLM (returned as is). kw go to ``load_bilm``."""
+    if isinstance(spec, BiLM):
+        return spec
+    if isinstance(spec, Mapping):
+        unknown = sorted(set(spec) - set(SPEC_KEYS))
+        absent = [k for k in SPEC_KEYS if k not in spec]
+        if unknown or absent:
+            raise ValueError(f"biLM spec {dict(spec)!r}: needs exactly the keys {SPEC_KEYS}"
+                             + (f"; unknown: {unknown}" if unknown else "") + (f"; missing: {absent}" if absent else ""))
+        return load_bilm(spec["options"], spec["weights"], **kw)
+    if isinstance(spec, (str, Path)):
+        s = str(spec)
+        if s == "default":
+            return load_default_bilm(**kw)
+        if s in PRESETS:
+            from .download import fetch_preset
+
+            options, weights = fetch_preset(s, cache_dir=cache_dir)
+            return load_bilm(options, weights, **kw)
+        folder = Path(s).expanduser()
+        if folder.is_dir():
+            if not (folder / OPTIONS_NAME).exists() or not (folder / WEIGHTS_NAME).exists():
+                raise FileNotFoundError(f"biLM folder {folder} must hold {OPTIONS_NAME} and {WEIGHTS_NAME}")
+            return load_bilm(folder / OPTIONS_NAME, folder / WEIGHTS_NAME, **kw)
+    raise ValueError(
+        f"unknown biLM spec {spec!r}; valid: 'default', a preset ({', '.join(PRESETS)}), a folder with "
+        f"{OPTIONS_NAME} + {WEIGHTS_NAME}, or {{'options': path, 'weights': path}}"
+    )

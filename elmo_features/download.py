@@ -1,0 +1,99 @@
+"""Download the files of a public ELMo preset into a local cache (atomic; never re-downloaded).
+
+Cache folder: ``cache_dir`` argument, else $ELMO_TASKS_CACHE, else ~/.cache/elmo_tasks.
+Base URL: ``base_url`` argument, else $ELMO_TASKS_PRESET_BASE_URL, else ``presets.BASE_URL``
+(a mirror, or a ``file://`` folder laid out as ``{stem}/elmo_{stem}_{options.json,weights.hdf5}``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Callable
+
+import h5py
+from tqdm.auto import tqdm
+
+from .presets import Preset, get_preset
+from .weights import atomic_path
+
+
+class DownloadError(RuntimeError):
+    """A file could not be downloaded, or what arrived is not what was expected."""
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("ELMO_TASKS_CACHE") or Path.home() / ".cache" / "elmo_tasks").expanduser()
+
+
+def download_url(url: str, dest: str | Path, progress: bool | None = None, timeout: float = 60.0,
+                 validate: Callable[[Path], None] | None = None) -> Path:
+    """Fetch ``url`` to ``dest`` unless it exists. Written to a temp file, checked, then renamed."""
+    dest = Path(dest)
+    if dest.exists():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = atomic_path(dest)
+    try:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as f:
+                total = resp.headers.get("Content-Length")
+                total = int(total) if total and total.isdigit() else None
+                show = progress if progress is not None else (sys.stderr.isatty() and (total or 0) > 10 << 20)
+                with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, disable=not show) as bar:
+                    while True:
+                        chunk = resp.read(1 << 20)
+                        if not chunk:
+                            break
+                        f.write(chunk)
+                        bar.update(len(chunk))
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            raise DownloadError(
+                f"could not download {url} -> {dest}: {e}. Without network access, place the file at {dest} by hand."
+            ) from None
+        if validate is not None:
+            validate(tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest
+
+
+def _check_options(preset: Preset, url: str) -> Callable[[Path], None]:
+    def check(path: Path) -> None:
+        try:
+            got = json.loads(path.read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise DownloadError(f"{url}: not a JSON options file ({e})") from None
+        want = preset.options
+        for part, keys in (("lstm", ("dim", "projection_dim", "n_layers")), ("char_cnn", ("filters", "n_highway"))):
+            for k in keys:
+                if got.get(part, {}).get(k) != want[part][k]:
+                    raise DownloadError(
+                        f"{url}: {part}.{k} is {got.get(part, {}).get(k)!r}, but preset {preset.name!r} "
+                        f"expects {want[part][k]!r}"
+                    )
+    return check
+
+
+def _check_hdf5(url: str) -> Callable[[Path], None]:
+    def check(path: Path) -> None:
+        if not h5py.is_hdf5(path):
+            raise DownloadError(f"{url}: the downloaded file is not HDF5 (an error page?)")
+    return check
+
+
+def fetch_preset(name: str, cache_dir: str | Path | None = None, base_url: str | None = None,
+                 progress: bool | None = None) -> tuple[Path, Path]:
+    """Download (once) the options and weights of preset ``name``; returns (options_path, weights_path)."""
+    preset = get_preset(name)
+    base_url = base_url or os.environ.get("ELMO_TASKS_PRESET_BASE_URL") or None
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    folder = folder / preset.stem
+    o_url, w_url = preset.options_url(base_url), preset.weights_url(base_url)
+    options = download_url(o_url, folder / preset.options_filename, progress=False, validate=_check_options(preset, o_url))
+    weights = download_url(w_url, folder / preset.weights_filename, progress=progress, validate=_check_hdf5(w_url))
+    return options, weights

@@ -1,0 +1,157 @@
+"""Embed many tokenized sentences with a biLM: length-sorted batches, input order restored.
+
+Batching policy
+- Non-empty sentences are sorted by length (longest first, ties in input order) and packed
+  greedily: a batch holds at most ``batch_size`` sentences and at most ``max_tokens_per_batch``
+  padded tokens (rows x longest length).
+- A sentence longer than ``max_tokens_per_batch`` runs alone in a batch of one. Nothing is cut:
+  the biLSTM runs step by step, so memory grows linearly with the sentence length.
+- Empty sentences are never sent to the model; they get arrays of shape (L, 0, D).
+- A stateless biLM gives the same vectors for a sentence whatever batch it is in (up to float
+  rounding, < 1e-6). A *stateful* biLM does not, so it is refused unless ``sort=False``, which
+  keeps input order (batches of consecutive sentences, as AllenNLP's ``ElmoEmbedder`` does).
+"""
+from __future__ import annotations
+
+import sys
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .bilm import BiLM
+from .char_ids import batch_to_ids
+from .token_cache import TokenCache
+
+AUTO_PROGRESS_MIN_SENTENCES = 1000
+
+
+def plan_batches(lengths: Sequence[int], batch_size: int, max_tokens_per_batch: int,
+                 sort: bool = True) -> list[list[int]]:
+    """Group the indices of non-empty sentences into batches (see the module docstring)."""
+    order = [i for i in range(len(lengths)) if lengths[i] > 0]
+    if sort:
+        order.sort(key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    cur_max = 0
+    for i in order:
+        n = lengths[i]
+        longest = max(cur_max, n)
+        if cur and (len(cur) >= batch_size or (len(cur) + 1) * longest > max_tokens_per_batch):
+            batches.append(cur)
+            cur, longest = [], n
+        cur.append(i)
+        cur_max = longest
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+def _check_sentences(sentences) -> list[list[str]]:
+    if isinstance(sentences, str):
+        raise TypeError("expected a list of tokenized sentences (list[list[str]]), got a str")
+    out = []
+    for k, s in enumerate(sentences):
+        if isinstance(s, str):
+            raise TypeError(f"sentence {k} is a str ({s[:40]!r}); pass tokenized sentences (list[list[str]])")
+        s = list(s)
+        for tok in s:
+            if not isinstance(tok, str):
+                raise TypeError(f"sentence {k} has a token of type {type(tok).__name__}: {tok!r}")
+        out.append(s)
+    return out
+
+
+class Embedder:
+    """Runs a frozen biLM over many sentences and returns per-sentence layer arrays.
+
+    ``embed_sentences(sentences)`` -> list of float32 arrays (L, n_i, D) in input order.
+    ``embed_batches(sentences)`` yields (indices, arrays) per batch as they are computed.
+    token_cache: True (a new bounded ``TokenCache``), False, or a ``TokenCache`` to share.
+    progress: None = auto (a tqdm bar when > 1000 sentences and stderr is a terminal).
+    sort: None = sort by length (refused for a stateful biLM), False = keep input order.
+    """
+
+    def __init__(self, bilm: BiLM, batch_size: int = 64, max_tokens_per_batch: int = 4096,
+                 token_cache: bool | TokenCache = True, progress: bool | None = None,
+                 sort: bool | None = None, cache_size: int = 100_000):
+        if batch_size < 1 or max_tokens_per_batch < 1:
+            raise ValueError(f"batch_size and max_tokens_per_batch must be >= 1, got {batch_size}, "
+                             f"{max_tokens_per_batch}")
+        if getattr(bilm, "keep_sentence_boundaries", False):
+            raise ValueError("Embedder needs a BiLM built with keep_sentence_boundaries=False")
+        if getattr(bilm, "stateful", False) and sort is not False:
+            raise ValueError(
+                "this BiLM is stateful: its outputs depend on which sentences came before in the same "
+                "batch row, so length-sorted batching would change them. Load it with stateful=False, "
+                "or pass sort=False to embed in input order"
+            )
+        self.bilm = bilm
+        self.batch_size = int(batch_size)
+        self.max_tokens_per_batch = int(max_tokens_per_batch)
+        self.progress = progress
+        self.sort = True if sort is None else bool(sort)
+        if isinstance(token_cache, TokenCache):
+            if token_cache.bilm is not bilm:
+                raise ValueError("the TokenCache given was built for a different BiLM")
+            self.token_cache: TokenCache | None = token_cache
+        else:
+            self.token_cache = TokenCache(bilm, max_size=cache_size) if token_cache else None
+
+    @property
+    def num_output_layers(self) -> int:
+        return self.bilm.num_output_layers
+
+    @property
+    def output_dim(self) -> int:
+        return self.bilm.output_dim
+
+    def _empty(self) -> np.ndarray:
+        return np.zeros((self.num_output_layers, 0, self.output_dim), dtype=np.float32)  # (L, 0, D)
+
+    def _show_progress(self, n: int) -> bool:
+        if self.progress is not None:
+            return bool(self.progress)
+        return n > AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
+
+    def _run(self, batch: list[list[str]]) -> list[np.ndarray]:
+        """One model call. batch: B non-empty sentences -> B arrays (L, n_b, D)."""
+        device = next(self.bilm.parameters()).device
+        ids = batch_to_ids(batch).to(device)  # (B, T, 50)
+        tok = self.token_cache.lookup(batch).to(device) if self.token_cache is not None else None  # (B, T, P)
+        out = self.bilm(ids, token_embeddings=tok)
+        layers = out.layers.float().cpu().numpy()  # (L, B, T, D)
+        return [np.ascontiguousarray(layers[:, b, : len(s)]) for b, s in enumerate(batch)]  # (L, n_b, D)
+
+    def embed_batches(self, sentences: Sequence[Sequence[str]]) -> Iterator[tuple[list[int], list[np.ndarray]]]:
+        """Yield (input indices, arrays (L, n_i, D)) per batch; empty sentences come first."""
+        sentences = _check_sentences(sentences)
+        lengths = [len(s) for s in sentences]
+        empty = [i for i, n in enumerate(lengths) if n == 0]
+        batches = plan_batches(lengths, self.batch_size, self.max_tokens_per_batch, self.sort)
+        bar = tqdm(total=len(sentences), unit="sent", desc="embed", disable=not self._show_progress(len(sentences)))
+        try:
+            if empty:
+                yield empty, [self._empty() for _ in empty]
+                bar.update(len(empty))
+            for idx in batches:
+                with torch.inference_mode():  # not held across the yield: the caller's grad mode is untouched
+                    arrays = self._run([sentences[i] for i in idx])
+                yield idx, arrays
+                bar.update(len(idx))
+        finally:
+            bar.close()
+
+    def embed_sentences(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Float32 arrays (L, n_i, D), one per sentence, in input order."""
+        out: list[np.ndarray | None] = [None] * len(sentences)
+        for idx, arrays in self.embed_batches(sentences):
+            for i, a in zip(idx, arrays):
+                out[i] = a
+        return out  # type: ignore[return-value]
+
+    def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
+        """One sentence -> (L, n, D)."""
+        return self.embed_sentences([sentence])[0]

@@ -1,0 +1,174 @@
+"""An on-disk cache of biLM features: compute once per (model, sentences), then read from HDF5.
+
+``FeatureCache(cache_dir).embed(embedder, sentences)`` returns float32 arrays (L, n_i, D). The key is
+sha256 over the model fingerprint, the stored dtype and every sentence's tokens (each sentence
+JSON-encoded, one per line: JSON escapes newlines, so no token can fake a boundary). One HDF5
+file per key, datasets "0", "1", ... (as ``allennlp elmo --all``), written to a temp file and
+renamed, so a file that exists is complete. The batching settings of the embedder are not part
+of the key (they change outputs only by float rounding, < 1e-6).
+
+``embed_lazy`` returns an h5py-backed sequence instead, for corpora that do not fit in RAM.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import weakref
+from pathlib import Path
+from typing import Sequence
+
+import h5py
+import numpy as np
+
+from .bilm import BiLM
+from .weights import atomic_path
+
+DTYPES = ("float32", "float16")
+FORMAT_VERSION = 1
+_FINGERPRINTS: "weakref.WeakKeyDictionary[BiLM, tuple[tuple[int, ...], str]]" = weakref.WeakKeyDictionary()  # memo
+
+
+def bilm_fingerprint(bilm: BiLM) -> str:
+    """sha256 over the options, the stateful/boundary flags and every state_dict tensor's bytes.
+
+    Memoised per model object; recomputed when any parameter was modified in place since.
+    """
+    sd = bilm.state_dict(keep_vars=True)
+    try:
+        versions: tuple[int, ...] | None = tuple(t._version for t in sd.values())
+    except RuntimeError:  # inference tensors (a model built under inference_mode) have no version counter
+        versions = None
+    memo = _FINGERPRINTS.get(bilm)
+    if versions is not None and memo is not None and memo[0] == versions:
+        return memo[1]
+    h = hashlib.sha256()
+    h.update(json.dumps(bilm.options.to_dict(), sort_keys=True).encode())
+    h.update(f"stateful={bool(bilm.stateful)} boundaries={bool(bilm.keep_sentence_boundaries)}".encode())
+    for name in sorted(sd):
+        t = sd[name].detach().cpu().contiguous()
+        h.update(f"\n{name} {t.dtype} {tuple(t.shape)}\n".encode())
+        h.update(t.numpy().tobytes() if t.numel() else b"")
+    fp = h.hexdigest()
+    if versions is not None:
+        _FINGERPRINTS[bilm] = (versions, fp)
+    return fp
+
+
+def cache_key(fingerprint: str, sentences: Sequence[Sequence[str]], dtype: str) -> str:
+    """sha256 of (model fingerprint, dtype, all sentences' tokens)."""
+    h = hashlib.sha256(f"elmo-features-cache v{FORMAT_VERSION}\n{fingerprint}\n{dtype}\n".encode())
+    for s in sentences:
+        h.update(json.dumps(list(s), ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+class LazyFeatures(Sequence):
+    """Read-only, h5py-backed per-sentence features: ``lf[i]`` -> float32 (L, n_i, D).
+
+    The file is opened on first access (so the object pickles to worker processes); ``close()``
+    or ``with`` releases it.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._f: h5py.File | None = None
+        with h5py.File(self.path, "r") as f:
+            self._n = int(f.attrs["n_sentences"])
+            self.num_output_layers = int(f.attrs["num_output_layers"])
+            self.output_dim = int(f.attrs["output_dim"])
+
+    def _file(self) -> h5py.File:
+        if self._f is None:
+            self._f = h5py.File(self.path, "r")
+        return self._f
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        i = int(i)
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(f"sentence index out of range: {i} (have {self._n}) in {self.path}")
+        return self._file()[str(i)][...].astype(np.float32, copy=False)  # (L, n_i, D)
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+    def __enter__(self) -> "LazyFeatures":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_f"] = None
+        return state
+
+
+class FeatureCache:
+    """One HDF5 file of features per (model, sentences, dtype) under ``cache_dir``."""
+
+    def __init__(self, cache_dir: str | Path):
+        self.cache_dir = Path(cache_dir).expanduser()
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.computed = 0  # how many times features were computed (not read) by this object
+
+    def path_for(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> Path:
+        """Where the features of ``sentences`` under ``embedder.bilm`` are (or will be) stored."""
+        _check_dtype(dtype)
+        return self.cache_dir / f"{cache_key(bilm_fingerprint(embedder.bilm), sentences, dtype)}.hdf5"
+
+    def ensure(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> Path:
+        """Compute and store the features unless a valid cache file exists; returns its path."""
+        if len(sentences) == 0:
+            raise ValueError("FeatureCache: no sentences to embed (empty input)")
+        path = self.path_for(embedder, sentences, dtype)
+        if path.exists():
+            try:
+                with h5py.File(path, "r") as f:
+                    if int(f.attrs["n_sentences"]) == len(sentences):
+                        return path
+            except (OSError, KeyError) as e:
+                print(f"feature cache file {path} is unreadable ({e}); recomputing", file=sys.stderr)
+        self._write(embedder, sentences, dtype, path)
+        return path
+
+    def _write(self, embedder, sentences, dtype: str, path: Path) -> None:
+        tmp = atomic_path(path)
+        try:
+            with h5py.File(tmp, "w") as f:
+                f.attrs.update({"format_version": FORMAT_VERSION, "n_sentences": len(sentences), "dtype": dtype,
+                                "bilm_fingerprint": bilm_fingerprint(embedder.bilm),
+                                "num_output_layers": embedder.num_output_layers,
+                                "output_dim": embedder.output_dim})
+                for idx, arrays in embedder.embed_batches(sentences):
+                    for i, a in zip(idx, arrays):
+                        f.create_dataset(str(i), data=a.astype(dtype, copy=False))  # (L, n_i, D)
+            os.replace(tmp, path)
+            self.computed += 1
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def embed(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> list[np.ndarray]:
+        """Float32 arrays (L, n_i, D) in input order; ``dtype`` is the on-disk precision."""
+        with self.embed_lazy(embedder, sentences, dtype) as lf:
+            return [lf[i] for i in range(len(lf))]
+
+    def embed_lazy(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> LazyFeatures:
+        """Like ``embed`` but returns an h5py-backed sequence (nothing loaded until indexed)."""
+        return LazyFeatures(self.ensure(embedder, sentences, dtype))
+
+
+def _check_dtype(dtype: str) -> None:
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown feature dtype {dtype!r}; valid: {DTYPES}")

@@ -1,0 +1,96 @@
+"""ELMo's task-specific scalar mix (Peters et al. 2018, eq. 1): gamma * sum_k softmax(w)_k * h_k.
+
+Several mixes can share one biLM pass: run the biLM once and call each mix on the same
+``out.layers`` (e.g. one mix for the input and one for the output of a task model, as in the
+ELMo paper's SNLI/SQuAD setups); each mix owns only its L + 1 scalars::
+
+    out = bilm(char_ids)
+    x_in, x_out = mix_in(out.layers, out.mask), mix_out(out.layers, out.mask)
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from torch import nn
+
+LAYER_NORMS = (None, "batch", "token")
+BATCH_NORM_EPS = 1e-12  # AllenNLP ScalarMix._do_layer_norm
+TOKEN_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default
+
+
+class ScalarMix(nn.Module):
+    """A learned softmax-weighted sum of the L biLM layers, scaled by gamma.
+
+    initial: raw pre-softmax weights (L floats; default zeros = equal weights); gamma starts at 1.
+    trainable=False freezes both. layer_norm: None; "batch" = AllenNLP's ``do_layer_norm`` (each
+    layer normalised by one mean/variance over all unmasked positions of the batch and all D);
+    "token" = each token vector normalised over its D values (independent of the batch).
+    l2_coef: ``regularization()`` returns l2_coef * sum(w**2) (bilm-tf's weight penalty).
+    """
+
+    def __init__(self, num_layers: int, initial: Sequence[float] | None = None, trainable: bool = True,
+                 layer_norm: str | None = None, l2_coef: float = 0.0):
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError(f"ScalarMix needs num_layers >= 1, got {num_layers}")
+        if layer_norm not in LAYER_NORMS:
+            raise ValueError(f"unknown layer_norm {layer_norm!r}; valid: {LAYER_NORMS}")
+        if initial is None:
+            initial = [0.0] * num_layers
+        if len(initial) != num_layers:
+            raise ValueError(f"ScalarMix: initial has {len(initial)} weights, but num_layers is {num_layers}")
+        self.num_layers = num_layers
+        self.layer_norm = layer_norm
+        self.l2_coef = float(l2_coef)
+        self.weights = nn.Parameter(torch.tensor([float(x) for x in initial]), requires_grad=trainable)  # (L,)
+        self.gamma = nn.Parameter(torch.tensor(1.0), requires_grad=trainable)  # ()
+
+    def extra_repr(self) -> str:
+        return f"num_layers={self.num_layers}, layer_norm={self.layer_norm!r}, l2_coef={self.l2_coef}"
+
+    def normalized_weights(self) -> torch.Tensor:
+        """softmax(w): (L,)"""
+        return torch.softmax(self.weights, dim=0)
+
+    def regularization(self) -> torch.Tensor:
+        """l2_coef * sum(w**2) on the raw weights (a scalar to add to the loss)."""
+        return self.l2_coef * (self.weights**2).sum()
+
+    def forward(self, layers: torch.Tensor | Sequence[torch.Tensor], mask: torch.Tensor | None = None) -> torch.Tensor:
+        """layers: (L, B, T, D) (or a list of L tensors (B, T, D)); mask: (B, T) bool -> (B, T, D).
+
+        Padded positions (mask False) hold unspecified values with layer_norm="batch" (as in AllenNLP).
+        """
+        if not torch.is_tensor(layers):
+            layers = torch.stack(list(layers))
+        if layers.shape[0] != self.num_layers:
+            raise ValueError(f"ScalarMix got {layers.shape[0]} layers, but was built for {self.num_layers}")
+        if self.layer_norm == "batch":
+            if mask is None:
+                raise ValueError('ScalarMix(layer_norm="batch") needs the (B, T) mask')
+            layers = _batch_norm(layers, mask)
+        elif self.layer_norm == "token":
+            layers = _token_norm(layers)
+        w = self.normalized_weights().to(layers.dtype)  # (L,)
+        mixed = torch.tensordot(w, layers, dims=([0], [0]))  # (B, T, D)
+        return self.gamma.to(layers.dtype) * mixed
+
+
+def _batch_norm(layers: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """AllenNLP's per-layer norm: one mean/var per layer over unmasked positions x D. (L,B,T,D)->(L,B,T,D)"""
+    m = mask.to(layers.dtype).unsqueeze(-1)  # (B, T, 1)
+    n = m.sum() * layers.shape[-1]  # number of unmasked scalars per layer
+    if float(n) == 0:
+        raise ValueError('ScalarMix(layer_norm="batch") got a batch with no unmasked positions')
+    masked = layers * m  # (L, B, T, D)
+    mean = masked.sum(dim=(1, 2, 3), keepdim=True) / n  # (L, 1, 1, 1)
+    var = (((masked - mean) * m) ** 2).sum(dim=(1, 2, 3), keepdim=True) / n  # (L, 1, 1, 1)
+    return (layers - mean) / torch.sqrt(var + BATCH_NORM_EPS)
+
+
+def _token_norm(layers: torch.Tensor) -> torch.Tensor:
+    """Normalise every token vector over D (no learned affine). (L,B,T,D)->(L,B,T,D)"""
+    mean = layers.mean(dim=-1, keepdim=True)  # (L, B, T, 1)
+    var = layers.var(dim=-1, unbiased=False, keepdim=True)  # (L, B, T, 1)
+    return (layers - mean) / torch.sqrt(var + TOKEN_NORM_EPS)
