@@ -1,0 +1,138 @@
+"""Ship a trained biLM as the embedded default model and write its report to results/bilm/.
+
+    python scripts/ship_default_bilm.py --run runs/bilm/default [--heldout ../shared/data/corpus/heldout.txt.gz]
+
+1. Loads the run's latest checkpoint, exports the biLM (no softmax, float16 storage) to
+   elmo_features/models/default/{options.json, weights.hdf5, vocab.txt}.
+2. Measures held-out perplexity of exactly the shipped weights (fp16-rounded) plus the run's softmax with the
+   full softmax (forward, backward, mean), and of the fp32 checkpoint, over the whole held-out file.
+3. Writes results/bilm/default.{md,json} and results/bilm/learning_curve.png.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from elmo_features.default_model import DEFAULT_MODEL_DIR  # noqa: E402
+from elmo_features.options import BiLMOptions  # noqa: E402
+from elmo_features.training.config import TrainConfig  # noqa: E402
+from elmo_features.training.data import read_sentences  # noqa: E402
+from elmo_features.training.evaluate import perplexity  # noqa: E402
+from elmo_features.training.export import export_model  # noqa: E402
+from elmo_features.training.lm import BiLanguageModel  # noqa: E402
+from elmo_features.weights import load_weights_into  # noqa: E402
+
+
+def plot_curve(history: list[dict], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [h["tokens"] / 1e6 for h in history]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, style in (("forward", "--"), ("backward", ":"), ("mean", "-")):
+        ax.plot(x, [h[key] for h in history], style, marker="o", ms=3, label=key)
+    ax.set_yscale("log")
+    ax.set_xlabel("training tokens (millions)")
+    ax.set_ylabel("held-out perplexity (full softmax, log scale)")
+    ax.set_title("default biLM: learning curve (first 500 held-out sentences)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, path)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", default="runs/bilm/default")
+    ap.add_argument("--heldout", default="../shared/data/corpus/heldout.txt.gz")
+    ap.add_argument("--out", default=str(DEFAULT_MODEL_DIR))
+    ap.add_argument("--results", default="results/bilm")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    run = Path(args.run)
+    ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
+    cfg = TrainConfig.from_dict(ckpt["config"])
+    vocab = (run / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    model = BiLanguageModel(BiLMOptions.from_dict(cfg.elmo_options()), len(vocab))
+    model.load_state_dict(ckpt["model"])
+    model.eval()
+    st = ckpt["state"]
+    out = Path(args.out)
+    export_model(model, vocab, out, with_softmax=False, dtype="float16")
+    sentences = list(read_sentences([args.heldout]))
+    t0 = time.time()
+    full = perplexity(model, sentences, vocab)
+    load_weights_into(model.bilm, out / "weights.hdf5")  # the shipped fp16-rounded weights
+    shipped = perplexity(model, sentences, vocab)
+    eval_s = time.time() - t0
+    n_params = sum(p.numel() for p in model.bilm.parameters())
+    n_softmax = model.softmax_w.numel() + model.softmax_b.numel()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    res = {
+        "run": str(run), "finished": st["tokens"] >= cfg.max_train_tokens, "tokens_seen": st["tokens"],
+        "planned_tokens": cfg.max_train_tokens, "steps": st["step"], "epochs": st["tokens"] / 10463347,
+        "train_wall_seconds": round(st["elapsed"], 1), "threads": cfg.threads,
+        "bilm_parameters": n_params, "softmax_parameters": n_softmax, "vocab_size": len(vocab),
+        "heldout_file": args.heldout, "heldout_sentences": len(sentences),
+        "perplexity_fp32": full, "perplexity_shipped_fp16": shipped,
+        "shipped_weights_bytes": (out / "weights.hdf5").stat().st_size,
+        "commit": commit, "cpus": os.cpu_count(), "machine": platform.machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "eval_seconds": round(eval_s, 1),
+    }
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "default.json").write_text(json.dumps(res, indent=2) + "\n")
+    if st["history"]:
+        plot_curve(st["history"], results / "learning_curve.png")
+    p, s = full, shipped
+    md = f"""# The embedded default biLM
+
+Measured by `python scripts/ship_default_bilm.py --run {args.run} --heldout {args.heldout}` at commit
+`{commit}` on {res['date']}, {res['cpus']} CPU cores ({res['machine']}). The training command was
+`elmo-tasks train-bilm --config configs/bilm/default.yaml` (resumed with `--resume` across sessions).
+
+| | value |
+|---|---|
+| training status | {'finished' if res['finished'] else 'in progress (this is an intermediate checkpoint)'} |
+| tokens seen | {st['tokens']:,} of {cfg.max_train_tokens:,} planned ({res['epochs']:.2f} epochs of train.txt.gz) |
+| optimizer steps | {st['step']:,} |
+| training wall time | {st['elapsed'] / 3600:.2f} h ({cfg.threads} torch thread(s), shared machine) |
+| biLM parameters (shipped) | {n_params:,} ({res['shipped_weights_bytes'] / 1e6:.1f} MB as float16) |
+| softmax parameters (not shipped) | {n_softmax:,} ({len(vocab):,} words incl. `<S>`, `</S>`, `<UNK>`) |
+
+Held-out perplexity over all {len(sentences):,} sentences of `heldout.txt.gz`, full softmax, every
+prediction counted including `</S>`/`<S>`; out-of-vocabulary words are predicted as `<UNK>`
+(UNK rate {p['unk_rate']:.2%}); `no UNK` leaves those predictions out:
+
+| weights | forward | backward | mean | forward (no UNK) | backward (no UNK) |
+|---|---|---|---|---|---|
+| fp32 checkpoint | {p['forward']:.1f} | {p['backward']:.1f} | {p['mean']:.1f} | {p['forward_no_unk']:.1f} | {p['backward_no_unk']:.1f} |
+| shipped (fp16 storage) | {s['forward']:.1f} | {s['backward']:.1f} | {s['mean']:.1f} | {s['forward_no_unk']:.1f} | {s['backward_no_unk']:.1f} |
+
+Learning curve (first 500 held-out sentences, measured during training): `learning_curve.png`,
+numbers in `{args.run}/curve.json` copied into `default.json` below.
+
+Target from the issue: mean held-out perplexity below 200 with a 50k-word output vocabulary —
+{'reached' if s['mean'] < 200 else 'NOT reached'} ({s['mean']:.1f}).
+"""
+    res["history"] = st["history"]
+    (results / "default.json").write_text(json.dumps(res, indent=2) + "\n")
+    (results / "default.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
