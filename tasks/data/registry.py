@@ -13,12 +13,20 @@ from .types import LabeledSentence, TaggedSentence
 
 Reader = Callable[..., "list[TaggedSentence] | list[LabeledSentence]"]
 
+
+def read_raganato(path: str | Path, wordnet: str = "data/wordnet-3.0"):
+    """WSD examples from a Raganato-framework folder (imported lazily: tasks.wsd builds on tasks.data)."""
+    from tasks.wsd.examples import read_wsd
+
+    return read_wsd(path, wordnet=wordnet)
+
 READERS: dict[str, Reader] = {
     "conll2003": read_conll2003,
     "tsv": read_tsv,
     "csv": read_csv,
     "sst": read_sst,
     "hf": read_hf,
+    "raganato": read_raganato,
 }
 
 

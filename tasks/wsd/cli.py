@@ -1,0 +1,90 @@
+"""``elmo-tasks wsd``: the ELMo paper's WSD comparison on any data sets in the Raganato framework format."""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
+
+
+def register(subparsers) -> None:
+    """Add the ``wsd`` sub-command."""
+    p = subparsers.add_parser(
+        "wsd", help="word-sense disambiguation: 1-NN per biLM layer, baselines and a trained head (ELMo Table 5)",
+        description="Train on one framework-format folder (NAME.data.xml + NAME.gold.key.txt), evaluate on others; "
+                    "writes OUT/keys/<row>/<test>.key.txt (framework answer format), OUT/scores.json, OUT/table5.md "
+                    "and OUT/f1_per_layer.png.")
+    p.add_argument("--train", required=True, help="training folder (e.g. SemCor)")
+    p.add_argument("--test", required=True, nargs="+", help="test folder(s)")
+    p.add_argument("--config", help="YAML config (e.g. configs/wsd_semcor.yaml; default: built-in defaults)")
+    p.add_argument("--features", nargs="+", help="feature sources of the config to run (default: the config's; "
+                                                 "'none': baselines only)")
+    p.add_argument("--bilm", help="biLM of the elmo source(s): default | a preset (e.g. original) | a folder with "
+                                  "options.json + weights.hdf5")
+    p.add_argument("--wordnet", help="WordNet 3.0 dict folder or index.sense (default: the config's)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE",
+                   help="override a config value (YAML syntax), e.g. --set training.max_epochs=2")
+    p.add_argument("--out", default="runs/wsd/latest", help="output folder (default: runs/wsd/latest)")
+    p.add_argument("--runs-dir", help="where trained heads are saved (default: runs/wsd/heads/<OUT folder name>)")
+    p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
+    p.add_argument("--cache-dir", default=DEFAULT_CACHE,
+                   help=f"frozen-feature cache folder (default: $ELMO_TASKS_CACHE or {DEFAULT_CACHE}); 'none' = off")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="tqdm progress bars")
+    p.set_defaults(func=cmd_wsd)
+
+
+def command_line(args) -> str:
+    """The command as typed (rebuilt from the parsed args, so it is right however main() was called)."""
+    parts = ["elmo-tasks", "wsd", "--train", args.train, "--test", *args.test]
+    for opt in ("config", "bilm", "wordnet"):
+        if getattr(args, opt):
+            parts += [f"--{opt}", getattr(args, opt)]
+    if args.features:
+        parts += ["--features", *args.features]
+    for o in args.overrides:
+        parts += ["--set", o]
+    parts += ["--out", args.out] + (["--runs-dir", args.runs_dir] if args.runs_dir else [])
+    if args.cache_dir != DEFAULT_CACHE:
+        parts += ["--cache-dir", args.cache_dir]
+    if args.threads:
+        parts += ["--threads", str(args.threads)]
+    return shlex.join(parts + (["--no-plot"] if args.no_plot else []))
+
+
+def cmd_wsd(args) -> int:
+    import torch
+
+    from ..config import ConfigError
+    from ..features.base import FeatureContext
+    from .config import load_wsd_config
+    from .inventory import InventoryError
+    from .reader import WsdFormatError
+    from .run import run_wsd
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    progress = {"auto": None, "on": True, "off": False}[args.progress]
+    context = FeatureContext(cache_dir=None if args.cache_dir.lower() == "none" else Path(args.cache_dir),
+                             progress=progress)
+    overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
+    try:
+        features = [] if args.features == ["none"] else args.features
+        cfg = load_wsd_config(args.config, overrides, features=features, bilm=args.bilm)
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    if not cfg.features:
+        print("no feature sources to run: only the baselines are scored", file=sys.stderr)
+    out = Path(args.out)
+    try:
+        summary = run_wsd(cfg, args.train, args.test, out, context, progress, command=command_line(args),
+                          runs_dir=args.runs_dir or Path("runs", "wsd", "heads", out.name), plot=not args.no_plot)
+    except (WsdFormatError, InventoryError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out / 'table5.md'}, {out / 'scores.json'} and key files under {out / 'keys'} "
+          f"({summary['seconds'] / 60:.1f} min)")
+    return 0

@@ -1,0 +1,81 @@
+"""The WSD comparison config (``configs/wsd_semcor.yaml``): feature sources, 1-NN rows, the trained head.
+
+Unknown keys and unknown component names are errors listing the valid ones (tasks.config).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import ConfigError, TrainingConfig, apply_override, from_dict, load_raw, resolve_component, to_dict
+from ..registry import FEATURES, HEADS
+
+KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix")
+
+
+@dataclass
+class WsdConfig:
+    """What ``elmo-tasks wsd`` evaluates (see docs/wsd.md)."""
+
+    name: str = "wsd"
+    wordnet: str = "data/wordnet-3.0"  # WordNet 3.0 dict folder (or its index.sense)
+    sources: dict = field(default_factory=dict)  # source name -> features section ({name: elmo|static|..., ...})
+    features: list[str] = field(default_factory=list)  # sources to evaluate by default (--features overrides)
+    knn: list[str] = field(default_factory=lambda: ["layers", "average", "learned_mix"])  # 1-NN rows per source
+    fixed_mix: list[float] | None = None  # layer weights of the "fixed_mix" 1-NN row (normalised to sum 1)
+    head: dict | None = field(default_factory=lambda: {"name": "wsd_linear"})  # trained head (null: none)
+    probes: bool = True  # also train the head on each single layer (a linear probe per layer)
+    head_dev_every: int = 20  # every Nth training sentence is the head's early-stopping dev set (0: none)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+
+    def check(self, where: str) -> None:
+        for row in self.knn:
+            if row not in KNN_ROWS:
+                raise ConfigError(f"{where}.knn: unknown row {row!r}; valid: {', '.join(KNN_ROWS)}")
+        if "fixed_mix" in self.knn and not self.fixed_mix:
+            raise ConfigError(f"{where}.fixed_mix: the knn row 'fixed_mix' needs layer weights, e.g. [0.2, 0.3, 0.5]")
+        if self.fixed_mix is not None and (any(w < 0 for w in self.fixed_mix) or sum(self.fixed_mix) <= 0):
+            raise ConfigError(f"{where}.fixed_mix: weights must be >= 0 with a positive sum")
+        if self.head_dev_every < 0 or self.head_dev_every == 1:
+            raise ConfigError(f"{where}.head_dev_every: must be 0 (no dev set) or >= 2")
+        for name in self.features:
+            if name not in self.sources:
+                raise ConfigError(f"{where}.features: unknown source {name!r}; "
+                                  f"sources in this config: {', '.join(self.sources) or '(none)'}")
+
+    def to_dict(self) -> dict:
+        return to_dict(self)
+
+
+def resolve_wsd(raw: dict, source: str = "config") -> WsdConfig:
+    """Check a raw dict: keys, feature-source sections and the head section are resolved with defaults."""
+    cfg = from_dict(WsdConfig, copy.deepcopy(raw), source)
+    cfg.sources = {str(k): resolve_component(FEATURES, v, f"{source}: sources.{k}") for k, v in cfg.sources.items()}
+    if cfg.head is not None:
+        cfg.head = resolve_component(HEADS, cfg.head, f"{source}: head")
+    return cfg
+
+
+def load_wsd_config(path: str | Path | None, overrides: list[str] = (), features: list[str] | None = None,
+                    bilm: str | None = None) -> WsdConfig:
+    """Read a YAML config (None: built-in defaults), apply ``--set`` overrides, ``--features`` and ``--bilm``
+    (the biLM of every ``elmo`` source)."""
+    raw = load_raw(path, overrides) if path is not None else {}
+    if path is None:
+        for a in overrides:
+            apply_override(raw, a)
+    if bilm is not None:
+        elmo = [k for k, v in (raw.get("sources") or {}).items() if isinstance(v, dict) and v.get("name") == "elmo"]
+        if not elmo:
+            raw.setdefault("sources", {})["elmo"] = {"name": "elmo"}
+            elmo = ["elmo"]
+        for k in elmo:
+            raw["sources"][k]["bilm"] = bilm
+            raw["sources"][k].pop("options_file", None)
+            raw["sources"][k].pop("weights_file", None)
+    if features is not None:
+        raw["features"] = list(features)
+    elif not raw.get("features"):
+        raw["features"] = list(raw.get("sources") or {})
+    return resolve_wsd(raw, str(path) if path is not None else "defaults")

@@ -1,0 +1,80 @@
+"""WSD examples for heads and the 1-NN method: a sentence with its targets, each carrying the WordNet
+candidates of its lemma+pos (sense-number order) and its gold keys.
+
+``read_wsd(path, wordnet=...)`` is the data reader for run configs (register it as ``raganato``).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from .inventory import SenseInventory
+from .reader import WsdDataset, load_dataset
+
+DEFAULT_WORDNET = os.environ.get("ELMO_TASKS_WORDNET", "data/wordnet-3.0")
+
+
+@dataclass
+class WsdTarget:
+    """One instance: tokens ``start:end`` of the sentence, its WordNet candidates and gold keys."""
+
+    id: str
+    start: int
+    end: int
+    lemma: str
+    pos: str
+    candidates: list[str]  # WordNet keys of lemma+pos in sense-number order ([] if WordNet lacks it)
+    gold: list[str] = field(default_factory=list)  # [] when unknown
+
+    @property
+    def first_sense(self) -> str | None:
+        """The WordNet first sense (None when WordNet lacks lemma+pos)."""
+        return self.candidates[0] if self.candidates else None
+
+
+@dataclass
+class WsdSentence:
+    """A sentence (whitespace tokens; multiword forms are several tokens) and its targets."""
+
+    tokens: list[str]
+    targets: list[WsdTarget]
+    id: str = ""
+
+
+def to_examples(dataset: WsdDataset, inventory: SenseInventory) -> list[WsdSentence]:
+    """One example per sentence that has at least one instance, in file order."""
+    out = []
+    for s in dataset.sentences:
+        if not s.instances:
+            continue
+        targets = [WsdTarget(i.id, i.start, i.end, i.lemma, i.pos, inventory.candidates(i.lemma, i.pos),
+                             list(dataset.gold[i.id]) if dataset.gold is not None else [])
+                   for i in s.instances]
+        out.append(WsdSentence(list(s.tokens), targets, s.id))
+    return out
+
+
+def all_targets(examples: list[WsdSentence]) -> list[WsdTarget]:
+    """Targets of all examples, in order."""
+    return [t for ex in examples for t in ex.targets]
+
+
+def gold_map(examples: list[WsdSentence]) -> dict[str, list[str]]:
+    """instance id -> gold keys (instances without gold left out)."""
+    return {t.id: t.gold for t in all_targets(examples) if t.gold}
+
+
+_INVENTORIES: dict[str, SenseInventory] = {}
+
+
+def load_inventory(wordnet: str | os.PathLike) -> SenseInventory:
+    """The (memoised) sense inventory of a WordNet 3.0 folder or index.sense file."""
+    key = os.path.abspath(wordnet)
+    if key not in _INVENTORIES:
+        _INVENTORIES[key] = SenseInventory.from_path(wordnet)
+    return _INVENTORIES[key]
+
+
+def read_wsd(path: str | os.PathLike, wordnet: str = DEFAULT_WORDNET) -> list[WsdSentence]:
+    """Reader for run configs: a framework-format folder -> examples (wordnet: dict folder or index.sense)."""
+    return to_examples(load_dataset(path), load_inventory(wordnet))

@@ -1,0 +1,42 @@
+"""Instance vectors for WSD: every layer of a feature source at each target (a multiword target is
+the mean over its tokens).
+
+Feature sources are the project's (``tasks.features``): the ``elmo`` source gives all biLM layers
+(L, n, D) per sentence through its disk cache, a static source (GloVe) one layer (n, d) -> (1, n, d).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .examples import WsdSentence
+
+
+def all_layers(source, sentences: Sequence[Sequence[str]], split: str) -> list[np.ndarray]:
+    """Per-sentence float32 arrays (L, n_i, D) with every layer the source has."""
+    if hasattr(source, "embed"):  # the elmo source: all biLM layers whatever its mix/layer setting
+        arrays = source.embed([list(s) for s in sentences])
+    else:
+        arrays = source.precompute([list(s) for s in sentences], split)
+    return [a[None] if a.ndim == 2 else a for a in arrays]  # (n, D) -> (1, n, D)
+
+
+def instance_vectors(examples: Sequence[WsdSentence], layers: Sequence[np.ndarray]) -> np.ndarray:
+    """(N, L, D) float32: mean over each target's tokens, targets in example order."""
+    if len(examples) != len(layers):
+        raise ValueError(f"{len(examples)} examples but {len(layers)} feature arrays")
+    n = sum(len(ex.targets) for ex in examples)
+    if n == 0:
+        raise ValueError("no WSD targets in these examples")
+    L, _, D = layers[0].shape
+    out = np.zeros((n, L, D), dtype=np.float32)
+    row = 0
+    for ex, arr in zip(examples, layers):
+        if arr.shape[1] != len(ex.tokens):
+            raise ValueError(f"sentence {ex.id or ex.tokens[:5]}: {len(ex.tokens)} tokens but features for "
+                             f"{arr.shape[1]}")
+        for t in ex.targets:
+            out[row] = arr[:, t.start:t.end].mean(axis=1)  # (L, D)
+            row += 1
+    return out

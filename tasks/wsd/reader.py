@@ -1,0 +1,203 @@
+"""Reader for WSD data sets in the Raganato et al. (2017) framework format.
+
+A data set folder holds ``NAME.data.xml`` (``corpus/text/sentence`` with ``wf`` and ``instance``
+children) and ``NAME.gold.key.txt`` (``instance_id key1 [key2 ...]``). Any folder in that format
+works; the XML is parsed in a streaming way (expat), so large corpora (SemCor, 38 MB) are fine.
+Malformed input raises :class:`WsdFormatError` naming the file and line.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import xml.parsers.expat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..data.types import DataFormatError
+
+POS_TAGS = ("NOUN", "VERB", "ADJ", "ADV")
+
+
+class WsdFormatError(DataFormatError):
+    """Malformed WSD data: the message names the file and, where known, the line."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One disambiguation target: tokens ``start:end`` of its sentence (end exclusive)."""
+
+    id: str
+    lemma: str
+    pos: str
+    start: int
+    end: int
+
+
+@dataclass
+class Sentence:
+    """A sentence: whitespace tokens (multiword forms split on spaces) and its instances."""
+
+    id: str
+    tokens: list[str] = field(default_factory=list)
+    instances: list[Instance] = field(default_factory=list)
+
+
+@dataclass
+class WsdDataset:
+    """A parsed data set: sentences in file order, gold keys (None when the folder has no key file)."""
+
+    name: str
+    folder: Path
+    sentences: list[Sentence]
+    gold: dict[str, list[str]] | None
+
+    @property
+    def instances(self) -> list[Instance]:
+        """All instances in file order."""
+        return [inst for s in self.sentences for inst in s.instances]
+
+    def fingerprint(self) -> str:
+        """A short hash of the data set's text and instance spans (for caches)."""
+        h = hashlib.sha256()
+        for s in self.sentences:
+            h.update(("\x1f".join(s.tokens) + "\x1e").encode("utf-8"))
+            for inst in s.instances:
+                h.update(f"{inst.id}:{inst.start}:{inst.end};".encode("utf-8"))
+        return h.hexdigest()[:16]
+
+
+def find_dataset_files(folder: str | os.PathLike) -> tuple[str, Path, Path | None]:
+    """(name, data.xml path, gold.key.txt path or None) of a framework-format folder.
+
+    A ``NAME.data.xml`` file may also be given directly.
+    """
+    path = Path(folder)
+    if path.is_file() and path.name.endswith(".data.xml"):
+        xml_path = path
+    else:
+        if not path.is_dir():
+            raise FileNotFoundError(f"WSD data set folder not found: {path}")
+        xmls = sorted(path.glob("*.data.xml"))
+        if len(xmls) != 1:
+            found = ", ".join(p.name for p in xmls) or "none"
+            raise WsdFormatError(
+                f"{path}: expected exactly one NAME.data.xml file in a framework-format folder, found {found}")
+        xml_path = xmls[0]
+    name = xml_path.name[: -len(".data.xml")]
+    key_path = xml_path.with_name(name + ".gold.key.txt")
+    if not key_path.exists():
+        keys = sorted(xml_path.parent.glob("*.gold.key.txt"))
+        key_path = keys[0] if len(keys) == 1 else None
+    return name, xml_path, key_path
+
+
+def read_data_xml(path: str | os.PathLike) -> list[Sentence]:
+    """Parse a ``NAME.data.xml`` file into sentences (streaming; errors carry file and line)."""
+    path = Path(path)
+    parser = xml.parsers.expat.ParserCreate(encoding="utf-8")
+    sentences: list[Sentence] = []
+    state: dict = {"sentence": None, "elem": None, "text": [], "attrs": None, "ids": set()}
+
+    def fail(msg: str) -> None:
+        raise WsdFormatError(f"{path}:{parser.CurrentLineNumber}: {msg}")
+
+    def start(tag: str, attrs: dict) -> None:
+        if tag == "sentence":
+            if state["sentence"] is not None:
+                fail("nested <sentence>")
+            sid = attrs.get("id")
+            if not sid:
+                fail("<sentence> without an id attribute")
+            state["sentence"] = Sentence(sid)
+        elif tag in ("wf", "instance"):
+            if state["sentence"] is None:
+                fail(f"<{tag}> outside a <sentence>")
+            if state["elem"] is not None:
+                fail(f"<{tag}> nested inside <{state['elem']}>")
+            if tag == "instance":
+                for a in ("id", "lemma", "pos"):
+                    if not attrs.get(a):
+                        fail(f"<instance> without a {a} attribute")
+                if attrs["pos"] not in POS_TAGS:
+                    fail(f"<instance id={attrs['id']!r}> has pos {attrs['pos']!r}; expected one of {POS_TAGS}")
+                if attrs["id"] in state["ids"]:
+                    fail(f"duplicate instance id {attrs['id']!r}")
+                state["ids"].add(attrs["id"])
+            state["elem"], state["attrs"], state["text"] = tag, attrs, []
+        elif tag not in ("corpus", "text"):
+            fail(f"unexpected element <{tag}>; expected corpus, text, sentence, wf or instance")
+
+    def chars(data: str) -> None:
+        if state["elem"] is not None:
+            state["text"].append(data)
+
+    def end(tag: str) -> None:
+        if tag == "sentence":
+            sentences.append(state["sentence"])
+            state["sentence"] = None
+        elif tag in ("wf", "instance"):
+            sent: Sentence = state["sentence"]
+            words = "".join(state["text"]).split()
+            if not words:
+                fail(f"empty <{tag}> element")
+            begin = len(sent.tokens)
+            sent.tokens.extend(words)
+            if tag == "instance":
+                a = state["attrs"]
+                sent.instances.append(Instance(a["id"], a["lemma"].lower(), a["pos"], begin, len(sent.tokens)))
+            state["elem"] = None
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = chars
+    parser.buffer_text = True
+    try:
+        with open(path, "rb") as f:
+            parser.ParseFile(f)
+    except xml.parsers.expat.ExpatError as e:
+        raise WsdFormatError(f"{path}:{e.lineno}: malformed XML: {xml.parsers.expat.ErrorString(e.code)}") from None
+    if not sentences:
+        raise WsdFormatError(f"{path}: no <sentence> elements found")
+    return sentences
+
+
+def read_gold_keys(path: str | os.PathLike, check_keys: bool = True) -> dict[str, list[str]]:
+    """Parse a key file (``instance_id key1 [key2 ...]`` per line) into id -> keys (file order, no repeats).
+
+    check_keys: every key must look like a WordNet sense key (``lemma%...``)."""
+    path = Path(path)
+    gold: dict[str, list[str]] = {}
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) < 2:
+                raise WsdFormatError(f"{path}:{lineno}: expected 'instance_id key [key ...]', got {line.strip()!r}")
+            for key in parts[1:] if check_keys else ():
+                if "%" not in key:
+                    raise WsdFormatError(f"{path}:{lineno}: {key!r} is not a WordNet sense key (lemma%ss_type:...)")
+            keys = gold.setdefault(parts[0], [])
+            keys.extend(k for k in parts[1:] if k not in keys)
+    if not gold:
+        raise WsdFormatError(f"{path}: empty key file")
+    return gold
+
+
+def load_dataset(folder: str | os.PathLike, require_gold: bool = True) -> WsdDataset:
+    """Read a framework-format folder; gold ids must match the XML's instance ids."""
+    name, xml_path, key_path = find_dataset_files(folder)
+    sentences = read_data_xml(xml_path)
+    if key_path is None:
+        if require_gold:
+            raise WsdFormatError(f"{Path(folder)}: no NAME.gold.key.txt file next to {xml_path.name}")
+        return WsdDataset(name, xml_path.parent, sentences, None)
+    gold = read_gold_keys(key_path)
+    ids = {inst.id for s in sentences for inst in s.instances}
+    missing = sorted(ids - gold.keys())
+    extra = sorted(gold.keys() - ids)
+    if missing or extra:
+        raise WsdFormatError(
+            f"{key_path}: key file and {xml_path.name} disagree: {len(missing)} instances without a gold key "
+            f"(e.g. {missing[:3]}), {len(extra)} keys for unknown instances (e.g. {extra[:3]})")
+    return WsdDataset(name, xml_path.parent, sentences, gold)

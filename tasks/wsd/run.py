@@ -1,0 +1,227 @@
+"""The WSD comparison end to end: baselines, 1-NN per layer / average / mix, the trained head and
+per-layer probes, for every feature source; key files, scores.json, table5.md and a plot.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import DataConfig, RunConfig, component_config, dump_yaml, to_dict
+from ..experiment import build_model, git_commit, machine, save_json, save_state
+from ..features.base import FeatureContext, build_features
+from ..registry import HEADS
+from ..training import Split, predict, train
+from .baselines import MostFrequentSense, first_sense_answers
+from .config import WsdConfig
+from .examples import WsdSentence, all_targets, load_inventory, to_examples
+from .features import all_layers, instance_vectors
+from .knn import SenseSums, mix_layers, nearest_sense
+from .reader import WsdFormatError, load_dataset
+from .scorer import Score, merge_scores, score, write_key_file
+from .table import write_table
+
+ALL = "ALL"
+
+
+@dataclass
+class TestSet:
+    """A test data set: its examples and gold keys."""
+
+    name: str
+    folder: str
+    examples: list[WsdSentence]
+
+    @property
+    def targets(self):
+        return all_targets(self.examples)
+
+
+@dataclass
+class Report:
+    """Everything measured, row by row (row = a method on a feature source)."""
+
+    tests: list[TestSet]
+    out_dir: Path
+    rows: list[dict] = field(default_factory=list)
+
+    def add(self, row_id: str, label: str, answers: dict[str, dict[str, str | None]], group: str,
+            source: str | None = None, layer: int | str | None = None, **extra: Any) -> dict:
+        """Score one method on every test set (+ ALL) and write its key files.
+
+        answers: test set name -> instance id -> key (ids repeat across test sets, so never merge them)."""
+        scores: dict[str, Score] = {}
+        for ts in self.tests:
+            ids = [t.id for t in ts.targets]
+            got = answers[ts.name]
+            write_key_file(self.out_dir / "keys" / row_id / f"{ts.name}.key.txt", got, ids)
+            gold = {t.id: t.gold for t in ts.targets if t.gold}
+            if gold:
+                scores[ts.name] = score(gold, {i: got[i] for i in ids if got.get(i)})
+        if scores:
+            scores[ALL] = merge_scores(scores.values())
+        row = {"id": row_id, "label": label, "group": group, "source": source, "layer": layer,
+               "scores": {k: s.as_dict() for k, s in scores.items()}, **extra}
+        self.rows.append(row)
+        f1 = row["scores"].get(ALL, {}).get("F1")
+        print(f"{label}: ALL F1 {f1}" if f1 is not None else f"{label}: predictions written (no gold keys)", flush=True)
+        return row
+
+
+def _read_tests(test_dirs: list[str], inventory) -> list[TestSet]:
+    tests, seen = [], {}
+    for d in test_dirs:
+        ds = load_dataset(d, require_gold=False)
+        name = ds.name
+        if name in seen:
+            seen[name] += 1
+            name = f"{name}_{seen[name]}"
+        else:
+            seen[name] = 1
+        ts = TestSet(name, str(d), to_examples(ds, inventory))
+        if not ts.examples:
+            raise WsdFormatError(f"{d}: test set {ds.name} has no <instance> elements")
+        tests.append(ts)
+    return tests
+
+
+def _one_hot(L: int, layer: int) -> list[float]:
+    return [1.0 if i == layer else 0.0 for i in range(L)]
+
+
+def _knn_rows(report: Report, cfg: WsdConfig, name: str, sums: SenseSums, test_vecs: list[np.ndarray],
+              which: list[tuple[str, str, list[float], Any]]) -> None:
+    """1-NN rows for the mixes in ``which`` = [(row suffix, label, layer weights, layer tag)]."""
+    for suffix, label, weights, layer in which:
+        centroids = sums.centroids(weights)  # (K, D)
+        answers, backoff = {}, 0
+        for ts, vecs in zip(report.tests, test_vecs):
+            answers[ts.name], b = nearest_sense(ts.targets, mix_layers(vecs, weights), sums.keys, centroids)
+            backoff += b
+        report.add(f"{name}-knn-{suffix}", f"{name} 1-NN, {label}", answers, "knn", name, layer,
+                   weights=[round(w, 6) for w in weights], backoff=backoff)
+
+
+def _train_head(cfg: WsdConfig, section: dict, train_dir: str, train_ex: list[WsdSentence],
+                report: Report, context: FeatureContext, progress: bool | None, run_dir: Path,
+                command: str) -> tuple[dict[str, dict[str, str | None]], dict]:
+    """Train cfg.head on ``section`` features (the project's training loop); answers on every test set."""
+    head_cls = HEADS.get(cfg.head["name"])
+    run_cfg = RunConfig(f"{cfg.name}-{run_dir.name}",
+                        DataConfig(reader="raganato", train=str(train_dir), reader_options={"wordnet": cfg.wordnet}),
+                        copy.deepcopy(section), copy.deepcopy(cfg.head), copy.deepcopy(cfg.training))
+    every = cfg.head_dev_every
+    dev_idx = [i for i in range(len(train_ex)) if every and i % every == every - 1]
+    dev_set = set(dev_idx)
+    tr_idx = [i for i in range(len(train_ex)) if i not in dev_set]
+    vocab = head_cls.build_vocab(component_config(HEADS, cfg.head), [train_ex[i] for i in tr_idx], {})
+    model = build_model(run_cfg, vocab, context)
+    feats = model.features.precompute([ex.tokens for ex in train_ex], "train")  # same sentences: cache hit
+    tr = Split("train", [train_ex[i] for i in tr_idx], [feats[i] for i in tr_idx])
+    dev = Split("dev", [train_ex[i] for i in dev_idx], [feats[i] for i in dev_idx]) if dev_idx else None
+    t0 = time.perf_counter()
+    result = train(model, tr, dev, cfg.training, progress)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    dump_yaml(run_cfg.to_dict(), run_dir / "config.yaml")
+    save_json(vocab, run_dir / "vocab.json")
+    save_state(model, run_dir / "model.pt")
+    answers: dict[str, dict[str, str | None]] = {}
+    for ts in report.tests:
+        split = Split(ts.name, ts.examples, model.features.precompute([ex.tokens for ex in ts.examples], ts.name))
+        preds = predict(model, split, cfg.training.eval_batch_size, progress)
+        answers[ts.name] = {t.id: p for ex, ps in zip(ts.examples, preds) for t, p in zip(ex.targets, ps)}
+    info = {"features": model.features.report(), "best_epoch": result.best_epoch, "epochs_run": len(result.history),
+            "best_dev": result.best_dev, "history": result.history, "train_seconds": round(time.perf_counter() - t0, 1),
+            "run_dir": str(run_dir)}
+    save_json({"command": command, "git_commit": git_commit(), **info}, run_dir / "metrics.json")
+    return answers, info
+
+
+def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, train_ex: list[WsdSentence],
+                 context: FeatureContext, progress: bool | None, runs_dir: Path, command: str) -> None:
+    """Every row of one feature source."""
+    section = cfg.sources[name]
+    source = build_features(section, context)
+    t0 = time.perf_counter()
+    train_vecs = instance_vectors(train_ex, all_layers(source, [ex.tokens for ex in train_ex], "train"))
+    sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
+    del train_vecs
+    test_vecs = [instance_vectors(ts.examples, all_layers(source, [ex.tokens for ex in ts.examples], ts.name))
+                 for ts in report.tests]
+    L = sums.sums.shape[1]
+    print(f"{name}: {L} layer(s) of dim {sums.sums.shape[2]}, {len(sums.keys)} training senses "
+          f"({time.perf_counter() - t0:.0f}s features)", flush=True)
+    which = []
+    if "layers" in cfg.knn:
+        which += [(f"layer{l}", f"layer {l}" if L > 1 else "vectors", _one_hot(L, l), l) for l in range(L)]
+    if "average" in cfg.knn and L > 1:
+        which.append(("average", "average of layers", [1.0 / L] * L, "average"))
+    if "fixed_mix" in cfg.knn and L > 1:
+        if len(cfg.fixed_mix) != L:
+            raise ValueError(f"fixed_mix has {len(cfg.fixed_mix)} weights but source {name} has {L} layers")
+        s = sum(cfg.fixed_mix)
+        which.append(("fixed_mix", "fixed mix", [w / s for w in cfg.fixed_mix], "fixed_mix"))
+    _knn_rows(report, cfg, name, sums, test_vecs, which)
+    if cfg.head is None:
+        return
+    head = cfg.head["name"]
+    answers, info = _train_head(cfg, section, train_dir, train_ex, report, context, progress,
+                                runs_dir / f"{name}-{head}", command)
+    weights = info["features"].get("mix_weights")
+    report.add(f"{name}-{head}", f"{name} {head}" + (", scalar mix" if weights else ""), answers, "head", name,
+               "mix" if weights else None, head=info)
+    if weights and "learned_mix" in cfg.knn:
+        _knn_rows(report, cfg, name, sums, test_vecs, [("learned_mix", f"mix learned by {head}", weights, "mix")])
+    if cfg.probes and L > 1 and "layer" in section:
+        for l in range(L):
+            probe = {**copy.deepcopy(section), "layer": l, "mix": None}
+            answers, info = _train_head(cfg, probe, train_dir, train_ex, report, context, progress,
+                                        runs_dir / f"{name}-{head}-layer{l}", command)
+            report.add(f"{name}-{head}-layer{l}", f"{name} {head}, layer {l} (probe)", answers, "probe", name, l,
+                       head=info)
+
+
+def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str | Path,
+            context: FeatureContext | None = None, progress: bool | None = None, command: str = "",
+            runs_dir: str | Path = "runs/wsd", plot: bool = True) -> dict:
+    """Run the whole comparison; write keys/, scores.json, table5.md (and f1_per_layer.png); return scores."""
+    t_start = time.perf_counter()
+    context = context or FeatureContext()
+    out_dir, runs_dir = Path(out_dir), Path(runs_dir)
+    inventory = load_inventory(cfg.wordnet)
+    train_ds = load_dataset(train_dir)
+    train_ex = to_examples(train_ds, inventory)
+    train_targets = all_targets(train_ex)
+    if not train_targets:
+        raise WsdFormatError(f"{train_dir}: training set {train_ds.name} has no <instance> elements")
+    report = Report(_read_tests(test_dirs, inventory), out_dir)
+    print(f"train {train_ds.name}: {len(train_ex)} sentences, {len(train_targets)} instances; test: "
+          + ", ".join(f"{ts.name} ({len(ts.targets)})" for ts in report.tests), flush=True)
+
+    report.add("wn_first_sense", "WordNet first sense",
+               {ts.name: first_sense_answers(ts.targets) for ts in report.tests}, "baseline")
+    mfs = MostFrequentSense(train_targets)
+    mfs_answers = {ts.name: mfs.answers(ts.targets) for ts in report.tests}
+    report.add("mfs", f"{train_ds.name} most frequent sense", {k: a for k, (a, _) in mfs_answers.items()},
+               "baseline", backoff=sum(b for _, b in mfs_answers.values()))
+    for name in cfg.features:
+        _source_rows(report, cfg, name, train_dir, train_ex, context, progress, runs_dir, command)
+
+    summary = {"name": cfg.name, "command": command, "git_commit": git_commit(), "machine": machine(),
+               "train": {"folder": str(train_dir), "name": train_ds.name, "sentences": len(train_ex),
+                         "instances": len(train_targets)},
+               "tests": [{"name": ts.name, "folder": ts.folder, "instances": len(ts.targets)} for ts in report.tests],
+               "wordnet": inventory.source, "config": cfg.to_dict(), "rows": report.rows,
+               "seconds": round(time.perf_counter() - t_start, 1)}
+    save_json(summary, out_dir / "scores.json")
+    write_table(summary, out_dir / "table5.md")
+    if plot:
+        from .plot import plot_f1_per_layer
+
+        plot_f1_per_layer(summary, out_dir / "f1_per_layer.png")
+    return summary

@@ -1,0 +1,121 @@
+"""The Markdown score table (rows as in the ELMo paper's Table 5), ours beside the published numbers."""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from .scorer import write_text_atomic
+
+# Peters et al. (2018), Table 5: all-words fine-grained WSD F1 on the union of the four test sets of
+# Raganato et al. (2017a) (Senseval-2, Senseval-3, SemEval-2013, SemEval-2015), framework release.
+PUBLISHED = [
+    ("wn_first_sense", "WordNet 1st Sense Baseline", 65.9),
+    ("raganato2017a", "Raganato et al. (2017a)", 69.9),
+    ("iacobacci2016", "Iacobacci et al. (2016)", 70.1),
+    ("cove1", "CoVe, First Layer", 59.4),
+    ("cove2", "CoVe, Second Layer", 64.7),
+    ("bilm1", "biLM, First layer", 67.4),
+    ("bilm2", "biLM, Second layer", 69.0),
+]
+_PUB = {k: (label, f1) for k, label, f1 in PUBLISHED}
+
+
+def _published_key(row: dict, bilm_sources: set[str]) -> str | None:
+    """Which published number a measured row corresponds to (same method, same layer)."""
+    if row["id"] == "wn_first_sense":
+        return "wn_first_sense"
+    if row["group"] == "knn" and row["source"] in bilm_sources and row["layer"] in (1, 2):
+        return f"bilm{row['layer']}"
+    return None
+
+
+def original_command(command: str) -> str:
+    """The same command with ``--bilm original`` (the ELMo paper's weights) and its own --out folder."""
+    args = shlex.split(command)
+    if not args:
+        return "elmo-tasks wsd ... --bilm original"
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if a in ("--bilm", "--out") and i + 1 < len(args):
+            i += 2
+            continue
+        if a.startswith("--bilm=") or a.startswith("--out="):
+            i += 1
+            continue
+        out.append(a)
+        i += 1
+    return shlex.join(out + ["--bilm", "original", "--out", "results/wsd_original"])
+
+
+def _fmt(v) -> str:
+    return "–" if v is None else f"{v:.1f}"
+
+
+def render_table(summary: dict) -> str:
+    """Markdown: provenance, the F1 table (ours and published), details (P/R/back-offs), notes."""
+    tests = [t["name"] for t in summary["tests"]]
+    cols = tests + (["ALL"] if len(tests) > 1 else [])
+    sources = summary["config"].get("sources", {})
+    bilm_sources = {k for k, v in sources.items() if isinstance(v, dict) and v.get("name") == "elmo"}
+    used = set()
+    lines = [f"# WSD: the ELMo paper's Table 5 ({summary['name']})", "",
+             f"* Command: `{summary['command']}`",
+             f"* Git commit: `{summary['git_commit']}`; machine: {summary['machine'].get('cpu_cores')} CPU cores "
+             f"(torch threads {summary['machine'].get('torch_threads')}); wall time {summary['seconds'] / 60:.1f} min",
+             f"* Train: `{summary['train']['folder']}` ({summary['train']['instances']:,} instances); test: "
+             + ", ".join(f"`{t['folder']}` ({t['instances']:,})" for t in summary["tests"]),
+             f"* Sense inventory: `{summary['wordnet']}`",
+             "", "F1 (%) as computed by the framework's scorer. The last column is **published, not ours**: "
+             "Peters et al. (2018), Table 5, F1 on the union of Senseval-2, Senseval-3, SemEval-2013 and "
+             "SemEval-2015 (the framework's release), with the original ELMo biLM.", "",
+             "| model | " + " | ".join(cols) + " | published F1 (paper, not ours) |",
+             "|---|" + "---|" * len(cols) + "---|"]
+    for row in summary["rows"]:
+        key = _published_key(row, bilm_sources)
+        pub = f"{_PUB[key][1]:.1f} ({_PUB[key][0]})" if key else ""
+        if key:
+            used.add(key)
+        cells = [_fmt(row["scores"].get(c, {}).get("F1")) for c in cols]
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + f" | {pub} |")
+    for key, label, f1 in PUBLISHED:
+        if key not in used:
+            lines.append(f"| *{label} (published only)* | " + " | ".join("–" for _ in cols) + f" | {f1:.1f} |")
+    lines += ["", "Details on ALL (or the only test set): precision, recall, answered / total instances, and how "
+              "many instances backed off to the WordNet first sense.", "",
+              "| model | P | R | F1 | answered / total | back-offs | notes |", "|---|---|---|---|---|---|---|"]
+    for row in summary["rows"]:
+        s = row["scores"].get(cols[-1]) if cols else None
+        if not s:
+            continue
+        notes = []
+        if row.get("weights") and row["group"] == "knn" and row["layer"] in ("average", "mix", "fixed_mix"):
+            notes.append("weights " + ", ".join(f"{w:.2f}" for w in row["weights"]))
+        head = row.get("head")
+        if head:
+            fr = head.get("features", {})
+            if fr.get("mix_weights"):
+                notes.append("learned mix " + ", ".join(f"{w:.2f}" for w in fr["mix_weights"])
+                             + f", gamma {fr.get('gamma', 0):.2f}")
+            notes.append(f"best epoch {head['best_epoch']}/{head['epochs_run']}")
+        answered = f"{s['answered']:g} / {s['total']}"
+        lines.append(f"| {row['label']} | {s['P']:.1f} | {s['R']:.1f} | {s['F1']:.1f} | {answered} | "
+                     f"{row.get('backoff', '') if row.get('backoff') is not None else ''} | {'; '.join(notes)} |")
+    lines += ["", "## Notes", "",
+              "* 1-NN (Peters et al. 2018, sec. 5.3): the average vector of each training sense; a test instance "
+              "takes the nearest (cosine) of its lemma+pos's senses seen in training, else the WordNet first sense. "
+              "Multiword instances average their tokens. Layer 0 is the biLM's token layer, 1 and 2 its LSTM layers; "
+              "the paper's \"first/second layer\" are layers 1 and 2.",
+              "* The head rows train a linear softmax over the instance's candidate senses with the project's "
+              "training loop (early stopping on held-out training sentences); probes use one fixed layer.",
+              "* The published ALL covers other test sets (with SemEval-2013/2015, without SemEval-2007) and the "
+              "framework's release of the data; our ALL is the union of the test sets above. Compare trends, "
+              "not decimals.",
+              "", "To fill the same table with the official ELMo weights (the paper's model):", "",
+              f"    {original_command(summary['command'])}", ""]
+    return "\n".join(lines)
+
+
+def write_table(summary: dict, path: str | Path) -> None:
+    """Write render_table(summary) atomically."""
+    write_text_atomic(path, render_table(summary))
