@@ -143,7 +143,7 @@ def test_sst_malformed_tree(tmp_path, line):
 
 def test_registry_errors(tmp_path):
     assert set(READERS) >= {"conll2003", "tsv", "csv", "sst", "hf"}
-    with pytest.raises(KeyError, match="valid: conll2003, csv, hf, sst, tsv"):
+    with pytest.raises(KeyError, match="valid: conll2003, csv, hf, raganato, sst, tsv"):
         get_reader("conll")
     with pytest.raises(ValueError, match="unknown option.*binari.*valid: binary, include_subtrees"):
         read_data("sst", tmp_path / "x.txt", binari=True)

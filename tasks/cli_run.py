@@ -1,0 +1,163 @@
+"""``elmo-tasks run | compare | predict``: train one head, compare feature sources, predict with a run."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+from .config import ConfigError, load_config, write_text_atomic
+from .features.base import FeatureContext
+
+DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cache-dir", default=DEFAULT_CACHE,
+                   help=f"frozen-feature cache folder (default: $ELMO_TASKS_CACHE or {DEFAULT_CACHE}); 'none' = off")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: the heads are small, and more threads than free cores "
+                        "slow training down many times over when other jobs share the machine)")
+    p.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="tqdm progress bars")
+
+
+def _friendly(func):
+    """Print expected user errors (bad config, missing files, malformed data) without a traceback."""
+
+    def wrapper(args) -> int:
+        from tasks.data.types import DataFormatError
+
+        try:
+            return func(args)
+        except ConfigError as e:
+            print(f"config error: {e}", file=sys.stderr)
+            return 2
+        except (FileNotFoundError, DataFormatError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+
+    return wrapper
+
+
+def register(subparsers) -> None:
+    """Add the run, compare and predict sub-commands."""
+    p = subparsers.add_parser("run", help="train and evaluate one head on one feature source")
+    p.add_argument("config", help="YAML config (see configs/)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE",
+                   help="override a config value (YAML syntax), e.g. --set training.seed=2")
+    p.add_argument("--out", help="run folder (default: runs/NAME/TIMESTAMP-HASH)")
+    p.add_argument("--runs-dir", default="runs", help="parent of default run folders")
+    _common(p)
+    p.set_defaults(func=_friendly(cmd_run))
+
+    p = subparsers.add_parser("compare", help="run one task over the config's feature-source variants and seeds")
+    p.add_argument("config")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE")
+    p.add_argument("--sources", help="comma-separated subset of compare.sources (default: all)")
+    p.add_argument("--seeds", help="comma-separated seeds (default: compare.seeds)")
+    p.add_argument("--results-dir", help="where summary.md/.csv/.json and plots go (default: results/NAME)")
+    p.add_argument("--runs-dir", default="runs", help="parent of the per-run folders")
+    _common(p)
+    p.set_defaults(func=_friendly(cmd_compare))
+
+    p = subparsers.add_parser("predict", help="predict with a trained run folder")
+    p.add_argument("run_dir")
+    p.add_argument("input", help="one whitespace-tokenized sentence per line (or --reader: the run's data format)")
+    p.add_argument("--out", help="output file (default: stdout)")
+    p.add_argument("--reader", action="store_true",
+                   help="read INPUT with the run's data reader and options, and also print metrics")
+    _common(p)
+    p.set_defaults(func=_friendly(cmd_predict))
+
+
+def _setup(args) -> tuple[FeatureContext, bool | None]:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    progress = {"auto": None, "on": True, "off": False}[args.progress]
+    cache = None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir)
+    return FeatureContext(cache_dir=cache, progress=progress), progress
+
+
+DEFAULTS = {"runs_dir": "runs", "cache_dir": DEFAULT_CACHE, "progress": "auto", "threads": 1}
+
+
+def command_line(args) -> str:
+    """The command as typed (rebuilt from the parsed args, so it is right however main() was called)."""
+    parts = ["elmo-tasks", args.command, args.config]
+    for o in args.overrides:
+        parts += ["--set", o]
+    for key, value in vars(args).items():
+        if key in ("func", "command", "config", "overrides") or value is None or DEFAULTS.get(key) == value:
+            continue
+        parts += [f"--{key.replace('_', '-')}", str(value)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def cmd_run(args) -> int:
+    from .experiment import default_run_dir, run_experiment
+
+    context, progress = _setup(args)
+    cfg = load_config(args.config, args.overrides)
+    out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)
+    metrics = run_experiment(cfg, out, context, progress, command=command_line(args))
+    print(f"run folder: {out}")
+    for split in ("dev", "test"):
+        if split in metrics:
+            print(f"{split}: " + ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
+                                           for k, v in metrics[split].items()))
+    print(f"wall time: {metrics['seconds']['total']:.1f}s (features {metrics['seconds']['features']:.1f}s, "
+          f"training {metrics['seconds']['train']:.1f}s)")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .harness import run_comparison
+
+    context, progress = _setup(args)
+    try:
+        cfg = load_config(args.config, args.overrides)
+        if cfg.compare is None:
+            raise ConfigError(f"{args.config}: no 'compare' section (name the feature-source variants to compare)")
+        sources = args.sources.split(",") if args.sources else None
+        unknown = sorted(set(sources or []) - set(cfg.compare.sources))
+        if unknown:
+            raise ConfigError(f"--sources: unknown variant(s) {', '.join(unknown)}; valid: "
+                              f"{', '.join(cfg.compare.sources)}")
+        seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    except (ConfigError, ValueError) as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    results_dir = Path(args.results_dir) if args.results_dir else Path("results") / cfg.name
+    summary = run_comparison(cfg, results_dir, args.runs_dir, context, progress, sources=sources, seeds=seeds,
+                             command=command_line(args))
+    print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
+    return 0
+
+
+def cmd_predict(args) -> int:
+    from .experiment import load_run, predict_examples, read_plain_sentences
+    from .registry import get_reader
+
+    context, progress = _setup(args)
+    cfg, model = load_run(args.run_dir, context)
+    if args.reader:
+        examples = [ex for ex in get_reader(cfg.data.reader)(args.input, **cfg.data.reader_options) if ex.tokens]
+    else:
+        examples = [model.head.blank_example(s) for s in read_plain_sentences(args.input)]
+    preds = predict_examples(cfg, model, examples, progress)
+    sep = "\n\n" if model.head.block_output else "\n"  # taggers: one token per line, blank line between sentences
+    text = sep.join(model.head.format_prediction(e, p) for e, p in zip(examples, preds)) + "\n"
+    if args.out:
+        write_text_atomic(args.out, text)
+        print(f"wrote {len(preds)} predictions to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    if args.reader:
+        scores = model.head.evaluate(examples, preds)
+        scores["unseen_labels"] = sum(model.head.unseen(examples).values())
+        print(json.dumps(scores), file=sys.stderr)
+    return 0

@@ -1,0 +1,366 @@
+"""Run configs: YAML -> checked dataclasses; ``--set key.sub=value`` overrides; resolved config for saving.
+
+A config has the sections ``name``, ``data``, ``features``, ``head``, ``training`` and optionally ``compare``.
+A component section (``features``, ``head``, a mix, a concat member) is ``{name: REGISTERED_NAME, **hparams}``;
+the hyperparameters are checked against the component's ``Config`` dataclass. Unknown keys and unknown names
+are errors listing the valid ones. Configs hold hyperparameters only: dimensions and label sets come from code
+and data.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import os
+import tempfile
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from .registry import FEATURES, HEADS, Registry
+
+
+class ConfigError(ValueError):
+    """A config has an unknown key, an unknown component name or a value of the wrong type."""
+
+
+# ---------------------------------------------------------------- generic dataclass checking
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against the type hint ``tp`` (int, float, bool, str, Optional, list[X], dict, Literal)."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None:
+            if type(None) in args:
+                return None
+            raise ConfigError(f"{where}: must not be null")
+        errors = []
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return coerce(value, a, where)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{where}: {value!r} matches none of {_type_name(tp)}")
+    if origin is Literal:
+        choices = typing.get_args(tp)
+        if value not in choices:
+            raise ConfigError(f"{where}: {value!r} is not one of {', '.join(map(repr, choices))}")
+        return value
+    if origin is list or tp is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        (elem,) = typing.get_args(tp) or (Any,)
+        return [coerce(v, elem, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {value!r}")
+        return dict(value)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, str):  # YAML reads 1e-3 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, where)
+    raise TypeError(f"{where}: unsupported config type {tp!r}")
+
+
+def from_dict(cls: type, data: Any, where: str) -> Any:
+    """Build dataclass ``cls`` from a mapping; unknown keys, missing required keys and bad types are errors."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {data!r}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"valid keys: {', '.join(fields) or '(none)'}"
+        )
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for name, f in fields.items():
+        if name in data:
+            kwargs[name] = coerce(data[name], hints[name], f"{where}.{name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{where}: missing required key {name!r}")
+    obj = cls(**kwargs)
+    check = getattr(obj, "check", None)
+    if callable(check):
+        check(where)
+    return obj
+
+
+def to_dict(obj: Any) -> dict:
+    """A dataclass as a plain dict (for YAML)."""
+    return dataclasses.asdict(obj)
+
+
+def resolve_component(registry: Registry, section: Any, where: str) -> dict:
+    """Check a ``{name: ..., **hparams}`` section against the named component's Config; return it resolved.
+
+    Nested component fields (``metadata={"component": "features"|"mix"}``, a dict or a list of dicts) are
+    resolved recursively.
+    """
+    if isinstance(section, str):
+        section = {"name": section}
+    if not isinstance(section, dict) or "name" not in section:
+        raise ConfigError(f"{where}: expected a mapping with a 'name' key (one of: {', '.join(registry.names())})")
+    try:
+        comp = registry.get(section["name"])
+    except KeyError as e:
+        raise ConfigError(f"{where}.name: {e.args[0]}") from None
+    params = {k: v for k, v in section.items() if k != "name"}
+    cfg = from_dict(comp.Config, params, f"{where} ({section['name']})")
+    out = {"name": section["name"], **to_dict(cfg)}
+    for f in dataclasses.fields(comp.Config):
+        sub = f.metadata.get("component")
+        if sub is None or out[f.name] is None:
+            continue
+        reg = component_registry(sub)
+        if isinstance(out[f.name], list):
+            out[f.name] = [resolve_component(reg, s, f"{where}.{f.name}[{i}]") for i, s in enumerate(out[f.name])]
+        else:
+            out[f.name] = resolve_component(reg, out[f.name], f"{where}.{f.name}")
+    return out
+
+
+def component_registry(kind: str) -> Registry:
+    from .registry import MIXES
+
+    return {"features": FEATURES, "head": HEADS, "mix": MIXES}[kind]
+
+
+def component_config(registry: Registry, resolved: dict) -> Any:
+    """The Config dataclass instance for a resolved section."""
+    comp = registry.get(resolved["name"])
+    return comp.Config(**{k: v for k, v in resolved.items() if k != "name"})
+
+
+# ---------------------------------------------------------------- the run config
+
+@dataclass
+class DataConfig:
+    """Where the data is and how to read it (reader options are checked against the reader's signature)."""
+
+    reader: str
+    train: str
+    dev: str | None = None
+    test: str | None = None
+    reader_options: dict = field(default_factory=dict)
+    max_train: int | None = None  # keep the first N training sentences (a subset for speed)
+    max_dev: int | None = None
+    max_test: int | None = None
+
+
+@dataclass
+class TrainingConfig:
+    """The training loop: Adam, early stopping on the dev metric, gradient clipping."""
+
+    seed: int = 1
+    max_epochs: int = 10
+    patience: int = 3  # epochs without dev improvement before stopping
+    batch_size: int = 32
+    eval_batch_size: int = 256
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    grad_clip: float | None = 5.0  # max gradient L2 norm; null = no clipping
+
+    def check(self, where: str) -> None:
+        for k in ("max_epochs", "batch_size", "eval_batch_size"):
+            if getattr(self, k) < 1:
+                raise ConfigError(f"{where}.{k}: must be >= 1, got {getattr(self, k)}")
+        if self.patience < 0 or self.lr <= 0:
+            raise ConfigError(f"{where}: patience must be >= 0 and lr > 0")
+
+
+@dataclass
+class CompareConfig:
+    """Feature-source variants (name -> features section) and seeds for ``elmo-tasks compare``."""
+
+    sources: dict = field(default_factory=dict)
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
+
+    def check(self, where: str) -> None:
+        if not self.sources:
+            raise ConfigError(f"{where}.sources: list at least one named feature-source variant")
+        if not self.seeds:
+            raise ConfigError(f"{where}.seeds: give at least one seed")
+
+
+TOP_KEYS = ("name", "data", "features", "head", "training", "compare")
+
+
+@dataclass
+class RunConfig:
+    """A checked config; ``features``/``head`` are resolved component dicts."""
+
+    name: str
+    data: DataConfig
+    features: dict
+    head: dict
+    training: TrainingConfig
+    compare: CompareConfig | None = None
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "data": to_dict(self.data), "features": copy.deepcopy(self.features),
+             "head": copy.deepcopy(self.head), "training": to_dict(self.training)}
+        if self.compare is not None:
+            d["compare"] = to_dict(self.compare)
+        return d
+
+    def with_features(self, features: dict, seed: int | None = None) -> "RunConfig":
+        """A copy with another features section (already resolved) and optionally another seed."""
+        new = copy.deepcopy(self)
+        new.features = copy.deepcopy(features)
+        new.compare = None
+        if seed is not None:
+            new.training.seed = seed
+        return new
+
+
+def check_reader_options(reader: str, options: dict, where: str) -> None:
+    """Unknown reader name or option -> ConfigError listing the valid ones."""
+    from .registry import get_reader
+
+    try:
+        fn = get_reader(reader)
+    except KeyError as e:
+        raise ConfigError(f"{where}.reader: {e.args[0]}") from None
+    params = inspect.signature(fn).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    valid = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ConfigError(f"{where}.reader_options: unknown option(s) {', '.join(map(repr, unknown))} for reader "
+                          f"{reader!r}; valid options: {', '.join(valid) or '(none)'}")
+
+
+def resolve(raw: dict, source: str = "config") -> RunConfig:
+    """Check a raw config dict and fill in every default."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping with keys {', '.join(TOP_KEYS)}")
+    unknown = sorted(set(raw) - set(TOP_KEYS))
+    if unknown:
+        raise ConfigError(f"{source}: unknown top-level key(s) {', '.join(map(repr, unknown))}; "
+                          f"valid keys: {', '.join(TOP_KEYS)}")
+    for k in ("name", "data", "features", "head"):
+        if k not in raw:
+            raise ConfigError(f"{source}: missing required section {k!r}")
+    name = coerce(raw["name"], str, f"{source}: name")
+    data = from_dict(DataConfig, raw["data"], f"{source}: data")
+    check_reader_options(data.reader, data.reader_options, f"{source}: data")
+    features = resolve_component(FEATURES, raw["features"], f"{source}: features")
+    head = resolve_component(HEADS, raw["head"], f"{source}: head")
+    training = from_dict(TrainingConfig, raw.get("training"), f"{source}: training")
+    compare = None
+    if raw.get("compare") is not None:
+        compare = from_dict(CompareConfig, raw["compare"], f"{source}: compare")
+        compare.sources = {
+            str(k): resolve_component(FEATURES, v, f"{source}: compare.sources.{k}") for k, v in compare.sources.items()
+        }
+    return RunConfig(name, data, features, head, training, compare)
+
+
+def apply_override(raw: dict, assignment: str) -> None:
+    """Apply one ``a.b.c=value`` (value parsed as YAML) to a raw config dict in place."""
+    key, sep, text = assignment.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {assignment!r}: expected key.sub=value")
+    parts = key.strip().split(".")
+    node = raw
+    for i, p in enumerate(parts[:-1]):
+        nxt = node.get(p) if isinstance(node, dict) else None
+        if nxt is None:
+            nxt = node[p] = {}
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"--set {assignment!r}: {'.'.join(parts[: i + 1])} is not a section")
+        node = nxt
+    node[parts[-1]] = yaml.safe_load(text) if text.strip() else None
+
+
+def _unshare(node: Any) -> Any:
+    """A copy in which YAML anchors/aliases are independent, so ``--set`` changes only the path it names."""
+    if isinstance(node, dict):
+        return {k: _unshare(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_unshare(v) for v in node]
+    return node
+
+
+def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> dict:
+    """Read a YAML config and apply ``--set`` overrides (not yet checked)."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    raw = _unshare(raw if raw is not None else {})
+    for a in overrides:
+        apply_override(raw, a)
+    return raw
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """Read, override and check a YAML config."""
+    return resolve(load_raw(path, overrides), source=str(path))
+
+
+def dump_yaml(data: Any, path: str | Path) -> None:
+    """Write YAML atomically (temp file + os.replace)."""
+    write_text_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write a text file atomically (temp file in the same folder + os.replace)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file ordinary permissions
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,235 @@
+"""One run end to end: read data, precompute features, train, evaluate, save; reload a run and predict.
+
+A run folder holds ``config.yaml`` (the resolved config), ``vocab.json`` (label set etc. from the data),
+``model.pt`` (the state_dict of the trainable mix + head only, loadable with ``weights_only=True``),
+``metrics.json`` and ``predictions.json`` (dev/test predictions, used to check reloads).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .config import (RunConfig, component_config, dump_yaml, load_raw, resolve, write_bytes_atomic,
+                     write_text_atomic)
+from .features.base import FeatureContext, build_features
+from .heads.base import Head
+from .registry import HEADS, get_reader
+from .training import Split, TaskModel, evaluate, predict, set_seed, train
+
+CHECKPOINT_FORMAT = 1
+
+
+# ---------------------------------------------------------------- data
+
+_READ: dict[str, list] = {}  # (reader, path, mtime, options) -> examples: a comparison reads each file once
+
+
+def read_file(reader: str, path: str | Path, options: dict) -> list:
+    """Examples of a data file via the named reader (memoised per file version within the process)."""
+    p = Path(path)
+    stamp = p.stat().st_mtime_ns if p.exists() else None
+    key = json.dumps([reader, str(p.resolve()), stamp, options], sort_keys=True, default=str)
+    if key not in _READ:
+        _READ[key] = get_reader(reader)(path, **options)
+    return list(_READ[key])
+
+
+def read_examples(cfg: RunConfig, split: str, head_cls: type[Head]) -> tuple[list, dict]:
+    """Examples of one split (empty sentences dropped and counted; malformed ones rejected) + stats."""
+    path = getattr(cfg.data, split)
+    try:
+        examples = read_file(cfg.data.reader, path, cfg.data.reader_options)
+    except FileNotFoundError as e:
+        hint = " (fetch the public data sets with `elmo-tasks data get NAME`)" if "data" in Path(path).parts else ""
+        raise FileNotFoundError(f"{cfg.name}: data.{split}: {e}{hint}") from None
+    limit = getattr(cfg.data, f"max_{split}")
+    if limit is not None:
+        examples = examples[:limit]
+    return check_examples(examples, path, split, head_cls)
+
+
+def check_examples(examples: list, path: str | Path, split: str, head_cls: type[Head]) -> tuple[list, dict]:
+    """Reject malformed examples (naming the file and example number); drop and count empty ones."""
+    kept = []
+    for i, ex in enumerate(examples):
+        head_cls.check_example(ex, f"{path}: {split} example {i + 1}")
+        if len(ex.tokens) > 0:
+            kept.append(ex)
+    if not kept:
+        raise ValueError(f"{path}: no non-empty {split} examples")
+    stats = {"path": str(path), "examples": len(kept), "tokens": sum(len(ex.tokens) for ex in kept),
+             "empty_dropped": len(examples) - len(kept)}
+    return kept, stats
+
+
+def build_model(cfg: RunConfig, vocab: dict, context: FeatureContext) -> TaskModel:
+    """Feature source + head from a resolved config and the head's vocab (seeded: deterministic init)."""
+    set_seed(cfg.training.seed)
+    features = build_features(cfg.features, context)
+    head_cls = HEADS.get(cfg.head["name"])
+    head = head_cls(component_config(HEADS, cfg.head), features.output_dim, vocab)
+    return TaskModel(features, head)
+
+
+def make_split(model: TaskModel, name: str, examples: list) -> Split:
+    return Split(name, examples, model.features.precompute([list(ex.tokens) for ex in examples], name))
+
+
+# ---------------------------------------------------------------- provenance
+
+def git_commit() -> str:
+    """Short commit of the working tree (+ "-dirty" when it has uncommitted changes), or "unknown"."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def machine() -> dict:
+    return {"cpu_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
+            "torch": torch.__version__, "platform": platform.platform()}
+
+
+def default_run_dir(cfg: RunConfig, runs_dir: str | Path = "runs") -> Path:
+    digest = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
+    return Path(runs_dir) / cfg.name / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{digest}"
+
+
+def save_json(obj: Any, path: Path) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
+
+
+def save_state(model: TaskModel, path: Path) -> None:
+    buf = io.BytesIO()
+    torch.save({"format": CHECKPOINT_FORMAT, "state_dict": model.state_dict()}, buf)
+    write_bytes_atomic(path, buf.getvalue())
+
+
+# ---------------------------------------------------------------- run
+
+def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext | None = None,
+                   progress: bool | None = None, command: str = "", examples: dict[str, list] | None = None) -> dict:
+    """Train and evaluate one head on one feature source; write the run folder; return metrics.json's dict.
+
+    ``examples`` ({"train": [...], "dev": [...], "test": [...]}) replaces reading cfg.data's files
+    (programmatic use and tests); they are checked and empty ones dropped the same way.
+    """
+    t_start = time.perf_counter()
+    seconds: dict[str, float] = {}
+    context = context or FeatureContext()
+    out_dir = Path(out_dir)
+    head_cls = HEADS.get(cfg.head["name"])
+    data, stats = {}, {}
+    for split in ("train", "dev", "test"):
+        if examples is not None:
+            if split in examples:
+                data[split], stats[split] = check_examples(examples[split], f"<{split} examples>", split, head_cls)
+        elif getattr(cfg.data, split) is not None:
+            data[split], stats[split] = read_examples(cfg, split, head_cls)
+    if "train" not in data:
+        raise ValueError(f"{cfg.name}: no training data")
+    vocab = head_cls.build_vocab(component_config(HEADS, cfg.head), data["train"], dict(cfg.data.reader_options))
+    seconds["data"] = round(time.perf_counter() - t_start, 2)
+
+    t_feat = time.perf_counter()  # loading the biLM / vectors and computing (or reading) frozen features
+    model = build_model(cfg, vocab, context)
+    dump_yaml(cfg.to_dict(), out_dir / "config.yaml")  # creates out_dir
+    save_json(vocab, out_dir / "vocab.json")
+    splits = {name: make_split(model, name, ex) for name, ex in data.items()}
+    seconds["features"] = round(time.perf_counter() - t_feat, 2)
+
+    ckpt = out_dir / "model.pt"
+    result = train(model, splits["train"], splits.get("dev"), cfg.training, progress,
+                   on_improve=lambda epoch, dev: save_state(model, ckpt))
+    save_state(model, ckpt)  # the best state (loaded back by train)
+
+    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": git_commit(),
+                               "machine": machine(), "data": stats}
+    predictions = {}
+    for name in ("dev", "test"):
+        if name in splits:
+            scores, preds = evaluate(model, splits[name], cfg.training.eval_batch_size, progress)
+            unseen = model.head.unseen(splits[name].examples)
+            scores["unseen_labels"] = sum(unseen.values())
+            if unseen:
+                print(f"{name}: {sum(unseen.values())} gold labels never seen in training (counted as errors): "
+                      f"{dict(unseen.most_common(10))}", file=sys.stderr)
+            metrics[name] = scores
+            metrics[f"{name}_unseen_labels"] = dict(unseen)
+            predictions[name] = preds
+    metrics.update({"primary_metric": model.head.primary_metric, "best_epoch": result.best_epoch,
+                    "epochs_run": len(result.history), "stopped_early": result.stopped_early,
+                    "history": result.history, "features": model.features.report(),
+                    "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+                    "seconds": {**seconds, "train": result.seconds, "total": round(time.perf_counter() - t_start, 2)}})
+    save_json(predictions, out_dir / "predictions.json")
+    save_json(metrics, out_dir / "metrics.json")
+    return metrics
+
+
+# ---------------------------------------------------------------- reload and predict
+
+def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tuple[RunConfig, TaskModel]:
+    """Rebuild a trained model from its run folder (config.yaml + vocab.json + model.pt)."""
+    run_dir = Path(run_dir)
+    for f in ("config.yaml", "vocab.json", "model.pt"):
+        if not (run_dir / f).exists():
+            raise FileNotFoundError(f"{run_dir} is not a finished run folder: {f} is missing")
+    cfg = resolve(load_raw(run_dir / "config.yaml"), source=str(run_dir / "config.yaml"))
+    vocab = json.loads((run_dir / "vocab.json").read_text(encoding="utf-8"))
+    model = build_model(cfg, vocab, context or FeatureContext())
+    ckpt = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
+    if ckpt.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"{run_dir / 'model.pt'}: unknown checkpoint format {ckpt.get('format')!r}")
+    model.load_state_dict(ckpt["state_dict"])
+    model.eval()
+    _check_frozen_features(run_dir, model)
+    return cfg, model
+
+
+def _check_frozen_features(run_dir: Path, model: TaskModel) -> None:
+    """Warn when the frozen biLM differs from the one the run was trained on."""
+    path = run_dir / "metrics.json"
+    if not path.exists():
+        return
+    saved = json.loads(path.read_text(encoding="utf-8")).get("features", {})
+    now = model.features.report()
+    fps = lambda r: [r.get("bilm_fingerprint")] + [s.get("bilm_fingerprint") for s in r.get("sources", [])]
+    if fps(saved) != fps(now):
+        print(f"warning: the biLM of {run_dir} differs from the one it was trained with (fingerprint changed); "
+              "predictions will differ", file=sys.stderr)
+
+
+def read_plain_sentences(path: str | Path) -> list[list[str]]:
+    """One whitespace-tokenized sentence per line; a blank line is an error naming file and line."""
+    sentences = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            tokens = line.split()
+            if not tokens:
+                raise ValueError(f"{path}:{i}: empty line (give one non-empty sentence per line)")
+            sentences.append(tokens)
+    if not sentences:
+        raise ValueError(f"{path}: no sentences (empty file)")
+    return sentences
+
+
+def predict_examples(cfg: RunConfig, model: TaskModel, examples: list, progress: bool | None = None) -> list:
+    """Predictions for examples (in order) with a loaded model."""
+    return predict(model, make_split(model, "predict", examples), cfg.training.eval_batch_size, progress)

@@ -1,0 +1,76 @@
+"""The feature-source contract: frozen per-sentence features computed once, a trainable part (e.g. a mix).
+
+A source turns a data split into per-sentence frozen arrays once (``precompute``, cached on disk when the
+source is expensive), pads a batch of them (``collate``), and maps the padded batch to (B, T, D) features in
+``forward`` (where trainable parts such as ELMo's scalar mix live; they train with the head). Sources are
+built from a resolved ``{name: ..., **hparams}`` section by ``build_features``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+
+@dataclass
+class FeatureContext:
+    """Run settings that are not hyperparameters: where frozen features are cached, progress bars."""
+
+    cache_dir: Path | None = None
+    progress: bool | None = None
+
+
+class FeatureSource(nn.Module):
+    """Base class of feature sources."""
+
+    Config: ClassVar[type]
+    output_dim: int
+
+    def __init__(self, config: Any, context: FeatureContext):
+        super().__init__()
+        self.config = config
+        self.context = context
+
+    def precompute(self, sentences: list[list[str]], split: str) -> list[Any]:
+        """Frozen features, one item per sentence (e.g. an array (n_i, D) or (L, n_i, D))."""
+        raise NotImplementedError
+
+    def collate(self, items: list[Any], T: int) -> Any:
+        """Pad a batch of precomputed items to T tokens (tensors)."""
+        raise NotImplementedError
+
+    def forward(self, batch: Any, mask: torch.Tensor) -> torch.Tensor:
+        """Padded batch + mask (B, T) -> features (B, T, output_dim)."""
+        raise NotImplementedError
+
+    def regularization(self) -> torch.Tensor:
+        """A penalty added to the training loss (e.g. the mix weights' L2); 0 by default."""
+        return torch.zeros(())
+
+    def report(self) -> dict:
+        """JSON-able facts for results (mix weights, gamma, OOV rates, model fingerprints)."""
+        return {}
+
+
+def pad_tokens(items: list[np.ndarray], T: int) -> torch.Tensor:
+    """Stack arrays (..., n_i, D) into a zero-padded tensor (..., B, T, D) (token axis -2)."""
+    if not items:
+        raise ValueError("pad_tokens: empty batch")
+    lead, D = items[0].shape[:-2], items[0].shape[-1]
+    out = np.zeros((*lead, len(items), T, D), dtype=np.float32)
+    for b, a in enumerate(items):
+        out[..., b, : a.shape[-2], :] = a
+    return torch.from_numpy(out)
+
+
+def build_features(resolved: dict, context: FeatureContext) -> FeatureSource:
+    """A feature source from a resolved ``{name: ..., **hparams}`` section."""
+    from ..config import component_config
+    from ..registry import FEATURES
+
+    cls = FEATURES.get(resolved["name"])
+    return cls(component_config(FEATURES, resolved), context)

@@ -1,0 +1,46 @@
+"""``concat``: several feature sources side by side (the ELMo paper's NER input: GloVe + ELMo mix)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from ..config import ConfigError
+from .base import FeatureContext, FeatureSource, build_features
+
+
+@dataclass
+class ConcatConfig:
+    sources: list[dict] = field(default_factory=list, metadata={"component": "features"})
+
+    def check(self, where: str) -> None:
+        if len(self.sources) < 2:
+            raise ConfigError(f"{where}.sources: list at least two feature sources to concatenate")
+
+
+class ConcatFeatures(FeatureSource):
+    """Concatenates its sources' features along D. Output (B, T, sum of D)."""
+
+    Config = ConcatConfig
+
+    def __init__(self, config: ConcatConfig, context: FeatureContext):
+        super().__init__(config, context)
+        self.sources = nn.ModuleList([build_features(s, context) for s in config.sources])
+        self.output_dim = sum(s.output_dim for s in self.sources)
+
+    def precompute(self, sentences: list[list[str]], split: str) -> list[tuple]:
+        per_source = [s.precompute(sentences, split) for s in self.sources]
+        return list(zip(*per_source))
+
+    def collate(self, items: list[tuple], T: int) -> tuple:
+        return tuple(s.collate([it[k] for it in items], T) for k, s in enumerate(self.sources))
+
+    def forward(self, batch: tuple, mask: torch.Tensor) -> torch.Tensor:
+        return torch.cat([s(b, mask) for s, b in zip(self.sources, batch)], dim=-1)  # (B, T, sum D)
+
+    def regularization(self) -> torch.Tensor:
+        return sum((s.regularization() for s in self.sources), torch.zeros(()))
+
+    def report(self) -> dict:
+        return {"sources": [{"name": c["name"], **s.report()} for c, s in zip(self.config.sources, self.sources)]}

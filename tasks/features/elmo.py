@@ -1,0 +1,128 @@
+"""``elmo``: frozen biLM layers, mixed by a scalar mix trained with the head, or one fixed layer.
+
+The biLM runs once per data set: features are cached on disk by ``elmo_features.FeatureCache`` (keyed by
+model fingerprint + sentences), and within one process also in memory, so several heads, seeds and
+source variants (layer 0/1/2, mix, concat) reuse one embedding pass.
+"""
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import torch
+
+from elmo_features import Embedder, FeatureCache, bilm_fingerprint, resolve_bilm
+from elmo_features.feature_cache import cache_key
+
+from ..config import ConfigError
+from .base import FeatureContext, FeatureSource, pad_tokens
+
+_BILMS: dict[str, object] = {}  # spec -> loaded BiLM (frozen; shared by every source in the process)
+_FEATURES: "OrderedDict[str, list[np.ndarray]]" = OrderedDict()  # cache key -> per-sentence (L, n, D)
+_MAX_MEMO = 6  # data sets kept in memory (train/dev/test of two models)
+
+
+@dataclass
+class ElmoConfig:
+    bilm: str | None = None  # "default" | a preset name | a folder with options.json + weights.hdf5 (None: default)
+    options_file: str | None = None  # with weights_file: a bilm-tf/AllenNLP model's files (instead of bilm)
+    weights_file: str | None = None
+    layer: int | None = None  # use this single layer (0 = token layer) instead of a mix
+    mix: dict | None = field(default=None, metadata={"component": "mix"})  # default {name: scalar}
+    cache_dtype: Literal["float32", "float16"] = "float32"  # on-disk precision of cached features
+
+    def check(self, where: str) -> None:
+        if (self.options_file is None) != (self.weights_file is None):
+            raise ConfigError(f"{where}: give both options_file and weights_file, or neither")
+        if self.options_file is not None and self.bilm is not None:
+            raise ConfigError(f"{where}: give either bilm or options_file + weights_file, not both")
+        if self.options_file is None and self.bilm is None:
+            self.bilm = "default"
+        if self.layer is not None and self.mix is not None:
+            raise ConfigError(f"{where}: give either layer (one fixed layer) or mix, not both")
+        if self.layer is None and self.mix is None:
+            self.mix = {"name": "scalar"}
+
+
+def load_frozen_bilm(config: ElmoConfig):
+    """The (memoised) frozen biLM a config names."""
+    spec = {"options": config.options_file, "weights": config.weights_file} if config.options_file else config.bilm
+    key = json.dumps(spec, sort_keys=True)
+    if key not in _BILMS:
+        bilm = resolve_bilm(spec)
+        bilm.eval()
+        for p in bilm.parameters():
+            p.requires_grad_(False)
+        _BILMS[key] = bilm
+    return _BILMS[key]
+
+
+class ElmoFeatures(FeatureSource):
+    """All biLM layers through a trainable mix, or one fixed layer. Output (B, T, D)."""
+
+    Config = ElmoConfig
+
+    def __init__(self, config: ElmoConfig, context: FeatureContext):
+        super().__init__(config, context)
+        from ..config import component_config
+        from ..registry import MIXES
+
+        self._frozen = (load_frozen_bilm(config),)  # in a tuple: not a submodule, never in the state_dict
+        self.num_layers = self._bilm.num_output_layers
+        self.output_dim = self._bilm.output_dim
+        self.fingerprint = bilm_fingerprint(self._bilm)
+        if config.layer is not None and not 0 <= config.layer < self.num_layers:
+            raise ConfigError(f"features.layer: {config.layer} is out of range; this biLM has layers "
+                              f"0..{self.num_layers - 1}")
+        self.mix = None
+        if config.layer is None:
+            self.mix = MIXES.get(config.mix["name"])(component_config(MIXES, config.mix), self.num_layers)
+
+    @property
+    def _bilm(self):
+        return self._frozen[0]
+
+    def embed(self, sentences: list[list[str]]) -> list[np.ndarray]:
+        """All layers (L, n_i, D) per sentence: from memory, the disk cache, or the biLM."""
+        key = cache_key(self.fingerprint, sentences, self.config.cache_dtype)
+        if key in _FEATURES:
+            _FEATURES.move_to_end(key)
+            return _FEATURES[key]
+        embedder = Embedder(self._bilm, progress=self.context.progress)
+        if self.context.cache_dir is not None:
+            arrays = FeatureCache(self.context.cache_dir).embed(embedder, sentences, dtype=self.config.cache_dtype)
+        else:
+            arrays = embedder.embed_sentences(sentences)
+        _FEATURES[key] = arrays
+        while len(_FEATURES) > _MAX_MEMO:
+            _FEATURES.popitem(last=False)
+        return arrays
+
+    def precompute(self, sentences: list[list[str]], split: str) -> list[np.ndarray]:
+        arrays = self.embed(sentences)
+        if self.config.layer is not None:
+            return [a[self.config.layer] for a in arrays]  # (n_i, D) views
+        return arrays  # (L, n_i, D)
+
+    def collate(self, items: list[np.ndarray], T: int) -> torch.Tensor:
+        return pad_tokens(items, T)  # (B, T, D) or (L, B, T, D)
+
+    def forward(self, batch: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.mix is None:
+            return batch  # (B, T, D)
+        return self.mix(batch, mask)  # (L, B, T, D) -> (B, T, D)
+
+    def regularization(self) -> torch.Tensor:
+        return self.mix.regularization() if self.mix is not None else torch.zeros(())
+
+    def report(self) -> dict:
+        out = {"bilm_fingerprint": self.fingerprint, "num_layers": self.num_layers, "dim": self.output_dim}
+        if self.mix is None:
+            out["layer"] = self.config.layer
+        else:
+            out["mix_weights"] = [round(float(w), 6) for w in self.mix.normalized_weights().detach()]
+            out["gamma"] = round(float(self.mix.gamma.detach()), 6)
+        return out

@@ -1,0 +1,66 @@
+"""``static``: pre-trained word vectors (GloVe, word2vec, fastText), frozen; OOV rates are reported."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+
+from .base import FeatureContext, FeatureSource, pad_tokens
+
+_VECTORS: dict[str, object] = {}  # loader arguments -> StaticVectors (shared in the process)
+
+
+@dataclass
+class StaticConfig:
+    path: str  # vectors file (text / word2vec binary / .npy matrix)
+    format: Literal["auto", "text", "word2vec_bin", "npy"] = "auto"
+    words_path: str | None = None  # word list for the .npy format
+    lowercase: bool | None = None  # None = auto (see tasks.data.static_vectors)
+    max_vectors: int | None = None  # keep only the first N vectors
+
+
+def load_vectors(config: StaticConfig):
+    """The (memoised) StaticVectors a config names."""
+    from tasks.data.static_vectors import load_static_vectors
+
+    args = dict(path=config.path, format=config.format, words_path=config.words_path,
+                lowercase=config.lowercase, max_vectors=config.max_vectors)
+    key = json.dumps(args, sort_keys=True)
+    if key not in _VECTORS:
+        _VECTORS[key] = load_static_vectors(**args)
+    return _VECTORS[key]
+
+
+class StaticFeatures(FeatureSource):
+    """One frozen vector per token (OOV policy: tasks.data.static_vectors). Output (B, T, d)."""
+
+    Config = StaticConfig
+
+    def __init__(self, config: StaticConfig, context: FeatureContext):
+        super().__init__(config, context)
+        self.vectors = load_vectors(config)
+        self.output_dim = int(self.vectors.dim)
+        self.oov: dict[str, dict[str, int]] = {}  # split -> {"oov": n, "tokens": n}
+
+    def precompute(self, sentences: list[list[str]], split: str) -> list[np.ndarray]:
+        out, n_oov, n_tok = [], 0, 0
+        for s in sentences:
+            vecs, k = self.vectors.lookup(s)  # (n_i, d)
+            out.append(np.asarray(vecs, dtype=np.float32))
+            n_oov += int(k)
+            n_tok += len(s)
+        self.oov[split] = {"oov": n_oov, "tokens": n_tok}
+        return out
+
+    def collate(self, items: list[np.ndarray], T: int) -> torch.Tensor:
+        return pad_tokens(items, T)  # (B, T, d)
+
+    def forward(self, batch: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return batch
+
+    def report(self) -> dict:
+        rates = {s: c["oov"] / c["tokens"] if c["tokens"] else 0.0 for s, c in self.oov.items()}
+        return {"dim": self.output_dim, "oov_rate": rates, "oov_counts": dict(self.oov)}

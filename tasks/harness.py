@@ -1,0 +1,158 @@
+"""``elmo-tasks compare``: one task over several feature sources x seeds -> results/<task>/summary.{md,csv,json}.
+
+Every (source, seed) is an ordinary run (its own run folder). The summary gives mean +- sample std over
+seeds of the test and dev metrics per source, the learned mix weights (softmax) and gamma, static-vector
+OOV rates, per-run wall times, the exact command, git commit and machine. The summary is rewritten after
+every run, so an interrupted comparison keeps what it measured.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .config import RunConfig, write_text_atomic
+from .experiment import git_commit, machine, run_experiment
+from .features.base import FeatureContext
+
+
+def _find(report: dict, key: str) -> Any:
+    """The first value of ``key`` in a (possibly nested, concat) features report."""
+    if key in report:
+        return report[key]
+    for sub in report.get("sources", []):
+        v = _find(sub, key)
+        if v is not None:
+            return v
+    return None
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single value)."""
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def summarize(cfg: RunConfig, runs: list[dict], info: dict) -> dict:
+    """Aggregate per-run records into per-source rows."""
+    metric = runs[0]["primary_metric"] if runs else "?"
+    sources = []
+    for name in dict.fromkeys(r["source"] for r in runs):
+        rs = [r for r in runs if r["source"] == name]
+        row: dict[str, Any] = {"source": name, "features": cfg.compare.sources[name], "seeds": [r["seed"] for r in rs]}
+        for split in ("test", "dev"):
+            if all(r.get(split) for r in rs):
+                keys = [k for k in rs[0][split] if k != "unseen_labels"]
+                row[split] = {k: dict(zip(("mean", "std"), mean_std([r[split][k] for r in rs]))) for k in keys}
+        weights = [r["mix_weights"] for r in rs if r.get("mix_weights")]
+        if weights:
+            row["mix_weights"] = [statistics.fmean(w[k] for w in weights) for k in range(len(weights[0]))]
+            row["gamma"] = statistics.fmean(r["gamma"] for r in rs)
+        if any(r.get("oov_rate") for r in rs):
+            row["oov_rate"] = rs[0]["oov_rate"]
+        row["seconds_per_run"] = statistics.fmean(r["seconds"]["total"] for r in rs)
+        row["epochs"] = [r["epochs_run"] for r in rs]
+        sources.append(row)
+    return {**info, "primary_metric": metric, "sources": sources, "runs": runs}
+
+
+def _pm(stat: dict | None, scale: float = 100.0) -> str:
+    return "-" if stat is None else f"{stat['mean'] * scale:.2f} ± {stat['std'] * scale:.2f}"
+
+
+def to_markdown(s: dict) -> str:
+    m = s["primary_metric"]
+    lines = [f"# {s['name']}: feature-source comparison", "",
+             f"- command: `{s['command']}`", f"- git commit: `{s['git_commit']}`",
+             f"- machine: {s['machine']['cpu_cores']} CPU cores (torch threads {s['machine']['torch_threads']}, "
+             f"torch {s['machine']['torch']}, Python {s['machine']['python']})",
+             f"- wall time: {s['wall_seconds']:.0f} s in total, finished {s['finished']}",
+             f"- head: `{json.dumps(s['head'])}`", f"- data: `{json.dumps(s['data'])}`",
+             f"- training: `{json.dumps(s['training'])}`",
+             f"- seeds: {', '.join(map(str, s['seeds']))}; scores are mean ± sample std over seeds, x100; "
+             f"early stopping on dev {m}", "",
+             f"| source | test {m} | dev {m} | other test metrics | mix weights (softmax) | gamma | OOV rate test | "
+             "epochs | s/run |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in s["sources"]:
+        test, dev = r.get("test", {}), r.get("dev", {})
+        other = ", ".join(f"{k} {_pm(v)}" for k, v in test.items() if k != m)
+        mix = " / ".join(f"{w:.3f}" for w in r["mix_weights"]) if r.get("mix_weights") else "-"
+        gamma = f"{r['gamma']:.3f}" if r.get("gamma") is not None else "-"
+        oov = f"{r['oov_rate']['test'] * 100:.2f}%" if (r.get("oov_rate") or {}).get("test") is not None else "-"
+        lines.append(f"| {r['source']} | {_pm(test.get(m))} | {_pm(dev.get(m))} | {other or '-'} | {mix} | {gamma} | "
+                     f"{oov} | {', '.join(map(str, r['epochs']))} | {r['seconds_per_run']:.0f} |")
+    lines += ["", "Feature sources:", ""]
+    lines += [f"- **{r['source']}**: `{json.dumps(r['features'])}`" for r in s["sources"]]
+    lines += ["", "## Runs", "", f"| source | seed | dev {m} | test {m} | best epoch | features s | train s | "
+              "total s | run folder |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in s["runs"]:
+        lines.append(f"| {r['source']} | {r['seed']} | {(r.get('dev') or {}).get(m, float('nan')) * 100:.2f} | "
+                     f"{(r.get('test') or {}).get(m, float('nan')) * 100:.2f} | {r['best_epoch']} | "
+                     f"{r['seconds']['features']:.1f} | {r['seconds']['train']:.1f} | {r['seconds']['total']:.1f} | "
+                     f"`{r['run_dir']}` |")
+    unseen = {r["source"]: r["test_unseen_labels"] for r in s["runs"] if r.get("test_unseen_labels")}
+    if unseen:
+        lines += ["", f"Test labels never seen in training (counted as errors): {json.dumps(unseen)}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(s: dict) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["source", "seed", "split", "metric", "value"])
+    for r in s["runs"]:
+        for split in ("dev", "test"):
+            for k, v in (r.get(split) or {}).items():
+                w.writerow([r["source"], r["seed"], split, k, v])
+    return buf.getvalue()
+
+
+def write_summary(s: dict, results_dir: Path, plots: bool = True) -> None:
+    """summary.md/.csv/.json and (with ``plots``) scores.png and mix_weights.png, each written atomically."""
+    write_text_atomic(results_dir / "summary.json", json.dumps(s, indent=1) + "\n")
+    write_text_atomic(results_dir / "summary.csv", to_csv(s))
+    write_text_atomic(results_dir / "summary.md", to_markdown(s))
+    if plots:
+        from .plots import plot_mix_weights, plot_scores
+
+        plot_scores(s, results_dir / "scores.png")
+        plot_mix_weights(s, results_dir / "mix_weights.png")
+
+
+def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path = "runs",
+                   context: FeatureContext | None = None, progress: bool | None = None,
+                   sources: list[str] | None = None, seeds: list[int] | None = None, command: str = "") -> dict:
+    """Run every (source, seed) of ``cfg.compare`` and write the summary; returns the summary dict."""
+    t0 = time.perf_counter()
+    results_dir = Path(results_dir)
+    names = sources or list(cfg.compare.sources)
+    seeds = seeds or list(cfg.compare.seeds)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = {k: v for k, v in cfg.to_dict().items() if k in ("head", "data", "training")}
+    info = {"name": cfg.name, "command": command, "git_commit": git_commit(), "machine": machine(),
+            "seeds": seeds, **base}
+    runs: list[dict] = []
+    summary: dict = {}
+    for name in names:
+        for seed in seeds:
+            print(f"== {cfg.name}: source {name}, seed {seed}", flush=True)
+            run_cfg = cfg.with_features(cfg.compare.sources[name], seed)
+            run_dir = Path(runs_dir) / cfg.name / f"compare-{stamp}" / f"{name}-seed{seed}"
+            m = run_experiment(run_cfg, run_dir, context, progress, command=command)
+            feats = m["features"]
+            runs.append({"source": name, "seed": seed, "run_dir": str(run_dir), "dev": m.get("dev"),
+                         "test": m.get("test"), "test_unseen_labels": m.get("test_unseen_labels"),
+                         "primary_metric": m["primary_metric"], "best_epoch": m["best_epoch"],
+                         "epochs_run": m["epochs_run"], "seconds": m["seconds"],
+                         "mix_weights": _find(feats, "mix_weights"), "gamma": _find(feats, "gamma"),
+                         "oov_rate": _find(feats, "oov_rate")})
+            info.update(wall_seconds=round(time.perf_counter() - t0, 1),
+                        finished=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+            summary = summarize(cfg, runs, info)
+            write_summary(summary, results_dir, plots=False)  # kept up to date if the comparison is interrupted
+    write_summary(summary, results_dir)
+    return summary

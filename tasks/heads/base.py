@@ -1,0 +1,106 @@
+"""The task-head contract shared by every head, and a BiLSTM encoder heads can reuse.
+
+A head is an ``nn.Module`` with a ``Config`` dataclass (its hyperparameters, checked by tasks.config) that
+turns features (B, T, D) + mask (B, T) into a loss and predictions. Everything that depends on the data set
+(the label set, a tag scheme) is the head's ``vocab``: a JSON-able dict built from the training data by
+``build_vocab`` and saved next to the checkpoint, so a reloaded head is rebuilt exactly.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ..metrics import unseen_labels
+
+
+class Head(nn.Module):
+    """Base class of task heads (see docs/adding_a_head.md)."""
+
+    Config: ClassVar[type]  # dataclass of hyperparameters
+    primary_metric: ClassVar[str]  # the dev metric used for early stopping (higher is better)
+    block_output: ClassVar[bool] = False  # format_prediction gives a multi-line block (blank line between)
+
+    def __init__(self, config: Any, input_dim: int, vocab: dict):
+        super().__init__()
+        self.config = config
+        self.input_dim = input_dim
+        self.vocab = vocab
+
+    # ------------------------------------------------------------ data (override as needed)
+    @classmethod
+    def gold_labels(cls, example: Any) -> list[str]:
+        """The gold labels of one example (tags of a sentence, or [label])."""
+        raise NotImplementedError
+
+    @classmethod
+    def check_example(cls, example: Any, where: str) -> None:
+        """Raise ValueError with ``where`` in the message if the example is malformed."""
+
+    @classmethod
+    def build_vocab(cls, config: Any, train_examples: list, data_options: dict) -> dict:
+        """Label set (sorted) from the training data; ``data_options`` are the reader options."""
+        labels = sorted({lab for ex in train_examples for lab in cls.gold_labels(ex)})
+        if not labels:
+            raise ValueError(f"{cls.__name__}: the training data has no labels")
+        return {"labels": labels}
+
+    @classmethod
+    def demo_examples(cls) -> list:
+        """A few tiny labelled examples of the kind this head takes (for smoke tests and docs)."""
+        raise NotImplementedError
+
+    def blank_example(self, tokens: list[str]) -> Any:
+        """An unlabelled example for plain-text prediction."""
+        raise NotImplementedError(f"{type(self).__name__} cannot predict from plain text; use --reader")
+
+    def unseen(self, examples: list) -> Counter:
+        """Gold labels in ``examples`` that never occurred in training (counted, not an error)."""
+        known = set(self.vocab["labels"])
+        return unseen_labels((lab for ex in examples for lab in self.gold_labels(ex)), known)
+
+    # ------------------------------------------------------------ model
+    def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> torch.Tensor:
+        """Mean training loss of a batch. x: (B, T, D), mask: (B, T) bool."""
+        raise NotImplementedError
+
+    def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list:
+        """One JSON-able prediction per example (label strings)."""
+        raise NotImplementedError
+
+    def evaluate(self, examples: list, predictions: list) -> dict[str, float]:
+        """Metrics (must include ``primary_metric``)."""
+        raise NotImplementedError
+
+    def format_prediction(self, example: Any, prediction: Any) -> str:
+        """Text for one prediction in ``elmo-tasks predict`` output."""
+        raise NotImplementedError
+
+
+class BiLSTMEncoder(nn.Module):
+    """Dropout -> BiLSTM (packed, so padding never leaks) -> dropout. hidden_dim 0 = dropout only."""
+
+    def __init__(self, input_dim: int, hidden_dim: int, num_layers: int = 1, dropout: float = 0.0):
+        super().__init__()
+        self.drop = nn.Dropout(dropout)
+        self.lstm = None
+        self.output_dim = input_dim
+        if hidden_dim > 0:
+            self.lstm = nn.LSTM(input_dim, hidden_dim, num_layers=num_layers, batch_first=True,
+                                bidirectional=True, dropout=dropout if num_layers > 1 else 0.0)
+            self.output_dim = 2 * hidden_dim
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, D), (B, T) -> (B, T, output_dim), zero at padding."""
+        x = self.drop(x)
+        if self.lstm is None:
+            return x * mask.unsqueeze(-1).to(x.dtype)
+        T = x.shape[1]
+        lengths = mask.sum(1).cpu()
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, _ = self.lstm(packed)
+        out, _ = pad_packed_sequence(out, batch_first=True, total_length=T)  # (B, T, 2H)
+        return self.drop(out)

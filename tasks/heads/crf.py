@@ -1,0 +1,150 @@
+"""A linear-chain conditional random field: forward algorithm, gold-path score, constrained Viterbi.
+
+Tag-scheme transition constraints (which tag may follow which, and which may start/end a sentence) follow
+AllenNLP's ``allowed_transitions`` for BIO, IOB1 and BIOES. The constraints are applied when decoding
+(as AllenNLP does); training maximises the unconstrained log-likelihood.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+START, END = "START", "END"
+
+
+def split_tag(tag: str, scheme: str) -> tuple[str, str]:
+    """"B-PER" -> ("B", "PER"); "O" -> ("O", ""). An unknown prefix for the scheme is a ValueError."""
+    if tag == "O":
+        return "O", ""
+    prefixes = {"BIO": "BI", "IOB1": "BI", "BIOES": "BIOES"}[scheme]
+    if len(tag) < 3 or tag[1] != "-" or tag[0] not in prefixes:
+        raise ValueError(f"tag {tag!r} is not a valid {scheme} tag (expected O or one of "
+                         f"{', '.join(p + '-TYPE' for p in prefixes if p != 'O')})")
+    return tag[0], tag[2:]
+
+
+def is_transition_allowed(scheme: str, from_tag: str, from_type: str, to_tag: str, to_type: str) -> bool:
+    """Whether ``to`` may follow ``from`` (prefix letters, or START/END) in ``scheme``."""
+    if to_tag == START or from_tag == END:
+        return False
+    if scheme == "BIO":
+        if from_tag == START:
+            return to_tag in ("O", "B")
+        if to_tag == END:
+            return from_tag in ("O", "B", "I")
+        return to_tag in ("O", "B") or (to_tag == "I" and from_tag in ("B", "I") and from_type == to_type)
+    if scheme == "IOB1":
+        if from_tag == START:
+            return to_tag in ("O", "I")
+        if to_tag == END:
+            return from_tag in ("O", "B", "I")
+        return to_tag in ("O", "I") or (to_tag == "B" and from_tag in ("B", "I") and from_type == to_type)
+    if scheme == "BIOES":
+        if from_tag == START:
+            return to_tag in ("O", "B", "S")
+        if to_tag == END:
+            return from_tag in ("O", "E", "S")
+        return (from_tag in ("O", "E", "S") and to_tag in ("O", "B", "S")) or (
+            from_tag in ("B", "I") and to_tag in ("I", "E") and from_type == to_type
+        )
+    raise ValueError(f"unknown tag scheme {scheme!r}; valid: BIO, IOB1, BIOES")
+
+
+def allowed_transitions(scheme: str, labels: list[str]) -> list[tuple[int, int]]:
+    """Allowed (i, j) pairs over label indices plus START = len(labels) and END = len(labels) + 1."""
+    parts = [split_tag(t, scheme) for t in labels] + [(START, ""), (END, "")]
+    return [
+        (i, j)
+        for i, (ft, fe) in enumerate(parts)
+        for j, (tt, te) in enumerate(parts)
+        if is_transition_allowed(scheme, ft, fe, tt, te)
+    ]
+
+
+class ConditionalRandomField(nn.Module):
+    """Linear-chain CRF over K tags with start/end scores; emissions (B, T, K), mask (B, T) left-aligned."""
+
+    def __init__(self, num_tags: int, constraints: list[tuple[int, int]] | None = None):
+        super().__init__()
+        K = num_tags
+        self.num_tags = K
+        self.transitions = nn.Parameter(torch.zeros(K, K))  # [from, to]
+        self.start = nn.Parameter(torch.zeros(K))
+        self.end = nn.Parameter(torch.zeros(K))
+        allowed = torch.ones(K + 2, K + 2, dtype=torch.bool)  # (K+2, K+2) incl. START=K, END=K+1
+        if constraints is not None:
+            allowed.zero_()
+            for i, j in constraints:
+                allowed[i, j] = True
+        self.register_buffer("allowed", allowed, persistent=False)
+
+    def _check(self, emissions: torch.Tensor, mask: torch.Tensor) -> None:
+        if emissions.dim() != 3 or emissions.shape[-1] != self.num_tags or mask.shape != emissions.shape[:2]:
+            raise ValueError(f"CRF expects emissions (B, T, {self.num_tags}) and mask (B, T); got "
+                             f"{tuple(emissions.shape)} and {tuple(mask.shape)}")
+        if not bool(mask[:, 0].all()):
+            raise ValueError("CRF: every sequence needs at least one token (mask[:, 0] must be true)")
+
+    def log_partition(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """log Z per sequence by the forward algorithm. (B, T, K), (B, T) -> (B,)."""
+        self._check(emissions, mask)
+        alpha = self.start.unsqueeze(0) + emissions[:, 0]  # (B, K)
+        for t in range(1, emissions.shape[1]):
+            scores = alpha.unsqueeze(2) + self.transitions.unsqueeze(0) + emissions[:, t].unsqueeze(1)  # (B, K, K)
+            nxt = torch.logsumexp(scores, dim=1)  # (B, K)
+            alpha = torch.where(mask[:, t].unsqueeze(1), nxt, alpha)
+        return torch.logsumexp(alpha + self.end.unsqueeze(0), dim=1)  # (B,)
+
+    def path_score(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Unnormalised score of the given tag paths. (B, T, K), (B, T) long, (B, T) -> (B,)."""
+        self._check(emissions, mask)
+        B, T, _ = emissions.shape
+        m = mask.to(emissions.dtype)  # (B, T)
+        emit = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # (B, T)
+        score = self.start[tags[:, 0]] + (emit * m).sum(1)  # (B,)
+        if T > 1:
+            trans = self.transitions[tags[:, :-1], tags[:, 1:]]  # (B, T-1)
+            score = score + (trans * m[:, 1:]).sum(1)
+        last = tags.gather(1, (mask.sum(1) - 1).unsqueeze(1)).squeeze(1)  # (B,)
+        return score + self.end[last]
+
+    def neg_log_likelihood(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Sum over the batch of -log p(tags | emissions). -> scalar."""
+        return (self.log_partition(emissions, mask) - self.path_score(emissions, tags, mask)).sum()
+
+    def viterbi(self, emissions: torch.Tensor, mask: torch.Tensor, constrained: bool = True) -> list[list[int]]:
+        """Best tag path per sequence (list of length n_i), obeying the constraints when ``constrained``."""
+        self._check(emissions, mask)
+        with torch.no_grad():
+            B, T, K = emissions.shape
+            trans, start, end = self.transitions, self.start, self.end
+            if constrained:
+                neg = torch.tensor(float("-inf"))
+                trans = torch.where(self.allowed[:K, :K], trans, neg)
+                start = torch.where(self.allowed[K, :K], start, neg)
+                end = torch.where(self.allowed[:K, K + 1], end, neg)
+            score = start.unsqueeze(0) + emissions[:, 0]  # (B, K)
+            backptr = []
+            identity = torch.arange(K).expand(B, K)  # (B, K)
+            for t in range(1, T):
+                cand = score.unsqueeze(2) + trans.unsqueeze(0)  # (B, K, K) [b, from, to]
+                best, idx = cand.max(dim=1)  # (B, K)
+                on = mask[:, t].unsqueeze(1)  # (B, 1)
+                score = torch.where(on, best + emissions[:, t], score)
+                backptr.append(torch.where(on, idx, identity))
+            final = score + end.unsqueeze(0)  # (B, K)
+            last = final.argmax(dim=1)  # (B,)
+            path = [last]
+            for bp in reversed(backptr):
+                last = bp.gather(1, last.unsqueeze(1)).squeeze(1)
+                path.append(last)
+            path = torch.stack(path[::-1], dim=1)  # (B, T)
+            lengths = mask.sum(1).tolist()
+            out = [path[b, : lengths[b]].tolist() for b in range(B)]
+            if constrained:  # no allowed path at all (e.g. a label set with only I- tags): fall back
+                dead = torch.isinf(final.max(dim=1).values).nonzero().flatten().tolist()
+                if dead:
+                    sub = self.viterbi(emissions[dead], mask[dead], constrained=False)
+                    for b, p in zip(dead, sub):
+                        out[b] = p
+            return out

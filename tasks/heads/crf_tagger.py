@@ -1,0 +1,108 @@
+"""``crf_tagger``: a BiLSTM-CRF sequence tagger (NER), scored by strict span F1 for the tag scheme."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+from ..metrics import span_f1, token_accuracy
+from .base import BiLSTMEncoder, Head
+from .crf import ConditionalRandomField, allowed_transitions, split_tag
+
+
+@dataclass
+class CrfTaggerConfig:
+    hidden_dim: int = 100  # BiLSTM hidden size per direction (0 = no LSTM: a linear-chain CRF on the features)
+    num_layers: int = 1
+    dropout: float = 0.5
+    scheme: Literal["auto", "BIO", "IOB1", "BIOES"] = "auto"  # auto: the reader's scheme, else from the tags
+    constrained_decoding: bool = True  # Viterbi obeys the scheme's allowed transitions
+
+
+def detect_scheme(labels: list[str]) -> str:
+    """BIOES if any S-/E- tag occurs, else BIO."""
+    return "BIOES" if any(t[:2] in ("S-", "E-") for t in labels) else "BIO"
+
+
+class CrfTagger(Head):
+    """BiLSTM over the features -> per-tag emission scores -> CRF (forward algorithm loss, Viterbi decoding)."""
+
+    Config = CrfTaggerConfig
+    block_output = True
+    primary_metric = "f1"
+
+    def __init__(self, config: CrfTaggerConfig, input_dim: int, vocab: dict):
+        super().__init__(config, input_dim, vocab)
+        self.labels: list[str] = list(vocab["labels"])
+        self.scheme: str = vocab["scheme"]
+        self.index = {t: i for i, t in enumerate(self.labels)}
+        self.encoder = BiLSTMEncoder(input_dim, config.hidden_dim, config.num_layers, config.dropout)
+        self.emit = nn.Linear(self.encoder.output_dim, len(self.labels))
+        self.crf = ConditionalRandomField(len(self.labels), allowed_transitions(self.scheme, self.labels))
+
+    # ------------------------------------------------------------ data
+    @classmethod
+    def gold_labels(cls, example) -> list[str]:
+        return list(example.tags)
+
+    @classmethod
+    def check_example(cls, example, where: str) -> None:
+        if len(example.tokens) != len(example.tags):
+            raise ValueError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
+
+    @classmethod
+    def build_vocab(cls, config: CrfTaggerConfig, train_examples: list, data_options: dict) -> dict:
+        labels = super().build_vocab(config, train_examples, data_options)["labels"]
+        scheme = config.scheme if config.scheme != "auto" else data_options.get("scheme") or detect_scheme(labels)
+        for t in labels:
+            try:
+                split_tag(t, scheme)
+            except ValueError as e:
+                raise ValueError(f"training data: {e}; set head.scheme or the reader's scheme option") from None
+        return {"labels": labels, "scheme": scheme}
+
+    @classmethod
+    def demo_examples(cls) -> list:
+        from tasks.data.types import TaggedSentence
+
+        rows = [
+            ("John lives in Paris", "B-PER O O B-LOC"),
+            ("Mary Ann Smith visited Berlin yesterday", "B-PER I-PER I-PER O B-LOC O"),
+            ("the cat sat", "O O O"),
+            ("Paris is big", "B-LOC O O"),
+            ("Smith met John in Berlin", "B-PER O B-PER O B-LOC"),
+            ("New York is not Paris", "B-LOC I-LOC O O B-LOC"),
+        ]
+        return [TaggedSentence(s.split(), t.split(), {}) for s, t in rows]
+
+    def blank_example(self, tokens: list[str]):
+        from tasks.data.types import TaggedSentence
+
+        return TaggedSentence(list(tokens), ["O"] * len(tokens), {})
+
+    # ------------------------------------------------------------ model
+    def emissions(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, D), (B, T) -> (B, T, K)."""
+        return self.emit(self.encoder(x, mask))
+
+    def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> torch.Tensor:
+        B, T = mask.shape
+        tags = torch.zeros(B, T, dtype=torch.long)  # (B, T)
+        for b, ex in enumerate(examples):
+            tags[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags], dtype=torch.long)
+        return self.crf.neg_log_likelihood(self.emissions(x, mask), tags, mask) / B
+
+    def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list[list[str]]:
+        paths = self.crf.viterbi(self.emissions(x, mask), mask, constrained=self.config.constrained_decoding)
+        return [[self.labels[i] for i in p] for p in paths]
+
+    def evaluate(self, examples: list, predictions: list) -> dict[str, float]:
+        gold = [list(ex.tags) for ex in examples]
+        scores = span_f1(gold, predictions, self.scheme)
+        scores["token_accuracy"] = token_accuracy(gold, predictions)
+        return scores
+
+    def format_prediction(self, example, prediction: list[str]) -> str:
+        return "\n".join(f"{tok}\t{tag}" for tok, tag in zip(example.tokens, prediction))

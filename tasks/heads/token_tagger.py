@@ -1,0 +1,74 @@
+"""``token_tagger``: a per-token softmax tagger (POS or chunk tags), scored by token accuracy."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from ..metrics import token_accuracy
+from .base import BiLSTMEncoder, Head
+
+
+@dataclass
+class TokenTaggerConfig:
+    hidden_dim: int = 0  # BiLSTM hidden size per direction; 0 = a linear probe on the features
+    dropout: float = 0.0
+
+
+class TokenTagger(Head):
+    """Features -> (optional BiLSTM) -> linear -> softmax over the tag set, independently per token."""
+
+    Config = TokenTaggerConfig
+    block_output = True
+    primary_metric = "accuracy"
+
+    def __init__(self, config: TokenTaggerConfig, input_dim: int, vocab: dict):
+        super().__init__(config, input_dim, vocab)
+        self.labels: list[str] = list(vocab["labels"])  # built from the training data by Head.build_vocab
+        self.index = {t: i for i, t in enumerate(self.labels)}
+        self.encoder = BiLSTMEncoder(input_dim, config.hidden_dim, 1, config.dropout)
+        self.out = nn.Linear(self.encoder.output_dim, len(self.labels))
+
+    @classmethod
+    def gold_labels(cls, example) -> list[str]:
+        return list(example.tags)
+
+    @classmethod
+    def check_example(cls, example, where: str) -> None:
+        if len(example.tokens) != len(example.tags):
+            raise ValueError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
+
+    @classmethod
+    def demo_examples(cls) -> list:
+        from tasks.data.types import TaggedSentence
+
+        rows = [("the cat sat", "DT NN VBD"), ("a dog ran home", "DT NN VBD NN"), ("John sat", "NNP VBD"),
+                ("the dog sat", "DT NN VBD")]
+        return [TaggedSentence(s.split(), t.split(), {}) for s, t in rows]
+
+    def blank_example(self, tokens: list[str]):
+        from tasks.data.types import TaggedSentence
+
+        return TaggedSentence(list(tokens), [self.labels[0]] * len(tokens), {})
+
+    def logits(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, D), (B, T) -> (B, T, n_labels)."""
+        return self.out(self.encoder(x, mask))
+
+    def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> torch.Tensor:
+        gold = torch.full(mask.shape, -100, dtype=torch.long)  # (B, T); -100 = padding, ignored
+        for b, ex in enumerate(examples):
+            gold[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags])
+        return F.cross_entropy(self.logits(x, mask).transpose(1, 2), gold, ignore_index=-100)
+
+    def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list[list[str]]:
+        best = self.logits(x, mask).argmax(dim=-1)  # (B, T)
+        return [[self.labels[i] for i in best[b, : len(ex.tokens)].tolist()] for b, ex in enumerate(examples)]
+
+    def evaluate(self, examples: list, predictions: list) -> dict[str, float]:
+        return {"accuracy": token_accuracy([list(ex.tags) for ex in examples], predictions)}
+
+    def format_prediction(self, example, prediction: list[str]) -> str:
+        return "\n".join(f"{tok}\t{tag}" for tok, tag in zip(example.tokens, prediction))

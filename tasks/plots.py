@@ -1,0 +1,67 @@
+"""PNG plots for comparisons: test scores per feature source (mean +- std) and learned mix weights."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from .config import write_bytes_atomic
+
+
+def _save(fig, path: Path) -> None:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    write_bytes_atomic(path, buf.getvalue())
+
+
+def plot_scores(summary: dict, path: str | Path) -> None:
+    """Bar chart of the test primary metric per source with sample-std error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    m = summary["primary_metric"]
+    rows = [r for r in summary["sources"] if r.get("test")]
+    names = [r["source"] for r in rows]
+    means = [r["test"][m]["mean"] * 100 for r in rows]
+    stds = [r["test"][m]["std"] * 100 for r in rows]
+    fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(rows) + 1), 3.5))
+    ax.bar(names, means, yerr=stds, capsize=4, color="tab:blue")
+    for i, v in enumerate(means):
+        ax.text(i, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
+    if means:
+        lo = min(means) - 2 * max(stds + [1.0])
+        ax.set_ylim(max(0.0, lo - 5), min(100.0, max(means) + max(stds) + 5))
+    ax.set_ylabel(f"test {m} (x100)")
+    ax.set_title(f"{summary['name']}: mean ± std over seeds {summary['seeds']}")
+    ax.tick_params(axis="x", rotation=30)
+    _save(fig, Path(path))
+    plt.close(fig)
+
+
+def plot_mix_weights(summary: dict, path: str | Path) -> None:
+    """Grouped bars: the softmax mix weight of each biLM layer, per source that learned a mix."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in summary["sources"] if r.get("mix_weights")]
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    if not rows:
+        ax.text(0.5, 0.5, "no learned mix in this comparison", ha="center", va="center")
+        ax.set_axis_off()
+    else:
+        L = len(rows[0]["mix_weights"])
+        width = 0.8 / len(rows)
+        for k, r in enumerate(rows):
+            xs = [layer + (k - (len(rows) - 1) / 2) * width for layer in range(L)]
+            ax.bar(xs, r["mix_weights"], width, label=f"{r['source']} (gamma {r['gamma']:.2f})")
+        ax.axhline(1 / L, color="gray", linestyle=":", linewidth=1, label="equal weights")
+        ax.set_xticks(range(L))
+        ax.set_xticklabels([f"layer {i}" for i in range(L)])
+        ax.set_ylabel("softmax weight (mean over seeds)")
+        ax.set_title(f"{summary['name']}: learned scalar-mix weights")
+        ax.legend(fontsize=7)
+    _save(fig, Path(path))
+    plt.close(fig)

@@ -1,0 +1,183 @@
+"""The one training loop: Adam, batches of sentences, gradient clipping, early stopping on the dev metric.
+
+Everything a run trains is in ``TaskModel`` = a feature source (frozen features + e.g. a trainable scalar
+mix) and a head. Frozen features are precomputed per split (``Split``), so an epoch only runs the mix and
+the head.
+"""
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .config import TrainingConfig
+from .features.base import FeatureSource
+from .heads.base import Head
+
+
+@dataclass
+class Split:
+    """One data split: examples and their precomputed frozen features (same order)."""
+
+    name: str
+    examples: list
+    features: list
+
+    def __post_init__(self) -> None:
+        if len(self.examples) != len(self.features):
+            raise ValueError(f"split {self.name}: {len(self.examples)} examples but {len(self.features)} features")
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+
+class TaskModel(nn.Module):
+    """Feature source (its trainable part) + head. The frozen biLM is not a submodule."""
+
+    def __init__(self, features: FeatureSource, head: Head):
+        super().__init__()
+        self.features = features
+        self.head = head
+
+    def inputs(self, split: Split, idx: list[int]) -> tuple[torch.Tensor, torch.Tensor, list]:
+        """Features x (B, T, D), mask (B, T) and the examples of the batch ``idx``."""
+        examples = [split.examples[i] for i in idx]
+        lengths = torch.tensor([len(ex.tokens) for ex in examples])  # (B,)
+        T = int(lengths.max())
+        mask = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
+        batch = self.features.collate([split.features[i] for i in idx], T)
+        return self.features(batch, mask), mask, examples
+
+    def loss(self, split: Split, idx: list[int]) -> torch.Tensor:
+        x, mask, examples = self.inputs(split, idx)
+        return self.head.loss(x, mask, examples) + self.features.regularization()
+
+
+def set_seed(seed: int) -> None:
+    """Seed Python, NumPy and torch."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def make_batches(lengths: list[int], batch_size: int, rng: np.random.Generator | None = None) -> list[list[int]]:
+    """Index batches. With ``rng``: shuffled, with similar lengths grouped (pools of 50 batches sorted by
+    length) so little padding is computed; without: sorted by length (for evaluation)."""
+    order = np.arange(len(lengths))
+    if rng is None:
+        order = sorted(order.tolist(), key=lambda i: (lengths[i], i))
+        return [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
+    order = rng.permutation(order).tolist()
+    pool = batch_size * 50
+    batches = []
+    for p in range(0, len(order), pool):
+        chunk = sorted(order[p : p + pool], key=lambda i: lengths[i])
+        batches += [chunk[k : k + batch_size] for k in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+@torch.no_grad()
+def predict(model: TaskModel, split: Split, batch_size: int, progress: bool | None = None) -> list:
+    """The head's predictions for every example of ``split``, in input order."""
+    model.eval()
+    out: list[Any] = [None] * len(split)
+    batches = make_batches([len(ex.tokens) for ex in split.examples], batch_size)
+    for idx in tqdm(batches, desc=f"predict {split.name}", leave=False, disable=_disable(progress)):
+        x, mask, examples = model.inputs(split, idx)
+        for i, p in zip(idx, model.head.predict(x, mask, examples)):
+            out[i] = p
+    return out
+
+
+def evaluate(model: TaskModel, split: Split, batch_size: int, progress: bool | None = None) -> tuple[dict, list]:
+    """(metrics, predictions) on a split."""
+    preds = predict(model, split, batch_size, progress)
+    return model.head.evaluate(split.examples, preds), preds
+
+
+@dataclass
+class TrainResult:
+    """What happened during training (the best state is loaded into the model at the end)."""
+
+    best_epoch: int
+    best_dev: dict
+    history: list[dict] = field(default_factory=list)
+    stopped_early: bool = False
+    seconds: float = 0.0
+
+
+def _disable(progress: bool | None) -> bool | None:
+    return None if progress is None else not progress  # None: tqdm decides (off when not a terminal)
+
+
+def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: TrainingConfig,
+          progress: bool | None = None, on_improve: Callable[[int, dict], None] | None = None) -> TrainResult:
+    """Train ``model`` in place; keep the state with the best dev ``head.primary_metric`` (the last one
+    without a dev split). ``on_improve(epoch, dev_metrics)`` is called after each improvement (checkpoint)."""
+    if len(train_split) == 0:
+        raise ValueError("no training examples")
+    set_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    metric = model.head.primary_metric
+    lengths = [len(ex.tokens) for ex in train_split.examples]
+    best_score, best_state, bad_epochs = -float("inf"), None, 0
+    result = TrainResult(best_epoch=0, best_dev={})
+    t0 = time.perf_counter()
+    for epoch in range(1, cfg.max_epochs + 1):
+        # ---- one pass over the training data
+        model.train()
+        te = time.perf_counter()
+        total, n = 0.0, 0
+        bar = tqdm(make_batches(lengths, cfg.batch_size, rng), desc=f"epoch {epoch}", leave=False,
+                   disable=_disable(progress))
+        for idx in bar:
+            loss = model.loss(train_split, idx)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip is not None:
+                nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+            n += len(idx)
+            bar.set_postfix(loss=f"{total / n:.4f}")
+        record = {"epoch": epoch, "train_loss": total / n, "train_seconds": round(time.perf_counter() - te, 2)}
+        # ---- dev evaluation and early stopping
+        if dev_split is not None and len(dev_split):
+            dev, _ = evaluate(model, dev_split, cfg.eval_batch_size, progress)
+            record["dev"] = dev
+            improved = dev[metric] > best_score
+        else:
+            dev, improved = {}, True
+        result.history.append(record)
+        _log(record, metric)
+        if improved:
+            best_score, bad_epochs = dev.get(metric, best_score), 0
+            best_state = copy.deepcopy(model.state_dict())
+            result.best_epoch, result.best_dev = epoch, dev
+            if on_improve is not None:
+                on_improve(epoch, dev)
+        else:
+            bad_epochs += 1
+            if bad_epochs > cfg.patience:
+                result.stopped_early = True
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    result.seconds = round(time.perf_counter() - t0, 2)
+    return result
+
+
+def _log(record: dict, metric: str) -> None:
+    dev = record.get("dev")
+    extra = f" dev {metric} {dev[metric]:.4f}" if dev else ""
+    tqdm.write(f"epoch {record['epoch']}: train loss {record['train_loss']:.4f}{extra} "
+               f"({record['train_seconds']:.1f}s)")

@@ -1,0 +1,55 @@
+"""`elmo-tasks compare`: per-source mean +- std over seeds, mix weights, OOV, provenance, plots."""
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+
+import torch
+import yaml
+
+from test_tasks_helpers import elmo_section, make_env, tagging_config
+from tasks.cli import main
+
+
+def test_compare_writes_summary_with_measured_numbers(tmp_path, capsys):
+    torch.set_num_threads(1)
+    env = make_env(tmp_path)
+    cfg = tagging_config(env, max_epochs=2)
+    glove = {"name": "static", "path": str(env["glove"])}
+    cfg["compare"] = {"seeds": [1, 2], "sources": {
+        "glove": glove,
+        "layer1": elmo_section(env, layer=1),
+        "glove+mix": {"name": "concat", "sources": [glove, elmo_section(env)]},
+    }}
+    conf = tmp_path / "cmp.yaml"
+    conf.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    results = tmp_path / "results"
+    rc = main(["compare", str(conf), "--results-dir", str(results), "--runs-dir", str(tmp_path / "runs"),
+               "--cache-dir", str(tmp_path / "cache"), "--progress", "off"])
+    assert rc == 0
+    s = json.loads((results / "summary.json").read_text())
+    assert [r["source"] for r in s["sources"]] == ["glove", "layer1", "glove+mix"]
+    assert len(s["runs"]) == 6
+    for row in s["sources"]:  # mean and sample std recomputed from the per-run numbers
+        f1 = [r["test"]["f1"] for r in s["runs"] if r["source"] == row["source"]]
+        assert abs(row["test"]["f1"]["mean"] - statistics.fmean(f1)) < 1e-12
+        assert abs(row["test"]["f1"]["std"] - statistics.stdev(f1)) < 1e-12
+    by = {r["source"]: r for r in s["sources"]}
+    assert "mix_weights" not in by["glove"] and "mix_weights" not in by["layer1"]
+    w = by["glove+mix"]["mix_weights"]
+    assert len(w) == 3 and abs(sum(w) - 1) < 1e-5 and by["glove+mix"]["gamma"] > 0
+    assert by["glove"]["oov_rate"]["test"] == 1 / 6  # "Acme" of 6 test tokens
+    assert s["machine"]["cpu_cores"] >= 1 and s["git_commit"] and s["command"].startswith("elmo-tasks compare")
+    md = (results / "summary.md").read_text()
+    assert "| glove+mix |" in md and "git commit" in md and "16.67%" in md
+    rows = list(csv.DictReader(open(results / "summary.csv")))
+    assert len(rows) == 6 * 2 * 5  # runs x (dev, test) x metrics
+    for png in ("scores.png", "mix_weights.png"):
+        assert (results / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # --sources / --seeds restrict the grid; an unknown variant is an error listing the valid ones
+    rc = main(["compare", str(conf), "--sources", "layer1", "--seeds", "4", "--results-dir", str(tmp_path / "r2"),
+               "--runs-dir", str(tmp_path / "runs"), "--cache-dir", str(tmp_path / "cache"), "--progress", "off"])
+    assert rc == 0 and len(json.loads((tmp_path / "r2" / "summary.json").read_text())["runs"]) == 1
+    assert main(["compare", str(conf), "--sources", "bert", "--results-dir", str(tmp_path / "r3")]) == 2
+    assert "unknown variant(s) bert; valid: glove, layer1, glove+mix" in capsys.readouterr().err

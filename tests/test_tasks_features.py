@@ -1,0 +1,113 @@
+"""Feature sources: ELMo layer/mix against the biLM itself, disk cache reuse, static OOV, concat; metrics."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from elmo_features import load_bilm
+from test_tasks_helpers import elmo_section, make_bilm, make_glove
+from tasks.config import resolve_component
+from tasks.features import elmo as elmo_module
+from tasks.features.base import FeatureContext, build_features
+from tasks.metrics import classification_scores, iob1_to_bio, span_f1, token_accuracy
+from tasks.registry import FEATURES
+
+SENTS = [["John", "lives", "in", "Paris"], ["Acme", "rocks"], ["the"]]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    torch.set_num_threads(1)
+    tmp = tmp_path_factory.mktemp("feat")
+    opts, weights = make_bilm(tmp / "bilm")
+    return {"options": opts, "weights": weights, "glove": make_glove(tmp / "glove.txt"), "tmp": tmp}
+
+
+def build(section: dict, cache_dir=None):
+    return build_features(resolve_component(FEATURES, section, "features"),
+                          FeatureContext(cache_dir=cache_dir, progress=False))
+
+
+def batch_of(source, sentences, split="test"):
+    items = source.precompute(sentences, split)
+    lengths = torch.tensor([len(s) for s in sentences])
+    T = int(lengths.max())
+    mask = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)
+    return source(source.collate(items, T), mask), mask
+
+
+def test_elmo_layer_and_mix_equal_the_bilm_outputs(env):
+    from elmo_features import batch_to_ids
+
+    bilm = load_bilm(env["options"], env["weights"])
+    with torch.no_grad():
+        ref = bilm(batch_to_ids(SENTS))  # layers (L, B, T, D)
+    x1, mask = batch_of(build(elmo_section(env, layer=1)), SENTS)
+    assert x1.shape == (3, 4, 16)
+    assert torch.allclose(x1[mask], ref.layers[1][mask], atol=1e-5)
+    src = build(elmo_section(env, mix={"name": "scalar", "initial": [1.0, 0.0, -1.0]}))
+    with torch.no_grad():
+        src.mix.gamma.fill_(0.5)
+        xm, _ = batch_of(src, SENTS)
+    w = torch.softmax(torch.tensor([1.0, 0.0, -1.0]), 0)
+    expected = 0.5 * (w[0] * ref.layers[0] + w[1] * ref.layers[1] + w[2] * ref.layers[2])
+    assert torch.allclose(xm[mask], expected[mask], atol=1e-5)
+    avg = build(elmo_section(env, mix={"name": "average"}))
+    assert not any(p.requires_grad for p in avg.parameters())
+    assert src.report()["mix_weights"] == pytest.approx(w.tolist(), abs=1e-5)
+    with pytest.raises(Exception, match="layer: 3 is out of range; this biLM has layers 0..2"):
+        build(elmo_section(env, layer=3))
+
+
+def test_frozen_features_are_cached_on_disk_and_reused(env, tmp_path):
+    cache = tmp_path / "cache"
+    elmo_module._FEATURES.clear()  # the in-process copy from other tests would skip the disk cache
+    src = build(elmo_section(env), cache)
+    first = src.precompute(SENTS, "train")
+    files = sorted(cache.glob("*.hdf5"))
+    assert len(files) == 1
+    stamp = files[0].stat().st_mtime_ns
+    elmo_module._FEATURES.clear()  # forget the in-memory copy: the next read must come from disk
+    calls = []
+    orig = src._bilm.forward
+    src._bilm.forward = lambda *a, **k: calls.append(1) or orig(*a, **k)
+    try:
+        again = build(elmo_section(env, layer=0), cache).precompute(SENTS, "train")  # another source, same model
+    finally:
+        del src._bilm.forward
+    assert calls == [] and files[0].stat().st_mtime_ns == stamp
+    assert all((a[0] == b).all() for a, b in zip(first, again))
+
+
+def test_static_oov_rate_and_concat_dims(env):
+    src = build({"name": "static", "path": str(env["glove"])})
+    x, mask = batch_of(src, SENTS)
+    assert x.shape == (3, 4, 6)
+    assert torch.all(x[1, 0] == 0) and src.report()["oov_rate"] == {"test": 2 / 7}  # "Acme", "rocks"
+    cat = build({"name": "concat", "sources": [{"name": "static", "path": str(env["glove"])},
+                                               elmo_section(env, layer=2)]})
+    xc, _ = batch_of(cat, SENTS)
+    assert xc.shape == (3, 4, 6 + 16) and torch.equal(xc[..., :6], x)
+    assert [r["name"] for r in cat.report()["sources"]] == ["static", "elmo"]
+
+
+def test_span_f1_is_strict_and_scheme_aware():
+    gold = [["B-PER", "I-PER", "O", "B-LOC"]]
+    assert span_f1(gold, gold, "BIO")["f1"] == 1.0
+    # an entity starting with I- is not a valid span in strict mode (conlleval would accept it)
+    pred = [["I-PER", "I-PER", "O", "B-LOC"]]
+    assert span_f1(gold, pred, "BIO") == pytest.approx({"precision": 1.0, "recall": 0.5, "f1": 2 / 3})
+    bioes_gold = [["B-PER", "E-PER", "O", "S-LOC"]]
+    assert span_f1(bioes_gold, [["B-PER", "I-PER", "O", "S-LOC"]], "BIOES")["recall"] == 0.5
+    assert iob1_to_bio(["I-PER", "I-PER", "B-PER", "O", "I-LOC"]) == ["B-PER", "I-PER", "B-PER", "O", "B-LOC"]
+    assert span_f1([["I-PER", "B-PER"]], [["I-PER", "O"]], "IOB1")["f1"] == pytest.approx(2 / 3)
+    assert span_f1([["I-PER", "B-PER"]], [["I-PER", "I-PER"]], "IOB1")["f1"] == 0.0  # one span, not two
+    assert token_accuracy(gold, pred) == 0.75
+    with pytest.raises(ValueError, match="differ in number or length"):
+        span_f1(gold, [["O"]], "BIO")
+
+
+def test_classification_scores():
+    s = classification_scores(["a", "a", "b", "c"], ["a", "b", "b", "b"])
+    assert s["accuracy"] == 0.5
+    assert s["macro_f1"] == pytest.approx((2 / 3 + 1 / 2 + 0) / 3)  # F1 of a, b, c
