@@ -70,6 +70,21 @@ class BiLM(nn.Module):
             out[mask] = self.char_cnn(char_ids[mask])  # (N, P)
         return out
 
+    def _token_layer(self, char_ids: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Token embeddings with boundaries, (B, T, 50) -> (B, T + 2, P); <S> and </S> go through the CNN once."""
+        bounds = torch.tensor([BOS_CHAR_IDS, EOS_CHAR_IDS], dtype=char_ids.dtype, device=char_ids.device)  # (2, 50)
+        emb = self.char_cnn(torch.cat([bounds, char_ids[mask]]))  # (2 + N, P)
+        return self._assemble_tokens(emb[:2], emb[2:], mask, lengths)
+
+    def _assemble_tokens(self, boundary, real, mask, lengths):
+        """(2, P) boundary embeddings and (N, P) real-token embeddings -> (B, T + 2, P) with zero padding."""
+        B, T = mask.shape
+        tok = real.new_zeros(B, T + 2, real.shape[-1])
+        tok[:, 1:-1][mask] = real
+        tok[:, 0] = boundary[0]
+        tok[torch.arange(B, device=mask.device), lengths + 1] = boundary[1]
+        return tok
+
     def forward(self, char_ids: torch.Tensor, token_embeddings: torch.Tensor | None = None) -> BiLMOutput:
         """char_ids: (B, T, 50). token_embeddings: optional precomputed (B, T, P) (e.g. from a cache)."""
         if char_ids.dim() != 3 or char_ids.shape[-1] != 50:
@@ -81,17 +96,27 @@ class BiLM(nn.Module):
         lengths_b = lengths + 2
         mask_b = torch.arange(T + 2).unsqueeze(0) < lengths_b.unsqueeze(1)  # (B, T+2)
         if token_embeddings is None:
-            tok = self.token_embedding(ids_b, mask_b)  # (B, T+2, P)
+            tok = self._token_layer(char_ids, mask, lengths)  # (B, T+2, P)
         else:
             tok = self._with_given_tokens(ids_b, lengths, token_embeddings)  # (B, T+2, P)
         init = self._initial_state(B) if self.stateful else None
         lstm_out, final = self.lstm(tok, lengths_b, init)  # [(B, T+2, 2P)] * n_layers
         if self.stateful:
             self._update_states(final)
-        layers = torch.stack([torch.cat([tok, tok], dim=-1)] + lstm_out)  # (L, B, T+2, D)
         if self.keep_sentence_boundaries:
+            layers = torch.stack([torch.cat([tok, tok], dim=-1)] + lstm_out)  # (L, B, T+2, D)
             return BiLMOutput(layers, mask_b)
-        layers = layers[:, :, 1 : T + 1] * mask.view(1, B, T, 1).to(layers.dtype)  # (L, B, T, D)
+        if torch.is_grad_enabled() and (tok.requires_grad or any(o.requires_grad for o in lstm_out)):
+            layers = torch.stack([torch.cat([tok, tok], dim=-1)] + lstm_out)  # (L, B, T+2, D)
+            layers = layers[:, :, 1 : T + 1] * mask.view(1, B, T, 1).to(layers.dtype)  # (L, B, T, D)
+            return BiLMOutput(layers, mask)
+        P = tok.shape[-1]
+        layers = tok.new_empty(self.num_output_layers, B, T, 2 * P)  # filled in place: (L, B, T, D)
+        layers[0, :, :, :P] = tok[:, 1 : T + 1]
+        layers[0, :, :, P:] = tok[:, 1 : T + 1]
+        for k, out in enumerate(lstm_out):
+            layers[k + 1] = out[:, 1 : T + 1]
+        layers.masked_fill_(~mask.view(1, B, T, 1), 0.0)  # </S> and padding
         return BiLMOutput(layers, mask)
 
     def _with_given_tokens(self, ids_b, lengths, token_embeddings):

@@ -6,14 +6,24 @@ advance together: one batched matmul per timestep for the recurrence, and the in
 projections of all timesteps are computed up front in one matmul.
 
 Without autograd (``torch.no_grad()`` / ``torch.inference_mode()``, or nothing requiring grad) a
-faster path with the same arithmetic runs: rows sorted by length and packed time-major, so step t
-touches only the rows still running and no padding is ever computed; gate math in place.
+faster path with the same arithmetic runs (``_forward_packed``): rows sorted by length and packed
+time-major, so step t touches only the rows still running and no padding is ever computed; matmuls
+through oneDNN with pre-packed weights (``onednn.py``); gate math in place; with two or more
+threads the forward and backward directions of a layer run at the same time on two workers.
 """
 from __future__ import annotations
 
+import ctypes
+import os
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
 import torch
 from torch import nn
 
+from .onednn import PackedLinear, param_key
 from .options import LstmOptions
 
 
@@ -26,6 +36,49 @@ class LstmCellWithProjection(nn.Module):
         self.input_linearity = nn.Linear(input_size, 4 * cell_size, bias=False)
         self.state_linearity = nn.Linear(hidden_size, 4 * cell_size, bias=True)
         self.state_projection = nn.Linear(cell_size, hidden_size, bias=False)
+
+
+def _tanh_into(x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """out = tanh(x) (no autograd). On CPU float32 NumPy's SIMD tanh is used: <1 ulp from exact like
+    torch's, and an order of magnitude faster than torch.tanh on CPU for float32."""
+    if x.device.type == "cpu" and x.dtype == torch.float32 and out.dtype == torch.float32:
+        np.tanh(x.numpy(), out=out.numpy())
+        return out
+    return torch.tanh(x, out=out)
+
+
+_POOL: tuple[int, ThreadPoolExecutor | None] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _one_openmp_thread(libgomp) -> None:
+    """Worker initializer: after torch's per-thread setup, limit this thread's OpenMP team to one thread."""
+    torch.zeros(1 << 16).add_(1)  # a parallel op: runs torch's lazy per-thread thread-count setup first
+    libgomp.omp_set_num_threads(1)
+
+
+def _direction_pool() -> ThreadPoolExecutor | None:
+    """Two worker threads whose ops use one OpenMP thread each, or None where that cannot be arranged
+    (not Linux, torch not built on GNU OpenMP). Re-created after a fork."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            pool = None
+            try:
+                if "parallel backend: OpenMP" in torch.__config__.parallel_info():
+                    with open("/proc/self/maps", encoding="utf-8") as f:
+                        libs = re.findall(r"\S*/libgomp[^/\s]*\.so[.\d]*", f.read())
+                    if libs:
+                        gomp = ctypes.CDLL(libs[0])
+                        pool = ThreadPoolExecutor(2, thread_name_prefix="elmo-lstm", initializer=_one_openmp_thread,
+                                                  initargs=(gomp,))
+                        if not all(f.result() == 1 for f in [pool.submit(torch.get_num_threads) for _ in range(4)]):
+                            pool.shutdown(wait=False)
+                            pool = None
+            except (OSError, RuntimeError):
+                pool = None
+            _POOL = (os.getpid(), pool)
+        return _POOL[1]
 
 
 def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -41,6 +94,38 @@ def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return x.gather(1, idx)
 
 
+class _PackPlan:
+    """Rows sorted by length (descending) and packed time-major, for the inference path.
+
+    Packed row j is (step t, sorted row r) with rows of step t at offs[t] .. offs[t] + nb[t] - 1, so
+    step t touches only the nb[t] rows still running. src_f / src_b give, for each packed row, the
+    flat (B*T) position it reads in the forward / backward direction's reading order.
+    """
+
+    def __init__(self, lengths: torch.Tensor, T: int, device: torch.device):
+        lens_all = lengths.to(device="cpu", dtype=torch.long)
+        B = lens_all.shape[0]
+        order = torch.argsort(lens_all, descending=True, stable=True)  # sorted row -> original row
+        lens = lens_all[order]  # (B,) descending
+        T_eff = int(lens[0]) if B else 0
+        counts = (lens.unsqueeze(0) > torch.arange(T_eff).unsqueeze(1)).sum(1)  # (T_eff,)
+        self.nb: list[int] = counts.tolist()
+        self.offs: list[int] = [0] * (T_eff + 1)
+        for t in range(T_eff):
+            self.offs[t + 1] = self.offs[t] + self.nb[t]
+        self.N = self.offs[-1]
+        t_of = torch.repeat_interleave(torch.arange(T_eff), counts)  # (N,)
+        r_of = torch.arange(self.N) - torch.tensor(self.offs[:-1], dtype=torch.long)[t_of]  # (N,)
+        row = order[r_of]  # (N,) original row
+        self.src_f = (row * T + t_of).to(device)
+        self.src_b = (row * T + lens_all[row] - 1 - t_of).to(device)
+        self.order = order.to(device)
+        self.inverse_order = torch.argsort(order).to(device)
+        last = [self.offs[n - 1] + r if n > 0 else 0 for r, n in enumerate(lens.tolist())]
+        self.last = torch.tensor(last, dtype=torch.long, device=device)  # (B,) packed row of each row's last step
+        self.ran = (lens > 0).to(device)  # (B,) sorted rows with at least one step
+
+
 class ElmoLstm(nn.Module):
     """n_layers of (forward, backward) LSTMs with projection; returns every layer's output."""
 
@@ -48,6 +133,7 @@ class ElmoLstm(nn.Module):
         super().__init__()
         self.opts = opts
         self._fast_weights: dict[int, tuple] = {}  # inference-only copies, see _inference_weights
+        self.chunk_rows = 512  # inference path: rows per block of input projections
         self.forward_layers = nn.ModuleList()
         self.backward_layers = nn.ModuleList()
         size = input_size
@@ -133,97 +219,118 @@ class ElmoLstm(nn.Module):
         tensors = [inputs, *(initial_state or ())]
         return any(t.requires_grad for t in tensors) or any(p.requires_grad for p in self.parameters())
 
-    def _inference_weights(self, k: int):
-        """Stacked (forward, backward) weights of layer k with gates reordered to (i, f, o, g).
+    def _inference_weights(self, k: int) -> list[tuple[PackedLinear, PackedLinear, PackedLinear]]:
+        """Per direction of layer k: (input, state, projection) linears, gates reordered to (i, f, o, g).
 
         Cached while the parameters are unchanged (same storage and version); never used with autograd.
         """
-        f, b = self.forward_layers[k], self.backward_layers[k]
-        params = [p for m in (f, b) for p in m.parameters()]
-        key = tuple((p.data_ptr(), p._version) for p in params)
+        cells = (self.forward_layers[k], self.backward_layers[k])
+        key = param_key(cells[0]) + param_key(cells[1])
         hit = self._fast_weights.get(k)
         if hit is not None and hit[0] == key:
             return hit[1]
         C = self.opts.dim
         perm = torch.cat([torch.arange(0, 2 * C), torch.arange(3 * C, 4 * C), torch.arange(2 * C, 3 * C)])
+        lins = []
         with torch.no_grad():
-            w_in, w_state, bias, w_proj = self._stacked(k)
-            w_in = w_in[:, :, perm].contiguous()  # (2, Din, 4C)
-            w_state = w_state[:, :, perm].contiguous()  # (2, P, 4C)
-            bias = bias[:, :, perm].contiguous()  # (2, 1, 4C)
-            w_proj = w_proj.contiguous()  # (2, C, P)
-        self._fast_weights[k] = (key, (w_in, w_state, bias, w_proj))
-        return w_in, w_state, bias, w_proj
+            for cell in cells:
+                lins.append((
+                    PackedLinear(cell.input_linearity.weight[perm], cell.state_linearity.bias[perm]),  # (4C, Din)
+                    PackedLinear(cell.state_linearity.weight[perm]),  # (4C, P)
+                    PackedLinear(cell.state_projection.weight),  # (P, C)
+                ))
+        self._fast_weights[k] = (key, lins)
+        return lins
 
     def _forward_packed(self, inputs, lengths, initial_state):
         """Inference path of ``forward`` (same arguments and results, no autograd, no dropout)."""
         B, T, Din = inputs.shape
         C, P = self.opts.dim, self.opts.projection_dim
-        dev = inputs.device
-        lens_all = lengths.to(device="cpu", dtype=torch.long)
-        order = torch.argsort(lens_all, descending=True, stable=True)  # sorted row -> original row
-        lens = lens_all[order]  # (B,) descending
-        T_eff = int(lens[0]) if B else 0
-        counts = (lens.unsqueeze(0) > torch.arange(T_eff).unsqueeze(1)).sum(1)  # (T_eff,) rows running at t
-        nb = counts.tolist()
-        offs = [0] * (T_eff + 1)
-        for t in range(T_eff):
-            offs[t + 1] = offs[t] + nb[t]
-        N = offs[-1]
-        # packed row j = (step t, sorted row r): rows of step t are offs[t] .. offs[t] + nb[t] - 1
-        t_of = torch.repeat_interleave(torch.arange(T_eff), counts)  # (N,)
-        r_of = torch.arange(N) - torch.tensor(offs[:-1], dtype=torch.long)[t_of]  # (N,)
-        row = order[r_of]  # (N,) original row
-        src_f = (row * T + t_of).to(dev)  # flat (B*T) index read by the forward direction
-        src_b = (row * T + lens_all[row] - 1 - t_of).to(dev)  # ... and by the backward direction
+        plan = _PackPlan(lengths, T, inputs.device)
         flat = inputs.reshape(B * T, Din)
-        x = torch.stack([flat.index_select(0, src_f), flat.index_select(0, src_b)])  # (2, N, Din)
-        order_d = order.to(dev)
-        last = torch.tensor([offs[n - 1] + r if n > 0 else -1 for r, n in enumerate(lens.tolist())], dtype=torch.long)
-        ran = (lens > 0).to(dev)  # (B,) sorted rows that ran at least one step
-        last_d = last.clamp(min=0).to(dev)
-        cc, pc = self.opts.cell_clip, self.opts.proj_clip
+        x = torch.stack([flat.index_select(0, plan.src_f), flat.index_select(0, plan.src_b)])  # (2, N, Din)
         outputs, final_h, final_c = [], [], []
         for k in range(self.opts.n_layers):
-            w_in, w_state, bias, w_proj = self._inference_weights(k)
-            xproj = torch.baddbmm(bias, x, w_in)  # (2, N, 4C), gates (i, f, o, g)
             if initial_state is None:
-                h0 = inputs.new_zeros(2, B, P)
-                c = inputs.new_zeros(2, B, C)
-            else:
-                h0 = initial_state[0][k].index_select(1, order_d)  # (2, B, P) in sorted row order
-                c = initial_state[1][k].index_select(1, order_d)  # (2, B, C), updated in place
-            out = inputs.new_empty(2, N, P)
-            h = h0
-            for t in range(T_eff):
-                n, o = nb[t], offs[t]
-                gates = xproj[:, o : o + n]  # (2, n, 4C) view
-                gates.baddbmm_(h[:, :n], w_state)
-                gates[:, :, : 3 * C].sigmoid_()
-                gates[:, :, 3 * C :].tanh_()
-                ct = c[:, :n]  # (2, n, C)
-                ct.mul_(gates[:, :, C : 2 * C]).addcmul_(gates[:, :, :C], gates[:, :, 3 * C :])  # f*c + i*g
-                if cc:
-                    ct.clamp_(-cc, cc)
-                hc = torch.tanh(ct).mul_(gates[:, :, 2 * C : 3 * C])  # o * tanh(c)  (2, n, C)
-                h = out[:, o : o + n]  # (2, n, P) view
-                torch.bmm(hc, w_proj, out=h)
-                if pc:
-                    h.clamp_(-pc, pc)
-            final_h.append(torch.where(ran.view(1, B, 1), out.index_select(1, last_d), h0))  # (2, B, P) sorted
+                h0, c = inputs.new_zeros(2, B, P), inputs.new_zeros(2, B, C)
+            else:  # sorted row order; c is updated in place
+                h0, c = (s[k].index_select(1, plan.order) for s in initial_state)  # (2, B, P), (2, B, C)
+            out = self._layer_packed(k, x, plan, h0, c, h0_is_zero=initial_state is None)  # (2, N, P)
+            ran = plan.ran.view(1, B, 1)
+            final_h.append(torch.where(ran, out.index_select(1, plan.last), h0))  # (2, B, P)
+            final_c.append(c)
             if self.opts.use_skip_connections and k > 0:
                 out += x
             x = out
-            final_c.append(c)
             res = inputs.new_zeros(B * T, 2, P)  # back to reading order and original rows: (B, T, 2P)
-            res[src_f, 0] = out[0]
-            res[src_b, 1] = out[1]
+            res[plan.src_f, 0] = out[0]
+            res[plan.src_b, 1] = out[1]
             outputs.append(res.view(B, T, 2 * P))
-        inv = torch.empty_like(order_d)
-        inv[order_d] = torch.arange(B, device=dev)
-        fh = torch.stack(final_h).index_select(2, inv) if final_h else inputs.new_zeros(0, 2, B, P)
-        fc = torch.stack(final_c).index_select(2, inv) if final_c else inputs.new_zeros(0, 2, B, C)
-        return outputs, (fh, fc)
+        if not final_h:
+            return outputs, (inputs.new_zeros(0, 2, B, P), inputs.new_zeros(0, 2, B, C))
+        inv = plan.inverse_order
+        return outputs, (torch.stack(final_h).index_select(2, inv), torch.stack(final_c).index_select(2, inv))
+
+    def _layer_packed(self, k, x, plan, h0, c, h0_is_zero: bool = False):
+        """One layer over packed inputs x (2, N, Din); h0 (2, B, P) initial, c (2, B, C) updated in place.
+
+        Returns the packed outputs (2, N, P). With >= 2 intra-op threads on CPU the two directions run
+        at the same time on two worker threads of one OpenMP thread each (no barriers between the
+        many small per-step ops); otherwise one after the other. Same arithmetic either way.
+        """
+        out = x.new_empty(2, plan.N, self.opts.projection_dim)  # (2, N, P)
+        jobs = [(lins, x[d], plan, h0[d], c[d], out[d], h0_is_zero) for d, lins in enumerate(self._inference_weights(k))]
+        pool = _direction_pool() if x.device.type == "cpu" and torch.get_num_threads() >= 2 else None
+        if pool is None:
+            for job in jobs:
+                self._direction_packed(*job)
+        else:
+            inference = torch.is_inference_mode_enabled()
+            futures = [pool.submit(self._direction_in_worker, inference, job) for job in jobs]
+            for f in futures:
+                f.result()
+        return out
+
+    def _direction_in_worker(self, inference: bool, job) -> None:
+        with torch.inference_mode(inference), torch.no_grad():  # grad modes are per thread
+            self._direction_packed(*job)
+
+    def _direction_packed(self, lins, x, plan, h, c, out, h0_is_zero):
+        """One direction: x (N, Din) packed, h (B, P) initial, c (B, C) and out (N, P) written in place.
+
+        Input projections are computed for a block of steps at a time (about ``chunk_rows`` rows).
+        """
+        lin_in, lin_state, lin_proj = lins
+        C = self.opts.dim
+        cc, pc = self.opts.cell_clip, self.opts.proj_clip
+        nb, offs, T_eff = plan.nb, plan.offs, len(plan.nb)
+        hc_buf = x.new_empty(c.shape)  # (B, C)
+        rows = max(self.chunk_rows, nb[0] if nb else 0)
+        t = 0
+        while t < T_eff:
+            t_end = t + 1
+            while t_end < T_eff and offs[t_end + 1] - offs[t] <= rows:
+                t_end += 1
+            base = offs[t]
+            xproj = lin_in(x[base : offs[t_end]])  # (rows, 4C) with bias; gates (i, f, o, g)
+            for s in range(t, t_end):
+                n, o = nb[s], offs[s]
+                xs = xproj[o - base : o - base + n]  # (n, 4C)
+                # h @ W_state is exactly zero on a zero initial state
+                gates = xs if (s == 0 and h0_is_zero) else lin_state.add_to(h[:n], xs)  # (n, 4C)
+                gates[:, : 3 * C].sigmoid_()
+                g = _tanh_into(gates[:, 3 * C :], gates[:, 3 * C :])
+                ct = c[:n]  # (n, C)
+                ct.mul_(gates[:, C : 2 * C]).addcmul_(gates[:, :C], g)  # f*c + i*g
+                if cc:
+                    ct.clamp_(-cc, cc)
+                hc = _tanh_into(ct, hc_buf[:n]).mul_(gates[:, 2 * C : 3 * C])  # o * tanh(c)  (n, C)
+                h = out[o : o + n]  # (n, P) view
+                if pc:
+                    torch.clamp(lin_proj(hc), -pc, pc, out=h)
+                else:
+                    h.copy_(lin_proj(hc))
+            t = t_end
 
     def flops_per_token(self) -> int:
         """Multiply-adds x 2 per token per direction summed over layers and directions."""

@@ -1,0 +1,5 @@
+"""Stand-in: AllenNLP imports ``CacheFile`` but the benchmark never downloads anything."""
+
+
+class CacheFile:
+    pass

@@ -1,0 +1,5 @@
+"""Stand-in: AllenNLP imports ``Meta`` but the benchmark never downloads anything."""
+
+
+class Meta:
+    pass
