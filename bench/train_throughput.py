@@ -97,6 +97,17 @@ def main() -> None:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
+        cmd = " ".join(["python", "bench/train_throughput.py"] + sys.argv[1:])
+        Path(args.json).with_suffix(".md").write_text(
+            f"# biLM training throughput\n\nMeasured by `{cmd}` at commit `{commit}` on {res['cpus']} CPU cores "
+            f"({res['machine']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; 1-minute load average "
+            f"{res['loadavg_1min']:.1f} (the default biLM's training job was running on the other core).\n\n"
+            f"| step | training tokens/s |\n|---|---|\n"
+            f"| ours (char CNN once per word type in the batch, sampled softmax) | {ours:,.0f} |\n"
+            f"| reference (char CNN on every token, full softmax) | {ref:,.0f} |\n"
+            f"| ratio | {ours / ref:.2f}x |\n\n"
+            f"Configuration `{args.config}`, {args.threads} torch thread(s), {args.steps} steps of about "
+            f"{cfg.batch_tokens} tokens on a synthetic Zipf corpus (bench/train_throughput.py).\n")
 
 
 if __name__ == "__main__":
