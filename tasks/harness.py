@@ -32,9 +32,9 @@ def _find(report: dict, key: str) -> Any:
     return None
 
 
-def mean_std(values: list[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (0 for a single value)."""
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+def mean_std(values: list[float]) -> tuple[float, float | None]:
+    """Mean and sample standard deviation (None for a single value: one seed has no spread)."""
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None
 
 
 def summarize(cfg: RunConfig, runs: list[dict], info: dict) -> dict:
@@ -61,7 +61,11 @@ def summarize(cfg: RunConfig, runs: list[dict], info: dict) -> dict:
 
 
 def _pm(stat: dict | None, scale: float = 100.0) -> str:
-    return "-" if stat is None else f"{stat['mean'] * scale:.2f} ± {stat['std'] * scale:.2f}"
+    if stat is None:
+        return "-"
+    if stat["std"] is None:
+        return f"{stat['mean'] * scale:.2f} (1 seed)"
+    return f"{stat['mean'] * scale:.2f} ± {stat['std'] * scale:.2f}"
 
 
 def to_markdown(s: dict) -> str:

@@ -24,7 +24,7 @@ def plot_scores(summary: dict, path: str | Path) -> None:
     rows = [r for r in summary["sources"] if r.get("test")]
     names = [r["source"] for r in rows]
     means = [r["test"][m]["mean"] * 100 for r in rows]
-    stds = [r["test"][m]["std"] * 100 for r in rows]
+    stds = [(r["test"][m]["std"] or 0.0) * 100 for r in rows]
     fig, ax = plt.subplots(figsize=(max(4, 1.1 * len(rows) + 1), 3.5))
     ax.bar(names, means, yerr=stds, capsize=4, color="tab:blue")
     for i, v in enumerate(means):

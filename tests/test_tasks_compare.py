@@ -53,3 +53,11 @@ def test_compare_writes_summary_with_measured_numbers(tmp_path, capsys):
     assert rc == 0 and len(json.loads((tmp_path / "r2" / "summary.json").read_text())["runs"]) == 1
     assert main(["compare", str(conf), "--sources", "bert", "--results-dir", str(tmp_path / "r3")]) == 2
     assert "unknown variant(s) bert; valid: glove, layer1, glove+mix" in capsys.readouterr().err
+
+
+def test_single_seed_has_no_spread():
+    from tasks.harness import _pm, mean_std
+
+    assert mean_std([0.25]) == (0.25, None)
+    assert _pm(dict(zip(("mean", "std"), mean_std([0.25])))) == "25.00 (1 seed)"
+    assert _pm(dict(zip(("mean", "std"), mean_std([0.25, 0.35])))) == "30.00 ± 7.07"
