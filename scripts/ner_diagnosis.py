@@ -18,57 +18,29 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
+from tasks.config import write_text_atomic
 from tasks.data.conll import read_conll2003
+from tasks.data.tag_schemes import tags_to_spans
+from tasks.experiment import git_commit
 
 Span = tuple[int, int, str]  # (start, end exclusive, type)
 
 
 def spans(tags: list[str]) -> set[Span]:
-    """Spans of a well-formed BIOES sequence (ill-formed pieces are dropped, as strict seqeval does)."""
-    out: set[Span] = set()
-    start, typ = None, None
-    for i, t in enumerate(tags):
-        prefix, _, label = t.partition("-")
-        if prefix == "S":
-            out.add((i, i + 1, label))
-            start = None
-        elif prefix == "B":
-            start, typ = i, label
-        elif prefix == "I":
-            if start is None or label != typ:
-                start = None
-        elif prefix == "E":
-            if start is not None and label == typ:
-                out.add((start, i + 1, label))
-            start = None
-        else:
-            start = None
-    return out
+    """(start, end exclusive, type) spans of one BIOES sentence (gold or constrained-decoded)."""
+    return {(a, b, typ) for typ, a, b in tags_to_spans(tags, "BIOES")}
 
 
 def load_word_list(path: Path) -> set[str]:
     """One word per line (the first whitespace field)."""
     with open(path, encoding="utf-8") as f:
         return {line.split()[0] for line in f if line.strip()}
-
-
-def git_commit() -> str:
-    try:
-        c = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                           check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip()
-        return c + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def pct(x: float) -> str:
@@ -177,11 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {typ} | " + " | ".join(f"{100 * float(np.mean(type_f1[s][typ])):.1f}"
                                                for s in sources) + " |")
     text = "\n".join(lines) + "\n"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=args.out.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, args.out)
+    write_text_atomic(args.out, text)
     print(text)
     return 0
 

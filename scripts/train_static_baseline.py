@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tasks.config import write_text_atomic
+
 
 class Sentences:
     """Re-iterable lowercased token lists from one or more text files."""
@@ -67,12 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     kv.save_word2vec_format(tmp, binary=False)
     os.replace(tmp, args.out / "vectors.txt")
     cmd = " ".join(["python"] + sys.argv)
-    (args.out / "SOURCE.md").write_text(
+    write_text_atomic(args.out / "SOURCE.md",
         f"# word2vec trained by elmo-tasks\n\n- command: `{cmd}`\n- corpus: {', '.join(map(str, args.files))}"
         f" ({model.corpus_total_words:,} tokens per epoch)\n- vocabulary: {len(kv):,} lowercased words"
         f" (min count {args.min_count})\n- {args.dim}d, window {args.window}, "
         f"{'skip-gram' if args.sg else 'CBOW'}, {args.epochs} epochs, seed {args.seed}, "
-        f"{time.time() - t0:.0f} s\n", encoding="utf-8")
+        f"{time.time() - t0:.0f} s\n")
     print(f"wrote {args.out / 'vectors.txt'}: {len(kv):,} words x {args.dim} ({time.time() - t0:.0f} s)")
     return 0
 
