@@ -47,7 +47,8 @@ class BiLM(nn.Module):
         self.options = options
         self.stateful = stateful
         self.keep_sentence_boundaries = keep_sentence_boundaries
-        self.char_cnn = CharCNN(options.char_cnn, options.lstm.projection_dim)
+        vdim = options.token_vectors.dim if options.token_vectors is not None else 0
+        self.char_cnn = CharCNN(options.char_cnn, options.lstm.projection_dim, vector_dim=vdim)
         self.lstm = ElmoLstm(options.lstm.projection_dim, options.lstm)
         self._states: tuple[torch.Tensor, torch.Tensor] | None = None
 

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from .onednn import PackedLinear, param_key
 from .options import CharCNNOptions
+from .token_vectors import TokenVectors
 
 
 class Highway(nn.Module):
@@ -47,26 +48,38 @@ class CharCNN(nn.Module):
     gives the same convolution output, so one such window stands in for all of them in the max.
     """
 
-    def __init__(self, opts: CharCNNOptions, projection_dim: int):
+    def __init__(self, opts: CharCNNOptions, projection_dim: int, vector_dim: int = 0):
         super().__init__()
         self.opts = opts
+        self.vector_dim = vector_dim  # > 0: frozen word vectors are concatenated before the highway layers
+        self.token_vectors: TokenVectors | None = None  # set by the weight loader or the trainer
         # row 0 is the padding character (always zero), as in AllenNLP
         self.char_embedding = nn.Embedding(opts.n_characters, opts.embedding_dim, padding_idx=0)
         self.convs = nn.ModuleList(
             nn.Conv1d(opts.embedding_dim, n, kernel_size=w, bias=True) for w, n in opts.filters
         )
-        self.highway = Highway(opts.n_filters, opts.n_highway)
-        self.projection = nn.Linear(opts.n_filters, projection_dim, bias=True)
+        self.highway = Highway(opts.n_filters + vector_dim, opts.n_highway)
+        self.projection = nn.Linear(opts.n_filters + vector_dim, projection_dim, bias=True)
         self._act = torch.tanh if opts.activation == "tanh" else F.relu
         self._fast_weights: tuple | None = None  # inference-only copies, see _window_weights
         self.group_size = 64  # inference path: tokens per window matmul
 
-    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
-        # char_ids: (N, C=50)
+    def forward(self, char_ids: torch.Tensor, vector_rows: torch.Tensor | None = None) -> torch.Tensor:
+        """(N, C=50) character ids -> (N, P). ``vector_rows`` (N,): known token-vector rows (training)."""
         if torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()):
-            return self.projection(self.highway(self._pooled_conv(char_ids)))  # (N, P)
-        h = self.highway(self._pooled_fast(char_ids))  # (N, F)
+            pooled = self._with_vectors(self._pooled_conv(char_ids), char_ids, vector_rows)  # (N, F [+ d])
+            return self.projection(self.highway(pooled))  # (N, P)
+        h = self.highway(self._with_vectors(self._pooled_fast(char_ids), char_ids, vector_rows))  # (N, F [+ d])
         return self._window_weights()[2](h)  # projection: (N, P)
+
+    def _with_vectors(self, pooled: torch.Tensor, char_ids: torch.Tensor, rows: torch.Tensor | None) -> torch.Tensor:
+        """Append the frozen word vectors (N, d) to the pooled CNN features (N, F) when configured."""
+        if self.vector_dim == 0:
+            return pooled
+        if self.token_vectors is None:
+            raise RuntimeError("this biLM's options declare token_vectors, but no vectors were loaded "
+                               "(load it with load_bilm / load_weights_into)")
+        return torch.cat([pooled, self.token_vectors(char_ids, rows).to(pooled.dtype)], dim=-1)  # (N, F + d)
 
     def _pooled_conv(self, char_ids: torch.Tensor) -> torch.Tensor:
         """Convolutions, max over positions, activation: (N, C) -> (N, F). Autograd-safe."""
@@ -136,7 +149,7 @@ class CharCNN(nn.Module):
         """Multiply-adds x 2 of one token through CNN, highway and projection."""
         C, E = self.opts.max_characters_per_token, self.opts.embedding_dim
         f = sum(2 * (C - w + 1) * w * E * n for w, n in self.opts.filters)
-        nf = self.opts.n_filters
+        nf = self.opts.n_filters + self.vector_dim
         f += self.opts.n_highway * 2 * nf * 2 * nf
         f += 2 * nf * self.projection.out_features
         return f

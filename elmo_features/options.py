@@ -36,10 +36,21 @@ class LstmOptions:
 
 
 @dataclass(frozen=True)
+class TokenVectorOptions:
+    """The ``token_vectors`` extension: frozen word vectors concatenated to the char-CNN output."""
+
+    dim: int
+    n_words: int
+    lowercase: bool = True
+    source: str = ""  # free text: where the vectors came from
+
+
+@dataclass(frozen=True)
 class BiLMOptions:
     char_cnn: CharCNNOptions
     lstm: LstmOptions
     extra: dict[str, Any] = field(default_factory=dict, compare=False)  # keys kept verbatim (n_tokens_vocab, ...)
+    token_vectors: TokenVectorOptions | None = None  # extension (docs/weights_format.md); None = official ELMo
 
     @property
     def output_dim(self) -> int:
@@ -78,10 +89,11 @@ class BiLMOptions:
                 proj_clip=float(lstm["proj_clip"]) if lstm.get("proj_clip") else None,
                 use_skip_connections=bool(lstm.get("use_skip_connections", True)),
             )
+            tv = _token_vector_options(d.get("token_vectors"), source)
         except KeyError as e:
             raise OptionsError(f"{source}: missing required key {e}") from None
-        extra = {k: v for k, v in d.items() if k not in ("char_cnn", "lstm")}
-        return cls(char, lo, extra)
+        extra = {k: v for k, v in d.items() if k not in ("char_cnn", "lstm", "token_vectors")}
+        return cls(char, lo, extra, tv)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "BiLMOptions":
@@ -113,4 +125,25 @@ class BiLMOptions:
             "projection_dim": l.projection_dim,
             "use_skip_connections": l.use_skip_connections,
         }
+        if self.token_vectors is not None:
+            t = self.token_vectors
+            d["token_vectors"] = {"dim": t.dim, "n_words": t.n_words, "lowercase": t.lowercase, "source": t.source}
         return d
+
+
+def _token_vector_options(d: Any, source: str) -> TokenVectorOptions | None:
+    """Parse and check the optional ``token_vectors`` block."""
+    if d is None:
+        return None
+    valid = ("dim", "n_words", "lowercase", "source")
+    if not isinstance(d, dict):
+        raise OptionsError(f"{source}: token_vectors must be an object with keys {', '.join(valid)}")
+    unknown = sorted(set(d) - set(valid))
+    if unknown:
+        raise OptionsError(f"{source}: token_vectors has unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
+    for k in ("dim", "n_words"):
+        if not isinstance(d.get(k), int) or isinstance(d.get(k), bool) or d[k] <= 0:
+            raise OptionsError(f"{source}: token_vectors.{k} must be a positive integer, got {d.get(k)!r}")
+    if not isinstance(d.get("lowercase", True), bool):
+        raise OptionsError(f"{source}: token_vectors.lowercase must be true or false, got {d['lowercase']!r}")
+    return TokenVectorOptions(d["dim"], d["n_words"], d.get("lowercase", True), str(d.get("source", "")))

@@ -20,6 +20,7 @@ import torch
 
 from .bilm import BiLM
 from .options import BiLMOptions
+from .token_vectors import TokenVectors
 
 
 class WeightFileError(ValueError):
@@ -62,7 +63,8 @@ def load_weights_into(bilm: BiLM, weight_file: str | Path) -> None:
             W = _read(f, f"CNN/W_cnn_{i}", (1, w, cnn.embedding_dim, n), path)
             sd[f"char_cnn.convs.{i}.weight"] = np.transpose(W[0], (2, 1, 0))
             sd[f"char_cnn.convs.{i}.bias"] = _read(f, f"CNN/b_cnn_{i}", (n,), path)
-        nf = cnn.n_filters
+        nf = cnn.n_filters + bilm.char_cnn.vector_dim
+        bilm.char_cnn.token_vectors = _read_token_vectors(f, o, path)
         for k in range(cnn.n_highway):
             g = f"CNN_high_{k}"
             wt = _read(f, f"{g}/W_transform", (nf, nf), path).T
@@ -98,6 +100,25 @@ def load_weights_into(bilm: BiLM, weight_file: str | Path) -> None:
         raise WeightFileError(f"{path}: internal mapping error, missing={missing} unexpected={unexpected}")
 
 
+def _read_token_vectors(f: h5py.File, o: BiLMOptions, path: str) -> TokenVectors | None:
+    """The frozen word vectors of the ``token_vectors`` extension, checked against the options."""
+    tv = o.token_vectors
+    if tv is None:
+        if "token_vectors" in f:
+            raise WeightFileError(f"{path}: has token_vectors datasets, but its options have no 'token_vectors' "
+                                  "block: use the options.json written with these weights")
+        return None
+    W = _read(f, "token_vectors/W", (tv.n_words, tv.dim), path)
+    if "token_vectors/words" not in f:
+        raise WeightFileError(f"{path}: missing dataset 'token_vectors/words' (expected {tv.n_words} words)")
+    words = [w.decode("utf-8") if isinstance(w, bytes) else str(w) for w in f["token_vectors/words"][...]]
+    if len(words) != tv.n_words:
+        raise WeightFileError(f"{path}: dataset 'token_vectors/words' has {len(words)} words, options say {tv.n_words}")
+    if not np.isfinite(W).all():
+        raise WeightFileError(f"{path}: dataset 'token_vectors/W' holds NaN or Inf values")
+    return TokenVectors(words, W, lowercase=tv.lowercase)
+
+
 def load_bilm(options_file: str | Path, weight_file: str | Path, stateful: bool = False,
               keep_sentence_boundaries: bool = False) -> BiLM:
     """Build a BiLM from an ELMo options JSON and HDF5 weight file; returned in eval mode, frozen."""
@@ -118,7 +139,13 @@ def bilm_to_hdf5_arrays(bilm: BiLM) -> dict[str, np.ndarray]:
     for i, _ in enumerate(o.char_cnn.filters):
         out[f"CNN/W_cnn_{i}"] = np.transpose(sd[f"char_cnn.convs.{i}.weight"], (2, 1, 0))[None]
         out[f"CNN/b_cnn_{i}"] = sd[f"char_cnn.convs.{i}.bias"]
-    nf = o.char_cnn.n_filters
+    nf = o.char_cnn.n_filters + bilm.char_cnn.vector_dim
+    tv = bilm.char_cnn.token_vectors
+    if o.token_vectors is not None:
+        if tv is None:
+            raise ValueError("the biLM declares token_vectors but has none loaded")
+        out["token_vectors/W"] = tv.table[:-1].cpu().numpy()
+        out["token_vectors/words"] = np.array(tv.words, dtype=object)
     for k in range(o.char_cnn.n_highway):
         W, b = sd[f"char_cnn.highway.layers.{k}.weight"], sd[f"char_cnn.highway.layers.{k}.bias"]
         out[f"CNN_high_{k}/W_transform"] = W[:nf].T
@@ -162,7 +189,10 @@ def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     try:
         with h5py.File(tmp, "w") as f:
             for name, arr in arrays.items():
-                f.create_dataset(name, data=arr.astype(dtype))
+                if arr.dtype == object:  # strings (token_vectors/words)
+                    f.create_dataset(name, data=arr, dtype=h5py.string_dtype("utf-8"))
+                else:
+                    f.create_dataset(name, data=arr.astype(dtype))
         os.replace(tmp, weight_file)
     finally:
         tmp.unlink(missing_ok=True)

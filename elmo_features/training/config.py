@@ -24,6 +24,11 @@ class TrainConfig:
     n_layers: int = 2
     cell_clip: float = 3.0
     proj_clip: float = 3.0
+    # static-vector prior (extension, docs/weights_format.md): frozen pretrained word vectors for the
+    # output vocabulary's words, concatenated to the char-CNN output before the highway layers
+    token_vectors: str | None = None  # folder with vectors.npy + words.txt, or a GloVe text file
+    token_vectors_dim: int | None = None  # when set, the file's dimension must match
+    token_vectors_lowercase: bool = True  # look words up lower-cased (GloVe 6B is lower-cased)
     # output vocabulary and softmax
     vocab_size: int = 50000  # most frequent training words, plus <S>, </S>, <UNK>
     n_negative_samples: int = 4096  # sampled softmax candidates per batch (shared by all tokens)
@@ -62,9 +67,9 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def elmo_options(self) -> dict[str, Any]:
-        """The ELMo options.json content of this model."""
-        return {
+    def elmo_options(self, token_vectors: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The ELMo options.json content of this model (``token_vectors``: the extension block, if any)."""
+        d = {
             "char_cnn": {
                 "activation": "relu",
                 "embedding": {"dim": self.char_embedding_dim},
@@ -86,3 +91,6 @@ class TrainConfig:
             "n_tokens_vocab": self.vocab_size + 3,
             "n_negative_samples_batch": self.n_negative_samples,
         }
+        if token_vectors is not None:
+            d["token_vectors"] = token_vectors
+        return d

@@ -30,12 +30,15 @@ class BiLanguageModel(nn.Module):
         self.register_buffer("log_uniform", ((torch.log(k + 2) - torch.log(k + 1)) / math.log(vocab_size + 1)).float(),
                              persistent=False)
 
-    def hidden_states(self, type_ids: torch.Tensor, lengths: torch.Tensor, type_chars: torch.Tensor) -> torch.Tensor:
-        """Top-layer outputs (B, T, 2P) for type ids (B, T); the CNN runs once per distinct type."""
+    def hidden_states(self, type_ids: torch.Tensor, lengths: torch.Tensor, type_chars: torch.Tensor,
+                      type_rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Top-layer outputs (B, T, 2P) for type ids (B, T); the CNN runs once per distinct type.
+        ``type_rows`` (n_types,): each type's token-vector row, when the model has token vectors."""
         B, T = type_ids.shape
         valid = type_ids >= 0  # (B, T)
         uniq, inverse = torch.unique(type_ids[valid], return_inverse=True)  # (U,), (N,)
-        emb = self.bilm.char_cnn(type_chars[uniq].long())  # (U, P)
+        rows = type_rows[uniq] if type_rows is not None else None  # (U,)
+        emb = self.bilm.char_cnn(type_chars[uniq].long(), rows)  # (U, P)
         tok = emb.new_zeros(B, T, emb.shape[1])
         tok[valid] = emb[inverse]  # (B, T, P)
         outputs, _ = self.bilm.lstm(tok, lengths, dropout=self.dropout)

@@ -20,6 +20,8 @@ from .data import (Corpus, batches_for_epoch, build_corpus, build_vocab, make_ba
 from .evaluate import perplexity
 from .export import export_model
 from .lm import BiLanguageModel
+from .vectors import read_vector_table, table_digest
+from ..token_vectors import TokenVectors, select_vectors
 
 
 def _atomic_json(obj, path: Path) -> None:
@@ -77,8 +79,13 @@ class Trainer:
         self.type_chars = torch.from_numpy(type_char_ids(self.corpus.types))  # (n_types, 50)
         self.targets = torch.from_numpy(type_targets(self.corpus.types, self.vocab))  # (n_types,)
         self.lengths = np.array([len(s) for s in self.corpus.sentences])
+        tv_block, tv_module = self._token_vectors()
         torch.manual_seed(cfg.seed)
-        self.model = BiLanguageModel(BiLMOptions.from_dict(cfg.elmo_options()), len(self.vocab), cfg.dropout)
+        self.model = BiLanguageModel(BiLMOptions.from_dict(cfg.elmo_options(tv_block)), len(self.vocab), cfg.dropout)
+        self.type_rows = None
+        if tv_module is not None:
+            self.model.bilm.char_cnn.token_vectors = tv_module
+            self.type_rows = tv_module.rows(self.type_chars)  # (n_types,)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.state = {"step": 0, "tokens": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed": 0.0,
@@ -89,8 +96,24 @@ class Trainer:
                                                                           read_sentences([cfg.heldout_file]))]
         if resume:
             self._load(ckpt)
+            if self.state.get("token_vectors_digest") != self.tv_digest:
+                raise ValueError(f"{ckpt}: was trained with other token vectors than {cfg.token_vectors!r} now gives; "
+                                 "resume with the same vectors file, or start a new out_dir")
+        self.state["token_vectors_digest"] = self.tv_digest
         (self.out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), encoding="utf-8")
         self._stop = False
+
+    def _token_vectors(self):
+        """The options block and module of the static-vector prior, or (None, None) without one."""
+        self.tv_digest = None
+        if not self.cfg.token_vectors:
+            return None, None
+        words, mat = read_vector_table(self.cfg.token_vectors, self.cfg.token_vectors_dim)
+        kept, sel = select_vectors(self.vocab, words, mat, lowercase=self.cfg.token_vectors_lowercase)
+        self.tv_digest = table_digest(kept, sel)
+        block = {"dim": int(sel.shape[1]), "n_words": len(kept), "lowercase": self.cfg.token_vectors_lowercase,
+                 "source": Path(self.cfg.token_vectors).name}
+        return block, TokenVectors(kept, sel, lowercase=self.cfg.token_vectors_lowercase)
 
     # -- checkpoints -------------------------------------------------------------------------
     def _save(self) -> None:
@@ -120,7 +143,7 @@ class Trainer:
         type_ids, lengths = make_batch(self.corpus.sentences, idx)  # (B, T), (B,)
         targets = torch.where(type_ids >= 0, self.targets[type_ids.clamp(min=0)], 0)  # (B, T)
         self.model.train()
-        top = self.model.hidden_states(type_ids, lengths, self.type_chars)  # (B, T, 2P)
+        top = self.model.hidden_states(type_ids, lengths, self.type_chars, self.type_rows)  # (B, T, 2P)
         h_f, y_f, h_b, y_b = self.model.prediction_pairs(top, targets, lengths)
         h = torch.cat([h_f, h_b])  # (2N, P)
         y = torch.cat([y_f, y_b])

@@ -1,0 +1,64 @@
+"""Pretrained word vectors for the ``token_vectors`` prior: read a table, keep the biLM vocabulary's rows."""
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+
+class VectorFileError(ValueError):
+    """A pretrained-vector file or folder is missing, malformed or of the wrong dimension."""
+
+
+def read_vector_table(path: str | Path, dim: int | None = None) -> tuple[list[str], np.ndarray]:
+    """(words, (V, d) float32) from a folder with ``vectors.npy`` + ``words.txt`` (as written by
+    ``elmo-tasks data get glove-6b-50d``) or a GloVe-style text file (``word v1 .. vd`` per line, .gz ok).
+    ``dim``, when given, must match."""
+    path = Path(path)
+    if path.is_dir():
+        npy, wfile = path / "vectors.npy", path / "words.txt"
+        for p in (npy, wfile):
+            if not p.exists():
+                raise VectorFileError(f"token_vectors: {p} not found (expected vectors.npy + words.txt in {path}; "
+                                      "run `elmo-tasks data get glove-6b-50d`)")
+        mat = np.load(npy, allow_pickle=False)
+        words = wfile.read_text(encoding="utf-8").split("\n")
+        if words and words[-1] == "":
+            words.pop()
+        if mat.ndim != 2 or mat.shape[0] != len(words):
+            raise VectorFileError(f"token_vectors: {npy} has shape {mat.shape} but {wfile} lists {len(words)} words")
+    elif path.is_file():
+        words, rows = [], []
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                parts = line.rstrip("\n").split(" ")
+                if len(parts) < 2:
+                    continue
+                if rows and len(parts) - 1 != len(rows[0]):
+                    raise VectorFileError(f"token_vectors: {path} line {lineno}: {len(parts) - 1} values, "
+                                          f"expected {len(rows[0])}")
+                try:
+                    rows.append([float(x) for x in parts[1:]])
+                except ValueError:
+                    raise VectorFileError(f"token_vectors: {path} line {lineno}: not a number") from None
+                words.append(parts[0])
+        if not rows:
+            raise VectorFileError(f"token_vectors: {path} holds no vectors")
+        mat = np.asarray(rows, dtype=np.float32)
+    else:
+        raise VectorFileError(f"token_vectors: {path} not found (a vectors folder or a GloVe text file)")
+    if dim is not None and mat.shape[1] != dim:
+        raise VectorFileError(f"token_vectors: {path} has {mat.shape[1]}-dimensional vectors, the config says {dim}")
+    if not np.isfinite(mat).all():
+        raise VectorFileError(f"token_vectors: {path} holds NaN or Inf values")
+    return words, mat.astype(np.float32)
+
+
+def table_digest(words: list[str], mat: np.ndarray) -> str:
+    """sha256 of a selected table (words and values): ties a checkpoint to the vectors it was trained with."""
+    h = hashlib.sha256("\n".join(words).encode("utf-8"))
+    h.update(np.ascontiguousarray(mat, dtype=np.float32).tobytes())
+    return h.hexdigest()
