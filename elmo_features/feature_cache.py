@@ -31,13 +31,15 @@ _FINGERPRINTS: "weakref.WeakKeyDictionary[BiLM, tuple[tuple[int, ...], str]]" = 
 
 
 def bilm_fingerprint(bilm: BiLM) -> str:
-    """sha256 over the options, the stateful/boundary flags and every state_dict tensor's bytes.
+    """sha256 over the options, the stateful/boundary flags, every state_dict tensor's bytes and the
+    frozen token vectors, if any.
 
     Memoised per model object; recomputed when any parameter was modified in place since.
     """
     sd = bilm.state_dict(keep_vars=True)
     try:
-        versions: tuple[int, ...] | None = tuple(t._version for t in sd.values())
+        tensors = list(sd.values()) + ([bilm.char_cnn.token_vectors.table] if bilm.char_cnn.token_vectors is not None else [])
+        versions: tuple[int, ...] | None = tuple(t._version for t in tensors)
     except RuntimeError:  # inference tensors (a model built under inference_mode) have no version counter
         versions = None
     memo = _FINGERPRINTS.get(bilm)
@@ -50,6 +52,10 @@ def bilm_fingerprint(bilm: BiLM) -> str:
         t = sd[name].detach().cpu().contiguous()
         h.update(f"\n{name} {t.dtype} {tuple(t.shape)}\n".encode())
         h.update(t.numpy().tobytes() if t.numel() else b"")
+    tv = bilm.char_cnn.token_vectors  # frozen word vectors (a non-persistent buffer, so not in the state_dict)
+    if tv is not None:
+        h.update(f"\ntoken_vectors lowercase={tv.lowercase}\n".encode() + "\n".join(tv.words).encode())
+        h.update(tv.table.detach().cpu().contiguous().numpy().tobytes())
     fp = h.hexdigest()
     if versions is not None:
         _FINGERPRINTS[bilm] = (versions, fp)

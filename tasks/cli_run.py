@@ -59,6 +59,8 @@ def register(subparsers) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE")
     p.add_argument("--sources", help="comma-separated subset of compare.sources (default: all)")
     p.add_argument("--seeds", help="comma-separated seeds (default: compare.seeds)")
+    p.add_argument("--folds", type=int, help="K-fold cross-validation over all labelled sentences (default: "
+                   "compare.folds; paired tests between sources in the summary)")
     p.add_argument("--results-dir", help="where summary.md/.csv/.json and plots go (default: results/NAME)")
     p.add_argument("--runs-dir", default="runs", help="parent of the per-run folders")
     _common(p)
@@ -128,12 +130,14 @@ def cmd_compare(args) -> int:
             raise ConfigError(f"--sources: unknown variant(s) {', '.join(unknown)}; valid: "
                               f"{', '.join(cfg.compare.sources)}")
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+        if args.folds is not None and args.folds < 3:
+            raise ConfigError(f"--folds: give 3 or more folds (one tests, one stops early), got {args.folds}")
     except (ConfigError, ValueError) as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
     results_dir = Path(args.results_dir) if args.results_dir else Path("results") / cfg.name
     summary = run_comparison(cfg, results_dir, args.runs_dir, context, progress, sources=sources, seeds=seeds,
-                             command=command_line(args))
+                             command=command_line(args), folds=args.folds)
     print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
     return 0
 

@@ -210,8 +210,12 @@ class CompareConfig:
 
     sources: dict = field(default_factory=dict)
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
+    folds: int | None = None  # K-fold cross-validation over train + dev + test (tasks/crossval.py); None: fixed split
+    fold_seed: int = 0  # the permutation that cuts the folds (the same for every source and seed)
 
     def check(self, where: str) -> None:
+        if self.folds is not None and self.folds < 3:
+            raise ConfigError(f"{where}.folds: give 3 or more folds (one tests, one stops early), or null")
         if not self.sources:
             raise ConfigError(f"{where}.sources: list at least one named feature-source variant")
         if not self.seeds:

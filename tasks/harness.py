@@ -16,9 +16,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .config import RunConfig, write_text_atomic
-from .experiment import git_commit, machine, run_experiment
+from .crossval import fold_indices, fold_split, paired_tests
+from .experiment import git_commit, machine, read_examples, run_experiment
 from .features.base import FeatureContext
+from .registry import HEADS
 
 
 def _find(report: dict, key: str) -> Any:
@@ -57,7 +61,27 @@ def summarize(cfg: RunConfig, runs: list[dict], info: dict) -> dict:
         row["seconds_per_run"] = statistics.fmean(r["seconds"]["total"] for r in rs)
         row["epochs"] = [r["epochs_run"] for r in rs]
         sources.append(row)
-    return {**info, "primary_metric": metric, "sources": sources, "runs": runs}
+    out = {**info, "primary_metric": metric, "sources": sources, "runs": runs}
+    if info.get("folds"):
+        out["cross_validation"] = cross_validation(runs, info["folds"], info["fold_seed"], info["pool_size"])
+    return out
+
+
+def cross_validation(runs: list[dict], k: int, fold_seed: int, n: int) -> dict:
+    """Out-of-fold accuracy per source and seed, and paired tests of every source against the first."""
+    folds = fold_indices(n, k, fold_seed)
+    correct: dict[str, dict[int, np.ndarray]] = {}
+    for r in runs:
+        if r.get("test_correct") is None:
+            continue
+        by_seed = correct.setdefault(r["source"], {})
+        arr = by_seed.setdefault(r["seed"], np.full(n, -1, dtype=np.int8))
+        arr[folds[r["fold"]]] = np.frombuffer(r["test_correct"].encode(), dtype=np.uint8) - ord("0")
+    complete = {name: {s: a for s, a in d.items() if (a >= 0).all()} for name, d in correct.items()}
+    complete = {name: d for name, d in complete.items() if d}
+    oof = {name: {str(s): float(a.mean()) for s, a in d.items()} for name, d in complete.items()}
+    tests = paired_tests(complete, next(iter(complete))) if len(complete) > 1 else []
+    return {"folds": k, "fold_seed": fold_seed, "sentences": n, "out_of_fold_accuracy": oof, "paired": tests}
 
 
 def _pm(stat: dict | None, scale: float = 100.0) -> str:
@@ -89,6 +113,8 @@ def to_markdown(s: dict) -> str:
         oov = f"{r['oov_rate']['test'] * 100:.2f}%" if (r.get("oov_rate") or {}).get("test") is not None else "-"
         lines.append(f"| {r['source']} | {_pm(test.get(m))} | {_pm(dev.get(m))} | {other or '-'} | {mix} | {gamma} | "
                      f"{oov} | {', '.join(map(str, r['epochs']))} | {r['seconds_per_run']:.0f} |")
+    if s.get("cross_validation"):
+        lines += cv_markdown(s["cross_validation"])
     lines += ["", "Feature sources:", ""]
     lines += [f"- **{r['source']}**: `{json.dumps(r['features'])}`" for r in s["sources"]]
     lines += ["", "## Runs", "", f"| source | seed | dev {m} | test {m} | best epoch | features s | train s | "
@@ -102,6 +128,29 @@ def to_markdown(s: dict) -> str:
     if unseen:
         lines += ["", f"Test labels never seen in training (counted as errors): {json.dumps(unseen)}"]
     return "\n".join(lines) + "\n"
+
+
+def cv_markdown(cv: dict) -> list[str]:
+    """The cross-validation section: out-of-fold accuracy and paired tests against the first source."""
+    lines = ["", f"## {cv['folds']}-fold cross-validation over all {cv['sentences']} sentences", "",
+             f"Folds from one fixed permutation (fold_seed {cv['fold_seed']}), the same for every source; each run "
+             "tests on one fold and stops early on the next. The table above averages the per-fold scores; below, "
+             "every sentence is predicted once per seed (out of fold).", "",
+             "| source | out-of-fold accuracy (per seed) |", "|---|---|"]
+    for name, by_seed in cv["out_of_fold_accuracy"].items():
+        lines.append(f"| {name} | " + ", ".join(f"{v * 100:.2f} (seed {k})" for k, v in by_seed.items()) + " |")
+    if cv["paired"]:
+        lines += ["", "Paired tests on the same sentences (B vs A; bootstrap over sentences on seed-averaged "
+                  "correctness, 10,000 resamples; McNemar exact per seed: only-A-right / only-B-right, two-sided p):",
+                  "", "| A | B | acc A | acc B | B - A | 95% CI | P(B <= A) bootstrap | McNemar |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for t in cv["paired"]:
+            bs = t["bootstrap"]
+            mc = "; ".join(f"seed {k}: {v['only_a']}/{v['only_b']}, p={v['p']:.3g}" for k, v in t["mcnemar"].items())
+            lines.append(f"| {t['a']} | {t['b']} | {t['accuracy_a'] * 100:.2f} | {t['accuracy_b'] * 100:.2f} | "
+                         f"{bs['delta'] * 100:+.2f} | [{bs['ci95'][0] * 100:+.2f}, {bs['ci95'][1] * 100:+.2f}] | "
+                         f"{bs['p_b_not_better']:.4f} | {mc} |")
+    return lines
 
 
 def to_csv(s: dict) -> str:
@@ -129,8 +178,10 @@ def write_summary(s: dict, results_dir: Path, plots: bool = True) -> None:
 
 def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path = "runs",
                    context: FeatureContext | None = None, progress: bool | None = None,
-                   sources: list[str] | None = None, seeds: list[int] | None = None, command: str = "") -> dict:
-    """Run every (source, seed) of ``cfg.compare`` and write the summary; returns the summary dict."""
+                   sources: list[str] | None = None, seeds: list[int] | None = None, command: str = "",
+                   folds: int | None = None) -> dict:
+    """Run every (source, seed[, fold]) of ``cfg.compare`` and write the summary; returns the summary dict.
+    ``folds`` (default ``cfg.compare.folds``): K-fold cross-validation over all labelled sentences."""
     t0 = time.perf_counter()
     results_dir = Path(results_dir)
     names = sources or list(cfg.compare.sources)
@@ -139,24 +190,54 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     base = {k: v for k, v in cfg.to_dict().items() if k in ("head", "data", "training")}
     info = {"name": cfg.name, "command": command, "git_commit": git_commit(), "machine": machine(),
             "seeds": seeds, **base}
+    folds = cfg.compare.folds if folds is None else folds
+    pool: list = []
+    if folds:
+        pool = pooled_examples(cfg)
+        fold_sets = fold_indices(len(pool), folds, cfg.compare.fold_seed)
+        info.update(folds=folds, fold_seed=cfg.compare.fold_seed, pool_size=len(pool))
     runs: list[dict] = []
     summary: dict = {}
-    for name in names:
-        for seed in seeds:
-            print(f"== {cfg.name}: source {name}, seed {seed}", flush=True)
-            run_cfg = cfg.with_features(cfg.compare.sources[name], seed)
-            run_dir = Path(runs_dir) / cfg.name / f"compare-{stamp}" / f"{name}-seed{seed}"
+    for name, seed, k in ((n, s, f) for n in names for s in seeds for f in (range(folds) if folds else [None])):
+        print(f"== {cfg.name}: source {name}, seed {seed}" + (f", fold {k + 1}/{folds}" if folds else ""), flush=True)
+        run_cfg = cfg.with_features(cfg.compare.sources[name], seed)
+        run_dir = Path(runs_dir) / cfg.name / f"compare-{stamp}" / f"{name}-seed{seed}"
+        extra: dict = {}
+        if k is None:
             m = run_experiment(run_cfg, run_dir, context, progress, command=command)
-            feats = m["features"]
-            runs.append({"source": name, "seed": seed, "run_dir": str(run_dir), "dev": m.get("dev"),
-                         "test": m.get("test"), "test_unseen_labels": m.get("test_unseen_labels"),
-                         "primary_metric": m["primary_metric"], "best_epoch": m["best_epoch"],
-                         "epochs_run": m["epochs_run"], "seconds": m["seconds"],
-                         "mix_weights": _find(feats, "mix_weights"), "gamma": _find(feats, "gamma"),
-                         "oov_rate": _find(feats, "oov_rate")})
-            info.update(wall_seconds=round(time.perf_counter() - t0, 1),
-                        finished=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-            summary = summarize(cfg, runs, info)
-            write_summary(summary, results_dir, plots=False)  # kept up to date if the comparison is interrupted
+        else:
+            run_dir = run_dir / f"fold{k}"
+            examples, _ = fold_split(pool, fold_sets, k)
+            m = run_experiment(run_cfg, run_dir, context, progress, command=command, examples=examples)
+            extra = {"fold": k, "test_correct": _correct_string(run_dir, examples["test"])}
+        feats = m["features"]
+        runs.append({"source": name, "seed": seed, **extra, "run_dir": str(run_dir), "dev": m.get("dev"),
+                     "test": m.get("test"), "test_unseen_labels": m.get("test_unseen_labels"),
+                     "primary_metric": m["primary_metric"], "best_epoch": m["best_epoch"],
+                     "epochs_run": m["epochs_run"], "seconds": m["seconds"],
+                     "mix_weights": _find(feats, "mix_weights"), "gamma": _find(feats, "gamma"),
+                     "oov_rate": _find(feats, "oov_rate")})
+        info.update(wall_seconds=round(time.perf_counter() - t0, 1),
+                    finished=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+        summary = summarize(cfg, runs, info)
+        write_summary(summary, results_dir, plots=False)  # kept up to date if the comparison is interrupted
     write_summary(summary, results_dir)
     return summary
+
+
+def pooled_examples(cfg: RunConfig) -> list:
+    """Every labelled example of the config's train, dev and test files, in file order."""
+    head_cls = HEADS.get(cfg.head["name"])
+    pool: list = []
+    for split in ("train", "dev", "test"):
+        if getattr(cfg.data, split) is not None:
+            pool += read_examples(cfg, split, head_cls)[0]
+    return pool
+
+
+def _correct_string(run_dir: Path, examples: list) -> str | None:
+    """'0'/'1' per test example (prediction == gold label), or None for heads without one label per example."""
+    if not examples or not hasattr(examples[0], "label"):
+        return None
+    preds = json.loads((run_dir / "predictions.json").read_text(encoding="utf-8"))["test"]
+    return "".join("1" if p == ex.label else "0" for p, ex in zip(preds, examples))

@@ -126,3 +126,17 @@ def test_loader_refuses_mismatched_extension(tmp_path):
         del f["token_vectors/words"]
     with pytest.raises(WeightFileError, match="token_vectors/words"):
         load_bilm(exp / "options.json", exp / "weights.hdf5")
+
+
+def test_fingerprint_sees_the_token_vectors(tmp_path):
+    from elmo_features import bilm_fingerprint
+
+    vec = _vectors(tmp_path / "vec")
+    tr = Trainer(_cfg(tmp_path, max_train_tokens=300, token_vectors=str(vec)), progress=False)
+    tr.run()
+    exp = tmp_path / "run" / "export"
+    a = load_bilm(exp / "options.json", exp / "weights.hdf5")
+    b = load_bilm(exp / "options.json", exp / "weights.hdf5")
+    assert bilm_fingerprint(a) == bilm_fingerprint(b)
+    b.char_cnn.token_vectors.table[0, 0] += 1.0
+    assert bilm_fingerprint(a) != bilm_fingerprint(b)

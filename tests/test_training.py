@@ -104,3 +104,30 @@ def test_export_loads_back_with_identical_layers(tmp_path):
         top = model.hidden_states(type_ids, lengths, torch.from_numpy(type_char_ids(list(index))))
         for i, s in enumerate(sents):
             assert torch.allclose(top[i, 1 : len(s) + 1], got[-1, i, : len(s)], atol=1e-6)
+
+
+def test_warm_start_continues_a_model_and_freezes_it_first(tmp_path):
+    first = Trainer(_cfg(tmp_path / "a", max_train_tokens=1500), progress=False)
+    first.run()
+    exp = tmp_path / "a" / "run" / "export"
+    import h5py
+    with h5py.File(exp / "weights.hdf5", "a") as f:  # as shipped: no softmax
+        del f["softmax/W"], f["softmax/b"]
+    cfg = _cfg(tmp_path / "b", max_train_tokens=1500, init_from=str(exp), init_freeze_steps=2, skip_batches=3)
+    tr = Trainer(cfg, progress=False)
+    start = {k: v.clone() for k, v in tr.model.bilm.state_dict().items()}
+    ref = first.model.bilm.state_dict()
+    assert all(torch.allclose(start[k], ref[k]) for k in ref)  # the biLM starts where the first run ended
+    assert tr.state["batch_in_epoch"] == 3
+    softmax0 = tr.model.softmax_w.detach().clone()
+    tr.train_step(np.arange(4))
+    tr.state["step"] += 1
+    assert all(torch.equal(start[k], v) for k, v in tr.model.bilm.state_dict().items())  # frozen
+    assert not torch.equal(softmax0, tr.model.softmax_w)  # the softmax learns
+    tr.train_step(np.arange(4))
+    tr.state["step"] += 1
+    tr.train_step(np.arange(4))
+    assert not all(torch.equal(start[k], v) for k, v in tr.model.bilm.state_dict().items())  # unfrozen
+    bad = _cfg(tmp_path / "c", lstm_dim=12, init_from=str(exp))
+    with pytest.raises(ValueError, match="another model than this config"):
+        Trainer(bad, progress=False)

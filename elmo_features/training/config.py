@@ -29,6 +29,12 @@ class TrainConfig:
     token_vectors: str | None = None  # folder with vectors.npy + words.txt, or a GloVe text file
     token_vectors_dim: int | None = None  # when set, the file's dimension must match
     token_vectors_lowercase: bool = True  # look words up lower-cased (GloVe 6B is lower-cased)
+    # warm start: continue a trained biLM (a folder with options.json + weights.hdf5, e.g. the shipped
+    # default); its options must equal this config's model. Without softmax/W in the file the softmax starts
+    # fresh and is trained alone (biLM frozen) for ``init_freeze_steps`` steps first.
+    init_from: str | None = None
+    init_freeze_steps: int = 0
+    skip_batches: int = 0  # epoch 0 starts at this batch (the batches a warm-started model already saw)
     # output vocabulary and softmax
     vocab_size: int = 50000  # most frequent training words, plus <S>, </S>, <UNK>
     n_negative_samples: int = 4096  # sampled softmax candidates per batch (shared by all tokens)

@@ -94,6 +94,9 @@ class Trainer:
         if cfg.heldout_file:
             self.heldout = [s[: cfg.max_sentence_length] for _, s in zip(range(cfg.eval_sentences),
                                                                           read_sentences([cfg.heldout_file]))]
+        if cfg.init_from and not resume:
+            self._init_from(Path(cfg.init_from))
+            self.state["batch_in_epoch"] = cfg.skip_batches
         if resume:
             self._load(ckpt)
             if self.state.get("token_vectors_digest") != self.tv_digest:
@@ -113,7 +116,33 @@ class Trainer:
         self.tv_digest = table_digest(kept, sel)
         block = {"dim": int(sel.shape[1]), "n_words": len(kept), "lowercase": self.cfg.token_vectors_lowercase,
                  "source": Path(self.cfg.token_vectors).name}
-        return block, TokenVectors(kept, sel, lowercase=self.cfg.token_vectors_lowercase)
+        self._tv_module = TokenVectors(kept, sel, lowercase=self.cfg.token_vectors_lowercase)
+        return block, self._tv_module
+
+    def _init_from(self, folder: Path) -> None:
+        """Warm start from an exported biLM: same model options required; softmax too when present."""
+        import h5py
+
+        from ..weights import load_weights_into
+
+        opts, weights = folder / "options.json", folder / "weights.hdf5"
+        if not opts.exists() or not weights.exists():
+            raise FileNotFoundError(f"init_from: {folder} needs options.json and weights.hdf5")
+        have = BiLMOptions.from_file(opts)
+        want = self.model.bilm.options
+        if (have.char_cnn, have.lstm, have.token_vectors) != (want.char_cnn, want.lstm, want.token_vectors):
+            raise ValueError(f"init_from: {opts} describes another model than this config "
+                             f"(file: {have.char_cnn}, {have.lstm}; config: {want.char_cnn}, {want.lstm})")
+        load_weights_into(self.model.bilm, weights)
+        if self.cfg.token_vectors:  # the loaded table must be the one this run selected
+            self.model.bilm.char_cnn.token_vectors = self._tv_module
+        with h5py.File(weights, "r") as f:
+            if "softmax/W" in f:
+                vocab_file = folder / "vocab.txt"
+                if not vocab_file.exists() or vocab_file.read_text(encoding="utf-8").split("\n")[:-1] != self.vocab:
+                    raise ValueError(f"init_from: {folder} has a softmax but its vocab.txt differs from this run's")
+                self.model.softmax_w.data.copy_(torch.from_numpy(f["softmax/W"][...].astype("float32")))
+                self.model.softmax_b.data.copy_(torch.from_numpy(f["softmax/b"][...].astype("float32")))
 
     # -- checkpoints -------------------------------------------------------------------------
     def _save(self) -> None:
@@ -143,6 +172,9 @@ class Trainer:
         type_ids, lengths = make_batch(self.corpus.sentences, idx)  # (B, T), (B,)
         targets = torch.where(type_ids >= 0, self.targets[type_ids.clamp(min=0)], 0)  # (B, T)
         self.model.train()
+        frozen = self.state["step"] < cfg.init_freeze_steps  # warm start: the fresh softmax learns alone first
+        for p in self.model.bilm.parameters():
+            p.requires_grad_(not frozen)
         top = self.model.hidden_states(type_ids, lengths, self.type_chars, self.type_rows)  # (B, T, 2P)
         h_f, y_f, h_b, y_b = self.model.prediction_pairs(top, targets, lengths)
         h = torch.cat([h_f, h_b])  # (2N, P)

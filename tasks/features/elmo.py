@@ -23,6 +23,7 @@ from .base import FeatureContext, FeatureSource, pad_tokens
 _BILMS: dict[str, object] = {}  # spec -> loaded BiLM (frozen; shared by every source in the process)
 _FEATURES: "OrderedDict[str, list[np.ndarray]]" = OrderedDict()  # cache key -> per-sentence (L, n, D)
 _MAX_MEMO = 6  # data sets kept in memory (train/dev/test of two models)
+_SENTENCES: dict[str, dict[tuple, np.ndarray]] = {}  # fingerprint|dtype -> tokens -> (L, n, D): any subset reuses them
 
 
 @dataclass
@@ -91,6 +92,11 @@ class ElmoFeatures(FeatureSource):
         if key in _FEATURES:
             _FEATURES.move_to_end(key)
             return _FEATURES[key]
+        memo_key = f"{self.fingerprint}|{self.config.cache_dtype}"
+        memo = _SENTENCES.get(memo_key, {})
+        hits = [memo.get(tuple(s)) for s in sentences]
+        if sentences and all(h is not None for h in hits):  # e.g. a cross-validation fold of embedded data
+            return hits
         embedder = Embedder(self._bilm, progress=self.context.progress)
         if self.context.cache_dir is not None:
             arrays = FeatureCache(self.context.cache_dir).embed(embedder, sentences, dtype=self.config.cache_dtype)
@@ -99,6 +105,10 @@ class ElmoFeatures(FeatureSource):
         _FEATURES[key] = arrays
         while len(_FEATURES) > _MAX_MEMO:
             _FEATURES.popitem(last=False)
+        if memo_key not in _SENTENCES:
+            _SENTENCES.clear()  # one model's sentences at a time bounds the memory
+            _SENTENCES[memo_key] = memo
+        memo.update((tuple(s), a) for s, a in zip(sentences, arrays))
         return arrays
 
     def precompute(self, sentences: list[list[str]], split: str) -> list[np.ndarray]:
