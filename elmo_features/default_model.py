@@ -14,6 +14,12 @@ WEIGHTS_NAME = "weights.hdf5"
 SPEC_KEYS = ("options", "weights")
 
 
+def embedded_models() -> dict[str, Path]:
+    """Name -> folder of every biLM shipped in the package (``default``, ``default_charonly``, ...)."""
+    root = DEFAULT_MODEL_DIR.parent
+    return {p.parent.name: p.parent for p in sorted(root.glob(f"*/{OPTIONS_NAME}"))}
+
+
 def default_model_paths() -> tuple[Path, Path]:
     """(options.json, weights.hdf5) of the default model (they may not exist)."""
     return DEFAULT_MODEL_DIR / OPTIONS_NAME, DEFAULT_MODEL_DIR / WEIGHTS_NAME
@@ -33,7 +39,7 @@ def load_default_bilm(**kw: Any) -> BiLM:
 
 
 def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> BiLM:
-    """A BiLM from a spec: "default" | a preset name | a folder holding options.json + weights.hdf5 |
+    """A BiLM from a spec: "default" | another embedded model's name | a preset name | a folder holding options.json + weights.hdf5 |
     {"options": path, "weights": path} | a BiLM (returned as is). kw go to ``load_bilm``."""
     if isinstance(spec, BiLM):
         return spec
@@ -48,6 +54,9 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         s = str(spec)
         if s == "default":
             return load_default_bilm(**kw)
+        embedded = embedded_models()
+        if s in embedded and s not in PRESETS:
+            return load_bilm(embedded[s] / OPTIONS_NAME, embedded[s] / WEIGHTS_NAME, **kw)
         if s in PRESETS:
             from .download import fetch_preset
 
@@ -59,6 +68,6 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
                 raise FileNotFoundError(f"biLM folder {folder} must hold {OPTIONS_NAME} and {WEIGHTS_NAME}")
             return load_bilm(folder / OPTIONS_NAME, folder / WEIGHTS_NAME, **kw)
     raise ValueError(
-        f"unknown biLM spec {spec!r}; valid: 'default', a preset ({', '.join(PRESETS)}), a folder with "
+        f"unknown biLM spec {spec!r}; valid: an embedded model ({', '.join(embedded_models()) or 'none'}), a preset ({', '.join(PRESETS)}), a folder with "
         f"{OPTIONS_NAME} + {WEIGHTS_NAME}, or {{'options': path, 'weights': path}}"
     )

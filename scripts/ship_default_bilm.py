@@ -1,12 +1,13 @@
-"""Ship a trained biLM as the embedded default model and write its report to results/bilm/.
+"""Ship a trained biLM as an embedded model and write its report to results/bilm/.
 
-    python scripts/ship_default_bilm.py --run runs/bilm/default [--heldout ../shared/data/corpus/heldout.txt.gz]
+    python scripts/ship_default_bilm.py --run runs/bilm/default [--name default] [--heldout ../shared/data/corpus/heldout.txt.gz]
 
-1. Loads the run's latest checkpoint, exports the biLM (no softmax, float16 storage) to
-   elmo_features/models/default/{options.json, weights.hdf5, vocab.txt}.
+1. Loads the run's latest checkpoint, exports the biLM (no softmax, float16 storage; with its frozen
+   token vectors when it has the static-vector prior) to elmo_features/models/NAME/{options.json,
+   weights.hdf5, vocab.txt}.
 2. Measures held-out perplexity of exactly the shipped weights (fp16-rounded) plus the run's softmax with the
    full softmax (forward, backward, mean), and of the fp32 checkpoint, over the whole held-out file.
-3. Writes results/bilm/default.{md,json} and results/bilm/learning_curve.png.
+3. Writes results/bilm/NAME.{md,json} and results/bilm/NAME_learning_curve.png.
 """
 from __future__ import annotations
 
@@ -23,16 +24,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from elmo_features.default_model import DEFAULT_MODEL_DIR  # noqa: E402
-from elmo_features.options import BiLMOptions  # noqa: E402
 from elmo_features.training.config import TrainConfig  # noqa: E402
 from elmo_features.training.data import read_sentences  # noqa: E402
 from elmo_features.training.evaluate import perplexity  # noqa: E402
 from elmo_features.training.export import export_model  # noqa: E402
-from elmo_features.training.lm import BiLanguageModel  # noqa: E402
+from elmo_features.training.trainer import build_language_model  # noqa: E402
 from elmo_features.weights import load_weights_into  # noqa: E402
 
 
-def plot_curve(history: list[dict], path: Path) -> None:
+def plot_curve(history: list[dict], path: Path, title: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -44,7 +44,7 @@ def plot_curve(history: list[dict], path: Path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("training tokens (millions)")
     ax.set_ylabel("held-out perplexity (full softmax, log scale)")
-    ax.set_title("default biLM: learning curve (first 500 held-out sentences)")
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -57,7 +57,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", default="runs/bilm/default")
     ap.add_argument("--heldout", default="../shared/data/corpus/heldout.txt.gz")
-    ap.add_argument("--out", default=str(DEFAULT_MODEL_DIR))
+    ap.add_argument("--name", default="default", help="embedded model name: elmo_features/models/NAME")
+    ap.add_argument("--out", help="export folder (default: elmo_features/models/NAME)")
     ap.add_argument("--results", default="results/bilm")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
@@ -66,11 +67,13 @@ def main() -> None:
     ckpt = torch.load(run / "checkpoint.pt", weights_only=True)
     cfg = TrainConfig.from_dict(ckpt["config"])
     vocab = (run / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
-    model = BiLanguageModel(BiLMOptions.from_dict(cfg.elmo_options()), len(vocab))
+    model, digest = build_language_model(cfg, vocab)
+    if digest != ckpt["state"].get("token_vectors_digest"):
+        sys.exit(f"{run}: the token vectors ({cfg.token_vectors}) differ from the ones the run was trained with")
     model.load_state_dict(ckpt["model"])
     model.eval()
     st = ckpt["state"]
-    out = Path(args.out)
+    out = Path(args.out) if args.out else DEFAULT_MODEL_DIR.parent / args.name
     export_model(model, vocab, out, with_softmax=False, dtype="float16")
     sentences = list(read_sentences([args.heldout]))
     t0 = time.time()
@@ -94,16 +97,25 @@ def main() -> None:
     }
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
-    (results / "default.json").write_text(json.dumps(res, indent=2) + "\n")
+    name = args.name
     if st["history"]:
-        plot_curve(st["history"], results / "learning_curve.png")
+        plot_curve(st["history"], results / f"{name}_learning_curve.png",
+                   f"biLM '{name}': learning curve (first 500 held-out sentences)")
+    config_file = {"default": "configs/bilm/default.yaml"}.get(name, f"configs/bilm/{name}.yaml")
+    start = (f" It started from the model in `{cfg.init_from}` (warm start: the run's own token count below "
+             f"comes on top of what that model had seen)." if cfg.init_from else "")
+    prior = (f"Static-vector prior: {model.bilm.options.token_vectors.n_words:,} frozen "
+             f"{model.bilm.options.token_vectors.dim}-d vectors from `{cfg.token_vectors}` "
+             f"(stored in the weights file) concatenated to the char-CNN output.\n"
+             if cfg.token_vectors else "Token layer: characters only (the official ELMo format).\n")
     p, s = full, shipped
-    md = f"""# The embedded default biLM
+    md = f"""# The embedded biLM `{name}`
 
 Measured by `python scripts/ship_default_bilm.py --run {args.run} --heldout {args.heldout}` at commit
 `{commit}` on {res['date']}, {res['cpus']} CPU cores ({res['machine']}). The training command was
-`elmo-tasks train-bilm --config configs/bilm/default.yaml` (resumed with `--resume` across sessions).
+`elmo-tasks train-bilm --config {config_file}` (resumed with `--resume` where it was interrupted).{start}
 
+{prior}
 | | value |
 |---|---|
 | training status | {'finished' if res['finished'] else 'in progress (this is an intermediate checkpoint)'} |
@@ -122,15 +134,13 @@ prediction counted including `</S>`/`<S>`; out-of-vocabulary words are predicted
 | fp32 checkpoint | {p['forward']:.1f} | {p['backward']:.1f} | {p['mean']:.1f} | {p['forward_no_unk']:.1f} | {p['backward_no_unk']:.1f} |
 | shipped (fp16 storage) | {s['forward']:.1f} | {s['backward']:.1f} | {s['mean']:.1f} | {s['forward_no_unk']:.1f} | {s['backward_no_unk']:.1f} |
 
-Learning curve (first 500 held-out sentences, measured during training): `learning_curve.png`,
-numbers in `{args.run}/curve.json` copied into `default.json` below.
-
-Target from the issue: mean held-out perplexity below 200 with a 50k-word output vocabulary —
-{'reached' if s['mean'] < 200 else 'NOT reached'} ({s['mean']:.1f}).
+Learning curve (first 500 held-out sentences, measured during training): `{name}_learning_curve.png`,
+numbers in `{args.run}/curve.json` copied into `{name}.json`.
 """
     res["history"] = st["history"]
-    (results / "default.json").write_text(json.dumps(res, indent=2) + "\n")
-    (results / "default.md").write_text(md)
+    res.update(config=cfg.to_dict())
+    (results / f"{name}.json").write_text(json.dumps(res, indent=2) + "\n")
+    (results / f"{name}.md").write_text(md)
     print(md)
 
 

@@ -57,6 +57,21 @@ def lr_at(cfg: TrainConfig, step: int, tokens: int) -> float:
     return cfg.lr * (cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
+def build_language_model(cfg: TrainConfig, vocab: list[str]) -> tuple[BiLanguageModel, str | None]:
+    """The model a config describes (with its static-vector prior, if any) and the prior's digest."""
+    block = module = digest = None
+    if cfg.token_vectors:
+        words, mat = read_vector_table(cfg.token_vectors, cfg.token_vectors_dim)
+        kept, sel = select_vectors(vocab, words, mat, lowercase=cfg.token_vectors_lowercase)
+        digest = table_digest(kept, sel)
+        block = {"dim": int(sel.shape[1]), "n_words": len(kept), "lowercase": cfg.token_vectors_lowercase,
+                 "source": Path(cfg.token_vectors).name}
+        module = TokenVectors(kept, sel, lowercase=cfg.token_vectors_lowercase)
+    model = BiLanguageModel(BiLMOptions.from_dict(cfg.elmo_options(block)), len(vocab), cfg.dropout)
+    model.bilm.char_cnn.token_vectors = module
+    return model, digest
+
+
 class Trainer:
     """Trains a BiLanguageModel from a TrainConfig; ``run()`` is resumable bit for bit."""
 
@@ -79,13 +94,12 @@ class Trainer:
         self.type_chars = torch.from_numpy(type_char_ids(self.corpus.types))  # (n_types, 50)
         self.targets = torch.from_numpy(type_targets(self.corpus.types, self.vocab))  # (n_types,)
         self.lengths = np.array([len(s) for s in self.corpus.sentences])
-        tv_block, tv_module = self._token_vectors()
         torch.manual_seed(cfg.seed)
-        self.model = BiLanguageModel(BiLMOptions.from_dict(cfg.elmo_options(tv_block)), len(self.vocab), cfg.dropout)
+        self.model, self.tv_digest = build_language_model(cfg, self.vocab)
+        self._tv_module = self.model.bilm.char_cnn.token_vectors
         self.type_rows = None
-        if tv_module is not None:
-            self.model.bilm.char_cnn.token_vectors = tv_module
-            self.type_rows = tv_module.rows(self.type_chars)  # (n_types,)
+        if self._tv_module is not None:
+            self.type_rows = self._tv_module.rows(self.type_chars)  # (n_types,)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.state = {"step": 0, "tokens": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed": 0.0,
@@ -105,19 +119,6 @@ class Trainer:
         self.state["token_vectors_digest"] = self.tv_digest
         (self.out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), encoding="utf-8")
         self._stop = False
-
-    def _token_vectors(self):
-        """The options block and module of the static-vector prior, or (None, None) without one."""
-        self.tv_digest = None
-        if not self.cfg.token_vectors:
-            return None, None
-        words, mat = read_vector_table(self.cfg.token_vectors, self.cfg.token_vectors_dim)
-        kept, sel = select_vectors(self.vocab, words, mat, lowercase=self.cfg.token_vectors_lowercase)
-        self.tv_digest = table_digest(kept, sel)
-        block = {"dim": int(sel.shape[1]), "n_words": len(kept), "lowercase": self.cfg.token_vectors_lowercase,
-                 "source": Path(self.cfg.token_vectors).name}
-        self._tv_module = TokenVectors(kept, sel, lowercase=self.cfg.token_vectors_lowercase)
-        return block, self._tv_module
 
     def _init_from(self, folder: Path) -> None:
         """Warm start from an exported biLM: same model options required; softmax too when present."""
