@@ -1,4 +1,4 @@
-"""PNG plots for comparisons: test scores per feature source (mean +- std) and learned mix weights."""
+"""PNG plots for comparisons: test scores per feature source (mean +- std), learned mix / fusion weights."""
 from __future__ import annotations
 
 import io
@@ -63,5 +63,36 @@ def plot_mix_weights(summary: dict, path: str | Path) -> None:
         ax.set_ylabel("softmax weight (mean over seeds)")
         ax.set_title(f"{summary['name']}: learned scalar-mix weights")
         ax.legend(fontsize=7)
+    _save(fig, Path(path))
+    plt.close(fig)
+
+
+def plot_layer_weights(panels: list[tuple[str, list[tuple[str, list[float]]]]], path: str | Path,
+                       title: str = "learned layer weights") -> None:
+    """One panel per task: grouped bars of each variant's per-layer share (L values summing to 1).
+
+    ``panels`` = [(panel title, [(variant label, [w_0, ..., w_{L-1}]), ...]), ...]."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(t, rows) for t, rows in panels if rows] or [("(nothing measured yet)", [])]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
+    for ax, (name, rows) in zip(axes[0], panels):
+        if not rows:
+            ax.set_axis_off()
+            continue
+        L = len(rows[0][1])
+        width = 0.8 / len(rows)
+        for k, (label, w) in enumerate(rows):
+            ax.bar([i + (k - (len(rows) - 1) / 2) * width for i in range(L)], w, width, label=label)
+        ax.axhline(1 / L, color="gray", linestyle=":", linewidth=1, label="equal share")
+        ax.set_xticks(range(L))
+        ax.set_xticklabels([f"layer {i}" for i in range(L)])
+        ax.set_ylabel("share of the fused vector")
+        ax.set_title(name)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
+    fig.suptitle(title, fontsize=10)
     _save(fig, Path(path))
     plt.close(fig)

@@ -1,4 +1,4 @@
-"""Registries of named components (Thinc-like): heads, feature sources, layer mixes; readers live in tasks.data.
+"""Registries of named components (Thinc-like): heads, feature sources, layer fusions; readers live in tasks.data.
 
 Configs name components by these names. An entry is registered with one line, either as an object or
 lazily as "module:attribute" (imported on first use), so a new head is one file in tasks/heads/ plus one
@@ -81,10 +81,15 @@ FEATURES.add("elmo", "tasks.features.elmo:ElmoFeatures")
 FEATURES.add("static", "tasks.features.static:StaticFeatures")
 FEATURES.add("concat", "tasks.features.concat:ConcatFeatures")
 
-# Trainable/fixed mixes of biLM layers (tasks.features.mix), used by the "elmo" source.
-MIXES = Registry("mix")
-MIXES.add("scalar", "tasks.features.mix:ScalarMixer")
-MIXES.add("average", "tasks.features.mix:AverageMixer")
+# Fusions of stacked layers (L, B, T, D) -> (B, T, D'), named under ``mix:`` by the "elmo" source and by the
+# heads' ``output_mix`` (tasks.features.fusion, docs/fusion.md). MIXES is the older name of the same registry.
+FUSIONS = Registry("mix")
+FUSIONS.add("scalar", "tasks.features.mix:ScalarMixer")
+FUSIONS.add("average", "tasks.features.mix:AverageMixer")
+FUSIONS.add("layer_attention", "tasks.features.fusion:LayerAttention")
+FUSIONS.add("gated", "tasks.features.fusion:GatedFusion")
+FUSIONS.add("concat_project", "tasks.features.fusion:ConcatProject")
+MIXES = FUSIONS
 
 
 def get_reader(name: str) -> Callable[..., list]:

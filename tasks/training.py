@@ -45,19 +45,23 @@ class TaskModel(nn.Module):
         super().__init__()
         self.features = features
         self.head = head
+        head.bind_features(features)  # e.g. a head's output_mix, shaped by the source's layers
 
-    def inputs(self, split: Split, idx: list[int]) -> tuple[torch.Tensor, torch.Tensor, list]:
-        """Features x (B, T, D), mask (B, T) and the examples of the batch ``idx``."""
+    def inputs(self, split: Split, idx: list[int]) -> tuple[torch.Tensor, torch.Tensor, list, dict]:
+        """Features x (B, T, D), mask (B, T), the examples of the batch ``idx`` and extra head inputs
+        (``layers`` (L, B, T, D) when the head uses them, else nothing): call ``head.loss(x, mask, ex, **extra)``."""
         examples = [split.examples[i] for i in idx]
         lengths = torch.tensor([len(ex.tokens) for ex in examples])  # (B,)
         T = int(lengths.max())
         mask = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
         batch = self.features.collate([split.features[i] for i in idx], T)
-        return self.features(batch, mask), mask, examples
+        extra = {"layers": self.features.layers(batch)} if self.head.uses_layers else {}
+        return self.features(batch, mask), mask, examples, extra
 
     def loss(self, split: Split, idx: list[int]) -> torch.Tensor:
-        x, mask, examples = self.inputs(split, idx)
-        return self.head.loss(x, mask, examples) + self.features.regularization()
+        x, mask, examples, extra = self.inputs(split, idx)
+        reg = self.features.regularization() + self.head.regularization()
+        return self.head.loss(x, mask, examples, **extra) + reg
 
 
 def set_seed(seed: int) -> None:
@@ -90,8 +94,8 @@ def predict(model: TaskModel, split: Split, batch_size: int, progress: bool | No
     out: list[Any] = [None] * len(split)
     batches = make_batches([len(ex.tokens) for ex in split.examples], batch_size)
     for idx in tqdm(batches, desc=f"predict {split.name}", leave=False, disable=_disable(progress)):
-        x, mask, examples = model.inputs(split, idx)
-        for i, p in zip(idx, model.head.predict(x, mask, examples)):
+        x, mask, examples, extra = model.inputs(split, idx)
+        for i, p in zip(idx, model.head.predict(x, mask, examples, **extra)):
             out[i] = p
     return out
 

@@ -27,7 +27,7 @@ def test_defaults_are_filled_and_resolution_is_idempotent():
     cfg = resolve(base())
     assert cfg.training.lr == pytest.approx(1e-3)  # YAML reads 1e-3 as a string; coerced to float
     assert cfg.head == {"name": "crf_tagger", "hidden_dim": 8, "num_layers": 1, "dropout": 0.5, "scheme": "auto",
-                        "constrained_decoding": True}
+                        "constrained_decoding": True, "output_mix": None}
     again = resolve(copy.deepcopy(cfg.to_dict()))
     assert again.to_dict() == cfg.to_dict()
 

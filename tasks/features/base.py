@@ -47,6 +47,14 @@ class FeatureSource(nn.Module):
         """Padded batch + mask (B, T) -> features (B, T, output_dim)."""
         raise NotImplementedError
 
+    def fusion_layers(self) -> tuple[int, int] | None:
+        """(L, D) of the unfused layer stack ``layers`` gives (for a head's ``output_mix``); None: no layers."""
+        return None
+
+    def layers(self, batch: Any) -> torch.Tensor:
+        """The unfused layers (L, B, T, D) of a collated batch (only when ``fusion_layers`` is not None)."""
+        raise NotImplementedError(f"{type(self).__name__} has no layers to fuse")
+
     def regularization(self) -> torch.Tensor:
         """A penalty added to the training loss (e.g. the mix weights' L2); 0 by default."""
         return torch.zeros(())

@@ -39,6 +39,22 @@ class ConcatFeatures(FeatureSource):
     def forward(self, batch: tuple, mask: torch.Tensor) -> torch.Tensor:
         return torch.cat([s(b, mask) for s, b in zip(self.sources, batch)], dim=-1)  # (B, T, sum D)
 
+    def _layered(self) -> list[int]:
+        return [k for k, s in enumerate(self.sources) if s.fusion_layers() is not None]
+
+    def fusion_layers(self) -> tuple[int, int] | None:
+        """The layers of the one member that has them (e.g. the elmo member of GloVe + ELMo)."""
+        found = self._layered()
+        if len(found) > 1:
+            names = [self.config.sources[k]["name"] for k in found]
+            raise ConfigError(f"features (concat): members {found} ({', '.join(names)}) all have layers; a head's "
+                              "output_mix needs exactly one")
+        return self.sources[found[0]].fusion_layers() if found else None
+
+    def layers(self, batch: tuple) -> torch.Tensor:
+        (k,) = self._layered()
+        return self.sources[k].layers(batch[k])  # (L, B, T, D)
+
     def regularization(self) -> torch.Tensor:
         return sum((s.regularization() for s in self.sources), torch.zeros(()))
 

@@ -1,4 +1,4 @@
-"""``elmo``: frozen biLM layers, mixed by a scalar mix trained with the head, or one fixed layer.
+"""``elmo``: frozen biLM layers, fused by a mix trained with the head (default: ELMo's scalar mix), or one layer.
 
 The biLM runs once per data set: features are cached on disk by ``elmo_features.FeatureCache`` (keyed by
 model fingerprint + sentences), and within one process also in memory, so several heads, seeds and
@@ -32,7 +32,7 @@ class ElmoConfig:
     options_file: str | None = None  # with weights_file: a bilm-tf/AllenNLP model's files (instead of bilm)
     weights_file: str | None = None
     layer: int | None = None  # use this single layer (0 = token layer) instead of a mix
-    mix: dict | None = field(default=None, metadata={"component": "mix"})  # default {name: scalar}
+    mix: dict | None = field(default=None, metadata={"component": "mix"})  # a fusion; default {name: scalar}
     cache_dtype: Literal["float32", "float16"] = "float32"  # on-disk precision of cached features
 
     def check(self, where: str) -> None:
@@ -62,14 +62,13 @@ def load_frozen_bilm(config: ElmoConfig):
 
 
 class ElmoFeatures(FeatureSource):
-    """All biLM layers through a trainable mix, or one fixed layer. Output (B, T, D)."""
+    """All biLM layers through a trainable fusion (``mix``), or one fixed layer. Output (B, T, output_dim)."""
 
     Config = ElmoConfig
 
     def __init__(self, config: ElmoConfig, context: FeatureContext):
         super().__init__(config, context)
-        from ..config import component_config
-        from ..registry import MIXES
+        from .fusion import build_fusion
 
         self._frozen = (load_frozen_bilm(config),)  # in a tuple: not a submodule, never in the state_dict
         self.num_layers = self._bilm.num_output_layers
@@ -80,7 +79,8 @@ class ElmoFeatures(FeatureSource):
                               f"0..{self.num_layers - 1}")
         self.mix = None
         if config.layer is None:
-            self.mix = MIXES.get(config.mix["name"])(component_config(MIXES, config.mix), self.num_layers)
+            self.mix = build_fusion(config.mix, self.num_layers, self._bilm.output_dim)
+            self.output_dim = self.mix.output_dim
 
     @property
     def _bilm(self):
@@ -125,14 +125,22 @@ class ElmoFeatures(FeatureSource):
             return batch  # (B, T, D)
         return self.mix(batch, mask)  # (L, B, T, D) -> (B, T, D)
 
+    def fusion_layers(self) -> tuple[int, int]:
+        """(L, D) of ``layers``: all biLM layers, or the one fixed layer."""
+        return (self.num_layers if self.mix is not None else 1), self._bilm.output_dim
+
+    def layers(self, batch: torch.Tensor) -> torch.Tensor:
+        """The unfused layers of a collated batch: (L, B, T, D) (L = 1 with a fixed layer)."""
+        return batch if self.mix is not None else batch.unsqueeze(0)
+
     def regularization(self) -> torch.Tensor:
         return self.mix.regularization() if self.mix is not None else torch.zeros(())
 
     def report(self) -> dict:
-        out = {"bilm_fingerprint": self.fingerprint, "num_layers": self.num_layers, "dim": self.output_dim}
+        out = {"bilm_fingerprint": self.fingerprint, "num_layers": self.num_layers, "dim": self._bilm.output_dim}
         if self.mix is None:
             out["layer"] = self.config.layer
         else:
-            out["mix_weights"] = [round(float(w), 6) for w in self.mix.normalized_weights().detach()]
-            out["gamma"] = round(float(self.mix.gamma.detach()), 6)
+            out.update(mix=self.config.mix["name"], mix_parameters=sum(
+                p.numel() for p in self.mix.parameters() if p.requires_grad), **self.mix.report())
         return out

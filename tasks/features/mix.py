@@ -1,6 +1,7 @@
-"""Mixes of biLM layers for the "elmo" feature source: a trained scalar mix or a fixed average.
+"""The ELMo scalar mix and the fixed average as fusions (see tasks.features.fusion for the others).
 
-Both are ``elmo_features.ScalarMix`` (gamma * sum_k softmax(w)_k * h_k) built from a config dataclass.
+Both are ``elmo_features.ScalarMix`` (gamma * sum_k softmax(w)_k * h_k) built from a config dataclass; their
+parameters keep ScalarMix's names (``weights``, ``gamma``), so checkpoints saved before fusions existed load.
 """
 from __future__ import annotations
 
@@ -19,13 +20,22 @@ class ScalarMixConfig:
 
 
 class ScalarMixer(ScalarMix):
-    """ELMo's scalar mix, trained with the head (weights and gamma)."""
+    """ELMo's scalar mix, trained with the head (weights and gamma): L + 1 parameters. Output (B, T, D)."""
 
     Config = ScalarMixConfig
 
-    def __init__(self, config: ScalarMixConfig, num_layers: int):
+    def __init__(self, config: ScalarMixConfig, num_layers: int, dim: int | None = None):
         super().__init__(num_layers, initial=config.initial, trainable=config.trainable,
                          layer_norm=config.layer_norm, l2_coef=config.l2_coef)
+        self.output_dim = dim  # the layer size D (None when built without it)
+
+    @classmethod
+    def parameter_count(cls, config: ScalarMixConfig, num_layers: int, dim: int) -> int:
+        return num_layers + 1 if config.trainable else 0
+
+    def report(self) -> dict:
+        w = [round(float(x), 6) for x in self.normalized_weights().detach()]
+        return {"mix_weights": w, "gamma": round(float(self.gamma.detach()), 6), "layer_weights": w}
 
 
 @dataclass
@@ -33,10 +43,14 @@ class AverageMixConfig:
     layer_norm: Literal["batch", "token"] | None = None
 
 
-class AverageMixer(ScalarMix):
-    """The plain average of all layers (fixed equal weights, gamma 1)."""
+class AverageMixer(ScalarMixer):
+    """The plain average of all layers (fixed equal weights, gamma 1): 0 parameters."""
 
     Config = AverageMixConfig
 
-    def __init__(self, config: AverageMixConfig, num_layers: int):
-        super().__init__(num_layers, trainable=False, layer_norm=config.layer_norm)
+    def __init__(self, config: AverageMixConfig, num_layers: int, dim: int | None = None):
+        super().__init__(ScalarMixConfig(layer_norm=config.layer_norm, trainable=False), num_layers, dim)
+
+    @classmethod
+    def parameter_count(cls, config: AverageMixConfig, num_layers: int, dim: int) -> int:
+        return 0

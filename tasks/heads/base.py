@@ -63,6 +63,23 @@ class Head(nn.Module):
         return unseen_labels((lab for ex in examples for lab in self.gold_labels(ex)), known)
 
     # ------------------------------------------------------------ model
+    def bind_features(self, features: Any) -> None:
+        """Called once by ``TaskModel`` with the feature source, before training or loading a state: parts that
+        need the source's layer shapes (a head's ``output_mix``) are built here. Default: nothing."""
+
+    @property
+    def uses_layers(self) -> bool:
+        """True when ``loss``/``predict`` also need ``layers=``: the source's unfused layers (L, B, T, D)."""
+        return False
+
+    def regularization(self) -> torch.Tensor:
+        """A penalty added to the training loss (e.g. an output mix's L2); 0 by default."""
+        return torch.zeros(())
+
+    def report(self) -> dict:
+        """JSON-able learned weights of the head worth reporting (e.g. its output mix); empty by default."""
+        return {}
+
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> torch.Tensor:
         """Mean training loss of a batch. x: (B, T, D), mask: (B, T) bool."""
         raise NotImplementedError

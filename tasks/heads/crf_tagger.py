@@ -1,7 +1,7 @@
 """``crf_tagger``: a BiLSTM-CRF sequence tagger (NER), scored by strict span F1 for the tag scheme."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
@@ -10,6 +10,7 @@ from torch import nn
 from ..metrics import span_f1, token_accuracy
 from .base import BiLSTMEncoder, Head
 from .crf import ConditionalRandomField, allowed_transitions, split_tag
+from .output_mix import OutputMixOption
 
 
 @dataclass
@@ -19,6 +20,8 @@ class CrfTaggerConfig:
     dropout: float = 0.5
     scheme: Literal["auto", "BIO", "IOB1", "BIOES"] = "auto"  # auto: the reader's scheme, else from the tags
     constrained_decoding: bool = True  # Viterbi obeys the scheme's allowed transitions
+    # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
+    output_mix: dict | None = field(default=None, metadata={"component": "mix"})
 
 
 def detect_scheme(labels: list[str]) -> str:
@@ -26,8 +29,10 @@ def detect_scheme(labels: list[str]) -> str:
     return "BIOES" if any(t[:2] in ("S-", "E-") for t in labels) else "BIO"
 
 
-class CrfTagger(Head):
-    """BiLSTM over the features -> per-tag emission scores -> CRF (forward algorithm loss, Viterbi decoding)."""
+class CrfTagger(OutputMixOption, Head):
+    """BiLSTM over the features -> per-tag emission scores -> CRF (forward algorithm loss, Viterbi decoding).
+
+    With ``output_mix``, the emission layer sees [BiLSTM states; a second fusion of the biLM layers]."""
 
     Config = CrfTaggerConfig
     block_output = True
@@ -41,6 +46,7 @@ class CrfTagger(Head):
         self.encoder = BiLSTMEncoder(input_dim, config.hidden_dim, config.num_layers, config.dropout)
         self.emit = nn.Linear(self.encoder.output_dim, len(self.labels))
         self.crf = ConditionalRandomField(len(self.labels), allowed_transitions(self.scheme, self.labels))
+        self.output_mix = None  # built by bind_features when config.output_mix is set
 
     # ------------------------------------------------------------ data
     @classmethod
@@ -83,19 +89,25 @@ class CrfTagger(Head):
         return TaggedSentence(list(tokens), ["O"] * len(tokens), {})
 
     # ------------------------------------------------------------ model
-    def emissions(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """(B, T, D), (B, T) -> (B, T, K)."""
-        return self.emit(self.encoder(x, mask))
+    def emissions(self, x: torch.Tensor, mask: torch.Tensor, layers: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, D), (B, T) [, layers (L, B, T, D) for output_mix] -> (B, T, K)."""
+        scores = self.emit(self.encoder(x, mask))  # (B, T, K)
+        if self.output_mix is not None:
+            scores = scores + self.output_mix.out(self.output_mix.mixed(layers, mask))  # + (B, T, D') -> (B, T, K)
+        return scores
 
-    def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> torch.Tensor:
+    def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
+             layers: torch.Tensor | None = None) -> torch.Tensor:
         B, T = mask.shape
         tags = torch.zeros(B, T, dtype=torch.long)  # (B, T)
         for b, ex in enumerate(examples):
             tags[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags], dtype=torch.long)
-        return self.crf.neg_log_likelihood(self.emissions(x, mask), tags, mask) / B
+        return self.crf.neg_log_likelihood(self.emissions(x, mask, layers), tags, mask) / B
 
-    def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list[list[str]]:
-        paths = self.crf.viterbi(self.emissions(x, mask), mask, constrained=self.config.constrained_decoding)
+    def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
+                layers: torch.Tensor | None = None) -> list[list[str]]:
+        paths = self.crf.viterbi(self.emissions(x, mask, layers), mask,
+                                 constrained=self.config.constrained_decoding)
         return [[self.labels[i] for i in p] for p in paths]
 
     def evaluate(self, examples: list, predictions: list) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """``sentence_classifier``: BiLSTM encoder + max/mean pooling + linear layer; accuracy and macro-F1."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
@@ -10,6 +10,7 @@ from torch.nn import functional as F
 
 from ..metrics import classification_scores
 from .base import BiLSTMEncoder, Head
+from .output_mix import OutputMixOption
 
 
 @dataclass
@@ -18,10 +19,14 @@ class SentenceClassifierConfig:
     num_layers: int = 1
     dropout: float = 0.5
     pooling: Literal["max", "mean"] = "max"
+    # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
+    output_mix: dict | None = field(default=None, metadata={"component": "mix"})
 
 
-class SentenceClassifier(Head):
-    """Pools BiLSTM states over the unpadded tokens and classifies the sentence."""
+class SentenceClassifier(OutputMixOption, Head):
+    """Pools BiLSTM states over the unpadded tokens and classifies the sentence.
+
+    With ``output_mix``, the pooled vector is that of [BiLSTM states; a second fusion of the biLM layers]."""
 
     Config = SentenceClassifierConfig
     primary_metric = "accuracy"
@@ -32,6 +37,7 @@ class SentenceClassifier(Head):
         self.index = {t: i for i, t in enumerate(self.labels)}
         self.encoder = BiLSTMEncoder(input_dim, config.hidden_dim, config.num_layers, config.dropout)
         self.out = nn.Linear(self.encoder.output_dim, len(self.labels))
+        self.output_mix = None  # built by bind_features when config.output_mix is set
 
     @classmethod
     def gold_labels(cls, example) -> list[str]:
@@ -57,22 +63,28 @@ class SentenceClassifier(Head):
 
         return LabeledSentence(list(tokens), "")
 
-    def logits(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """(B, T, D), (B, T) -> (B, n_labels)."""
-        h = self.encoder(x, mask)  # (B, T, H)
+    def pool(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """(B, T, H), (B, T) -> (B, H): max or mean over the unpadded tokens."""
         m = mask.unsqueeze(-1)  # (B, T, 1)
         if self.config.pooling == "max":
-            pooled = h.masked_fill(~m, float("-inf")).max(dim=1).values  # (B, H)
-        else:
-            pooled = (h * m).sum(1) / m.sum(1).clamp(min=1)  # (B, H)
-        return self.out(pooled)
+            return h.masked_fill(~m, float("-inf")).max(dim=1).values  # (B, H)
+        return (h * m).sum(1) / m.sum(1).clamp(min=1)  # (B, H)
 
-    def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> torch.Tensor:
+    def logits(self, x: torch.Tensor, mask: torch.Tensor, layers: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, D), (B, T) [, layers (L, B, T, D) for output_mix] -> (B, n_labels)."""
+        scores = self.out(self.pool(self.encoder(x, mask), mask))  # (B, n_labels)
+        if self.output_mix is not None:  # pooling is per dimension: pool([h; m]) = [pool(h); pool(m)]
+            scores = scores + self.output_mix.out(self.pool(self.output_mix.mixed(layers, mask), mask))
+        return scores
+
+    def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
+             layers: torch.Tensor | None = None) -> torch.Tensor:
         gold = torch.tensor([self.index[ex.label] for ex in examples], dtype=torch.long)  # (B,)
-        return F.cross_entropy(self.logits(x, mask), gold)
+        return F.cross_entropy(self.logits(x, mask, layers), gold)
 
-    def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list[str]:
-        return [self.labels[i] for i in self.logits(x, mask).argmax(dim=1).tolist()]
+    def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
+                layers: torch.Tensor | None = None) -> list[str]:
+        return [self.labels[i] for i in self.logits(x, mask, layers).argmax(dim=1).tolist()]
 
     def evaluate(self, examples: list, predictions: list) -> dict[str, float]:
         return classification_scores([ex.label for ex in examples], list(predictions))
