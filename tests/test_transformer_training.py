@@ -86,3 +86,17 @@ def test_bad_backbone_config_is_one_line_exit_2(tmp_path, capsys, override, mess
 def test_config_defaults_build_a_valid_transformer():
     o = TrainConfig.from_dict({"backbone": "transformer"}).elmo_options()
     assert "lstm" not in o and o["transformer"]["dim"] == 128 and o["transformer"]["n_heads"] == 4
+
+
+def test_transformer_with_token_vectors_exports_and_loads(tmp_path):
+    from test_token_vectors import _vectors
+
+    tr = Trainer(_cfg(tmp_path, max_train_tokens=400, token_vectors=str(_vectors(tmp_path / "vec")), **TRANSFORMER),
+                 progress=False)
+    tr.run()
+    exp = tmp_path / "run" / "export"
+    bilm = load_bilm(exp / "options.json", exp / "weights.hdf5")
+    assert bilm.options.token_vectors.dim == 6 and bilm.char_cnn.vector_dim == 6
+    ids = batch_to_ids([["The", "red", "cat", "sat"], ["a", "dog"]])
+    with torch.no_grad():
+        assert torch.allclose(tr.model.eval().bilm(ids).layers, bilm(ids).layers, atol=1e-6, rtol=0)
