@@ -9,7 +9,11 @@ added to the token embedding; no position parameters.
 
 Each direction's layer k output is the residual stream after block k (width P); the top layer goes
 through a final LayerNorm (it feeds the softmax). Rows are left-aligned, so causal attention never
-reaches padding: a sentence's vectors do not depend on the batch it is in.
+reaches padding. Only real tokens are computed (packed row by row); attention runs over each row's own
+length (one call per distinct length in the batch), because the CPU kernel's result depends on the padded
+length in the last bits; and without autograd the linear layers run through oneDNN with packed weights
+(``onednn.py``), whose rows do not depend on how many rows are computed together (MKL's do, by ~1e-6). So a
+sentence gets the same vectors in any batch.
 
 Long sentences (docs/weights_format.md): a direction never attends over more than ``max_positions``
 tokens. A longer sentence is cut, in each direction's reading order, into windows of W = max_positions
@@ -27,6 +31,7 @@ from torch import nn
 import torch.nn.functional as F
 
 from .lstm import reverse_padded
+from .onednn import PackedLinear, param_key
 from .options import TransformerOptions
 
 
@@ -41,12 +46,55 @@ def sinusoidal_positions(n: int, dim: int, device: torch.device) -> torch.Tensor
     return pe.float()
 
 
+class RowLayout:
+    """Where the real tokens of a padded (N, W) batch sit once packed row by row into (M, ...) rows.
+
+    ``mask`` (N, W) marks real tokens (rows are left-aligned, ``lengths`` (N,) long); ``groups`` lists, per
+    distinct row length n, (n, c rows, their packed positions (c * n,)); ``inverse`` maps the groups'
+    concatenated order back to packed order.
+    """
+
+    def __init__(self, lengths: torch.Tensor, W: int):
+        device = lengths.device
+        self.mask = torch.arange(W, device=device).unsqueeze(0) < lengths.unsqueeze(1)  # (N, W)
+        offsets = torch.cumsum(lengths, 0) - lengths  # (N,) first packed row of each batch row
+        order = torch.argsort(lengths, stable=True)
+        uniq, counts = torch.unique_consecutive(lengths[order], return_counts=True)
+        self.groups, positions, start = [], [], 0
+        for n, c in zip(uniq.tolist(), counts.tolist()):
+            idx = order[start : start + c]
+            start += c
+            if n > 0:
+                pos = (offsets[idx].unsqueeze(1) + torch.arange(n, device=device)).reshape(-1)  # (c * n,)
+                self.groups.append((n, c, pos))
+                positions.append(pos)
+        self.inverse = torch.argsort(torch.cat(positions)) if positions else torch.zeros(0, dtype=torch.long,
+                                                                                         device=device)
+
+
+def causal_attention(qkv: torch.Tensor, layout: RowLayout, n_heads: int) -> torch.Tensor:
+    """Causal multi-head SDPA over packed tokens: qkv (M, 3P) -> (M, P).
+
+    One call per distinct row length, over exactly that length: the CPU kernel's result depends on the
+    padded length in the last bits, so this keeps a sentence's vectors independent of its batch.
+    """
+    M, P3 = qkv.shape
+    P, H = P3 // 3, n_heads
+    parts = []
+    for n, c, pos in layout.groups:
+        q, k, v = qkv[pos].view(c, n, 3, H, P // H).permute(2, 0, 3, 1, 4)  # (c, H, n, P/H) each
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (c, H, n, P/H)
+        parts.append(o.transpose(1, 2).reshape(c * n, P))
+    return torch.cat(parts)[layout.inverse] if parts else qkv.new_zeros(0, P)  # (M, P) in packed order
+
+
 class TransformerBlock(nn.Module):
     """Pre-LN block: x + Attn(LN(x)), then x + FF(LN(x)); causal multi-head attention, GELU feed-forward."""
 
     def __init__(self, dim: int, n_heads: int, ff_dim: int):
         super().__init__()
         self.n_heads = n_heads
+        self._fast: tuple | None = None  # inference-only packed copies of the four linear layers
         self.ln_attn = nn.LayerNorm(dim)
         self.qkv = nn.Linear(dim, 3 * dim)
         self.out = nn.Linear(dim, dim)
@@ -54,16 +102,21 @@ class TransformerBlock(nn.Module):
         self.ff1 = nn.Linear(dim, ff_dim)
         self.ff2 = nn.Linear(ff_dim, dim)
 
-    def forward(self, x: torch.Tensor, dropout: float = 0.0) -> torch.Tensor:
-        """x: (N, W, P) -> (N, W, P); position w attends to positions 0..w of its row."""
-        N, W, P = x.shape
-        H = self.n_heads
-        q, k, v = self.qkv(self.ln_attn(x)).view(N, W, 3, H, P // H).permute(2, 0, 3, 1, 4)  # (N, H, W, P/H) each
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (N, H, W, P/H)
-        a = self.out(a.transpose(1, 2).reshape(N, W, P))  # (N, W, P)
-        x = x + F.dropout(a, dropout, self.training)
-        f = self.ff2(F.gelu(self.ff1(self.ln_ff(x))))  # (N, W, P)
-        return x + F.dropout(f, dropout, self.training)
+    def forward(self, h: torch.Tensor, layout: RowLayout, dropout: float = 0.0) -> torch.Tensor:
+        """h: (M, P) packed real tokens of the rows in ``layout`` -> (M, P)."""
+        fast = not (torch.is_grad_enabled() and (h.requires_grad or any(p.requires_grad for p in self.parameters())))
+        qkv, out, ff1, ff2 = self._packed() if fast else (self.qkv, self.out, self.ff1, self.ff2)
+        a = out(causal_attention(qkv(self.ln_attn(h)), layout, self.n_heads))  # (M, P)
+        h = h + F.dropout(a, dropout, self.training)
+        f = ff2(F.gelu(ff1(self.ln_ff(h))))  # (M, P)
+        return h + F.dropout(f, dropout, self.training)
+
+    def _packed(self) -> tuple[PackedLinear, ...]:
+        """oneDNN copies of qkv, out, ff1, ff2 (cached while the parameters are unchanged); no autograd."""
+        key = param_key(self)
+        if self._fast is None or self._fast[0] != key:
+            self._fast = (key, tuple(PackedLinear(m.weight, m.bias) for m in (self.qkv, self.out, self.ff1, self.ff2)))
+        return self._fast[1]
 
 
 class CausalStack(nn.Module):
@@ -74,17 +127,21 @@ class CausalStack(nn.Module):
         self.layers = nn.ModuleList(TransformerBlock(opts.dim, opts.n_heads, opts.ff_dim) for _ in range(opts.n_layers))
         self.norm = nn.LayerNorm(opts.dim)
 
-    def forward(self, x: torch.Tensor, dropout: float = 0.0) -> list[torch.Tensor]:
-        """x: (N, W, P) token embeddings in reading order -> [layer outputs (N, W, P)] * n_layers."""
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor, dropout: float = 0.0) -> list[torch.Tensor]:
+        """x: (N, W, P) token embeddings in reading order, lengths (N,) -> [layer outputs (N, W, P)] * n_layers.
+
+        Only real tokens are computed (packed to (M, P)); outputs are zero at padding.
+        """
         N, W, P = x.shape
-        h = x + sinusoidal_positions(W, P, x.device)  # (N, W, P)
+        layout = RowLayout(lengths, W)
+        h = (x + sinusoidal_positions(W, P, x.device))[layout.mask]  # (M, P)
         h = F.dropout(h, dropout, self.training)
         outs = []
         for block in self.layers:
-            h = block(h, dropout)
+            h = block(h, layout, dropout)
             outs.append(h)
         outs[-1] = self.norm(outs[-1])
-        return outs
+        return [x.new_zeros(N, W, P).index_put((layout.mask,), o) for o in outs]  # (N, W, P) each
 
 
 class TransformerBiEncoder(nn.Module):
@@ -122,7 +179,7 @@ class TransformerBiEncoder(nn.Module):
         B, T, P = x.shape
         W = self.opts.max_positions
         if T <= W:
-            return self._grouped(stack, x, dropout)
+            return self._grouped(stack, x, lengths, dropout)
         S = W - self.opts.chunk_overlap
         K = 1 + math.ceil((T - W) / S)  # windows start at 0, S, 2S, ...; the last one reaches T
         xp = F.pad(x, (0, 0, 0, (K - 1) * S + W - T))  # (B, (K-1)S + W, P)
@@ -131,20 +188,21 @@ class TransformerBiEncoder(nn.Module):
         need = (k == 0) | (lengths.unsqueeze(1) > W + (k - 1) * S)  # (B, K): window holds a token it serves
         slot = torch.zeros(B, K, dtype=torch.long, device=x.device)
         slot[need] = torch.arange(int(need.sum()), device=x.device)
-        outs = self._grouped(stack, win[need], dropout)  # [(N_w, W, P)]
+        win_len = (lengths.unsqueeze(1) - k * S).clamp(0, W)  # (B, K) real tokens per window
+        outs = self._grouped(stack, win[need], win_len[need], dropout)  # [(N_w, W, P)]
         t = torch.arange(T, device=x.device)
         kt = torch.where(t < W, 0, torch.div(t - W, S, rounding_mode="floor") + 1)  # (T,) first window holding t
         rows = slot[:, kt]  # (B, T)
         offs = (t - kt * S).unsqueeze(0).expand(B, T)  # (B, T)
         return [o[rows, offs] for o in outs]  # (B, T, P); padding positions read some window, masked later
 
-    def _grouped(self, stack: CausalStack, x: torch.Tensor, dropout: float) -> list[torch.Tensor]:
-        """Run ``stack`` on x (N, W, P) at most ``max_tokens_per_call`` tokens at a time."""
+    def _grouped(self, stack: CausalStack, x: torch.Tensor, lengths: torch.Tensor, dropout: float):
+        """Run ``stack`` on x (N, W, P) with row lengths (N,), at most ``max_tokens_per_call`` tokens at a time."""
         N, W, _ = x.shape
         rows = max(1, self.max_tokens_per_call // W)
         if N <= rows:
-            return stack(x, dropout)
-        parts = [stack(x[i : i + rows], dropout) for i in range(0, N, rows)]
+            return stack(x, lengths, dropout)
+        parts = [stack(x[i : i + rows], lengths[i : i + rows], dropout) for i in range(0, N, rows)]
         return [torch.cat(layer) for layer in zip(*parts)]
 
     def num_parameters(self) -> int:

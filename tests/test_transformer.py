@@ -108,7 +108,8 @@ def test_long_sentences_run_in_overlapping_windows(monkeypatch):
                 for t in range(n):
                     k = 0 if t < W else (t - W) // S + 1
                     assert t - k * S >= min(t, 3)  # at least chunk_overlap tokens of context
-                    want = stack(seq[None, k * S : k * S + W])[-1][0, t - k * S]
+                    window = seq[None, k * S : k * S + W]  # (1, <= W, 8)
+                    want = stack(window, torch.tensor([window.shape[1]]))[-1][0, t - k * S]
                     pos = t if d == 0 else n - 1 - t
                     got = layers[-1][row, pos, 8 * d : 8 * d + 8]
                     assert torch.allclose(got, want, atol=1e-6), (row, d, t)
@@ -149,3 +150,26 @@ def test_weights_round_trip_and_backbone_mismatch(tmp_path):
     (tmp_path / "three.json").write_text(json.dumps(three))
     with pytest.raises(WeightFileError, match="has 2 transformer layers per direction, but the options say n_layers=3"):
         load_bilm(tmp_path / "three.json", tmp_path / "w.hdf5")
+
+
+def test_inference_path_equals_autograd_path():
+    """Without autograd the linear layers run through oneDNN (batch-invariant); with it, nn.Linear."""
+    bilm = _bilm(seed=5)
+    ids = batch_to_ids(SENTS + [[f"w{i}" for i in range(20)]])  # the last one runs in windows
+    slow = bilm(ids).layers
+    assert slow.requires_grad
+    with torch.no_grad():
+        fast = bilm(ids).layers
+    assert (fast - slow.detach()).abs().max() < 1e-6
+
+
+def test_batch_invariance_is_exact_at_a_realistic_width():
+    d = copy.deepcopy(TINY)
+    d["transformer"].update(dim=64, n_heads=4, ff_dim=256, max_positions=32, chunk_overlap=8)
+    bilm = _bilm(d, seed=1)
+    sents = [[f"w{(7 * i + j) % 23}" for j in range(n)] for i, n in enumerate([1, 5, 17, 30, 31, 70, 3, 12])]
+    with torch.no_grad():
+        out = bilm(batch_to_ids(sents)).layers
+        for i, s in enumerate(sents):
+            alone = bilm(batch_to_ids([s])).layers[:, 0]
+            assert torch.allclose(alone, out[:, i, : len(s)], atol=1e-6, rtol=0)
