@@ -10,6 +10,7 @@ from .char_cnn import CharCNN
 from .char_ids import BOS_CHAR_IDS, EOS_CHAR_IDS
 from .lstm import ElmoLstm
 from .options import BiLMOptions
+from .transformer import TransformerBiEncoder
 
 
 @dataclass
@@ -35,11 +36,12 @@ class BiLM(nn.Module):
 
     ``bilm(char_ids)`` with char_ids (B, T, 50) from ``batch_to_ids`` returns a BiLMOutput whose
     ``layers`` are (L, B, T, 2 * projection_dim): layer 0 is the token embedding as [x; x],
-    layers 1..n the biLSTM outputs [forward; backward]. Sentence-boundary tokens are added
+    layers 1..n the contextual layers [forward; backward] of the backbone (``options.backbone``:
+    the biLSTM of ELMo, or a Transformer biLM, ``transformer.py``). Sentence-boundary tokens are added
     internally and removed from the output unless ``keep_sentence_boundaries``.
 
-    Stateless by default. With ``stateful=True`` the final LSTM state of batch row r is the initial
-    state of row r in the next call, as in AllenNLP and bilm-tf (``reset_states()`` clears it).
+    Stateless by default. With ``stateful=True`` (LSTM backbone only) the final LSTM state of batch row r
+    is the initial state of row r in the next call, as in AllenNLP and bilm-tf (``reset_states()`` clears it).
     """
 
     def __init__(self, options: BiLMOptions, stateful: bool = False, keep_sentence_boundaries: bool = False):
@@ -48,9 +50,19 @@ class BiLM(nn.Module):
         self.stateful = stateful
         self.keep_sentence_boundaries = keep_sentence_boundaries
         vdim = options.token_vectors.dim if options.token_vectors is not None else 0
-        self.char_cnn = CharCNN(options.char_cnn, options.lstm.projection_dim, vector_dim=vdim)
-        self.lstm = ElmoLstm(options.lstm.projection_dim, options.lstm)
+        self.char_cnn = CharCNN(options.char_cnn, options.projection_dim, vector_dim=vdim)
+        if options.backbone == "transformer":
+            if stateful:
+                raise ValueError("stateful=True needs the lstm backbone; a transformer biLM carries no state")
+            self.transformer = TransformerBiEncoder(options.transformer)
+        else:
+            self.lstm = ElmoLstm(options.lstm.projection_dim, options.lstm)
         self._states: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    @property
+    def encoder(self) -> nn.Module:
+        """The contextual stack: ``ElmoLstm`` or ``TransformerBiEncoder`` (same call contract)."""
+        return self.transformer if self.options.backbone == "transformer" else self.lstm
 
     @property
     def output_dim(self) -> int:
@@ -66,7 +78,7 @@ class BiLM(nn.Module):
     def token_embedding(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Run the character CNN on real tokens only. (B, T, 50), (B, T) -> (B, T, P)."""
         B, T, _ = char_ids.shape
-        out = torch.zeros(B, T, self.options.lstm.projection_dim, dtype=torch.float32, device=char_ids.device)
+        out = torch.zeros(B, T, self.options.projection_dim, dtype=torch.float32, device=char_ids.device)
         if mask.any():
             out[mask] = self.char_cnn(char_ids[mask])  # (N, P)
         return out
@@ -101,7 +113,7 @@ class BiLM(nn.Module):
         else:
             tok = self._with_given_tokens(ids_b, lengths, token_embeddings)  # (B, T+2, P)
         init = self._initial_state(B) if self.stateful else None
-        lstm_out, final = self.lstm(tok, lengths_b, init)  # [(B, T+2, 2P)] * n_layers
+        lstm_out, final = self.encoder(tok, lengths_b, init)  # [(B, T+2, 2P)] * n_layers
         if self.stateful:
             self._update_states(final)
         if self.keep_sentence_boundaries:
@@ -123,7 +135,7 @@ class BiLM(nn.Module):
     def _with_given_tokens(self, ids_b, lengths, token_embeddings):
         """Token layer with boundaries from the CNN and real tokens from ``token_embeddings``."""
         B, T2, _ = ids_b.shape
-        P = self.options.lstm.projection_dim
+        P = self.options.projection_dim
         if token_embeddings.shape != (B, T2 - 2, P):
             raise ValueError(f"token_embeddings must be {(B, T2 - 2, P)}, got {tuple(token_embeddings.shape)}")
         boundary = self.char_cnn(torch.stack([ids_b[0, 0], ids_b[0, lengths[0] + 1]]))  # (2, P)
@@ -155,5 +167,5 @@ class BiLM(nn.Module):
             self._states = (oh, oc)
 
     def flops_per_token(self) -> int:
-        """Model FLOPs (2 x multiply-adds) to run one token through the CNN and the biLSTM."""
-        return self.char_cnn.flops_per_token() + self.lstm.flops_per_token()
+        """Model FLOPs (2 x multiply-adds) to run one token through the CNN and the contextual stack."""
+        return self.char_cnn.flops_per_token() + self.encoder.flops_per_token()

@@ -34,7 +34,7 @@ class TokenCache:
         self.bilm = bilm
         self.max_size = int(max_size)
         self.chunk_size = int(chunk_size)
-        P = bilm.options.lstm.projection_dim
+        P = bilm.options.projection_dim
         with torch.inference_mode():  # every tensor of the cache lives in inference mode
             self._table = torch.zeros(0, P, dtype=torch.float32)  # (capacity, P), grows up to max_size
         self._slots: OrderedDict[str, int] = OrderedDict()  # word -> row of _table, in LRU order

@@ -7,6 +7,7 @@ Conversions (same as AllenNLP's ``_ElmoCharacterEncoder`` / ``ElmoLstm`` loaders
 - LSTM ``W_0`` (Din + P, 4C) in TensorFlow gate order (i, j, f, o) -> (i, f, j, o); bias ``B``
   gets TensorFlow's implicit +1 forget bias; ``W_P_0`` (C, P) is the projection.
 Files may store float16; they are read back as float32.
+A ``"backbone": "transformer"`` biLM has ``transformer/...`` datasets instead of ``RNN_*`` (docs/weights_format.md).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import numpy as np
 import torch
 
 from .bilm import BiLM
-from .options import BiLMOptions
+from .options import BiLMOptions, TransformerOptions
 from .token_vectors import TokenVectors
 
 
@@ -48,6 +49,34 @@ def _swap_j_f(a: np.ndarray, C: int, axis: int) -> np.ndarray:
     return np.concatenate([blocks[0], blocks[2], blocks[1], blocks[3]], axis=axis)
 
 
+def _transformer_datasets(t: TransformerOptions):
+    """(HDF5 name, state_dict key, HDF5 shape, stored transposed) of every transformer parameter.
+
+    Matrices are stored (in, out) as bilm-tf stores its own, i.e. the transpose of ``nn.Linear.weight``.
+    """
+    P, F_ = t.dim, t.ff_dim
+    for d in ("forward", "backward"):
+        g, m = f"transformer/{d}", f"transformer.{d}_stack"
+        for k in range(t.n_layers):
+            gl, ml = f"{g}/layer_{k}", f"{m}.layers.{k}"
+            for ln in ("ln_attn", "ln_ff"):
+                yield f"{gl}/{ln}/gamma", f"{ml}.{ln}.weight", (P,), False
+                yield f"{gl}/{ln}/beta", f"{ml}.{ln}.bias", (P,), False
+            for name, mod, shape in (("attn/W_qkv", "qkv", (P, 3 * P)), ("attn/W_out", "out", (P, P)),
+                                     ("ff/W_1", "ff1", (P, F_)), ("ff/W_2", "ff2", (F_, P))):
+                yield f"{gl}/{name}", f"{ml}.{mod}.weight", shape, True
+                yield f"{gl}/{name.replace('/W_', '/b_')}", f"{ml}.{mod}.bias", shape[1:], False
+        yield f"{g}/ln_final/gamma", f"{m}.norm.weight", (P,), False
+        yield f"{g}/ln_final/beta", f"{m}.norm.bias", (P,), False
+
+
+def _file_backbone(f: h5py.File) -> str | None:
+    """The backbone a weight file holds: 'transformer', 'lstm' (RNN_* groups) or None (neither)."""
+    if "transformer" in f:
+        return "transformer"
+    return "lstm" if any(k.startswith("RNN_") for k in f.keys()) else None
+
+
 def load_weights_into(bilm: BiLM, weight_file: str | Path) -> None:
     """Copy weights from an HDF5 file into ``bilm`` (shapes checked against its options)."""
     path = str(weight_file)
@@ -57,6 +86,10 @@ def load_weights_into(bilm: BiLM, weight_file: str | Path) -> None:
     cnn, lo = o.char_cnn, o.lstm
     sd: dict[str, torch.Tensor] = {}
     with h5py.File(path, "r") as f:
+        held = _file_backbone(f)
+        if held is not None and held != o.backbone:
+            raise WeightFileError(f"{path}: holds a '{held}' backbone, but its options say backbone '{o.backbone}': "
+                                  "use the options.json written with these weights")
         emb = _read(f, "char_embed", (cnn.n_characters - 1, cnn.embedding_dim), path)
         sd["char_cnn.char_embedding.weight"] = np.concatenate([np.zeros((1, cnn.embedding_dim), np.float32), emb])
         for i, (w, n) in enumerate(cnn.filters):
@@ -73,16 +106,26 @@ def load_weights_into(bilm: BiLM, weight_file: str | Path) -> None:
             bc = -_read(f, f"{g}/b_carry", (nf,), path)
             sd[f"char_cnn.highway.layers.{k}.weight"] = np.concatenate([wt, wc])
             sd[f"char_cnn.highway.layers.{k}.bias"] = np.concatenate([bt, bc])
-        sd["char_cnn.projection.weight"] = _read(f, "CNN_proj/W_proj", (nf, lo.projection_dim), path).T
-        sd["char_cnn.projection.bias"] = _read(f, "CNN_proj/b_proj", (lo.projection_dim,), path)
-        C, P = lo.dim, lo.projection_dim
+        sd["char_cnn.projection.weight"] = _read(f, "CNN_proj/W_proj", (nf, o.projection_dim), path).T
+        sd["char_cnn.projection.bias"] = _read(f, "CNN_proj/b_proj", (o.projection_dim,), path)
+        if o.backbone == "transformer":
+            n_file = len([k for k in f["transformer/forward"].keys() if k.startswith("layer_")]) \
+                if "transformer/forward" in f else 0
+            if n_file != o.transformer.n_layers:
+                raise WeightFileError(f"{path}: has {n_file} transformer layers per direction, but the options say "
+                                      f"n_layers={o.transformer.n_layers}")
+            for name, key, shape, transposed in _transformer_datasets(o.transformer):
+                arr = _read(f, name, shape, path)
+                sd[key] = arr.T if transposed else arr
+            lo = None
+        C, P = (lo.dim, lo.projection_dim) if lo is not None else (0, 0)
         n_layers_file = sum(1 for k in range(64) if f"{_lstm_prefix(0, k)}/W_0" in f)
-        if n_layers_file != lo.n_layers:
+        if lo is not None and n_layers_file != lo.n_layers:
             raise WeightFileError(
                 f"{path}: has {n_layers_file} LSTM layers per direction, but the options say n_layers={lo.n_layers}"
             )
         for d, name in ((0, "forward_layers"), (1, "backward_layers")):
-            for k in range(lo.n_layers):
+            for k in range(lo.n_layers if lo is not None else 0):
                 din = P
                 pre = _lstm_prefix(d, k)
                 W = _swap_j_f(_read(f, f"{pre}/W_0", (din + P, 4 * C), path).T, C, axis=0)  # (4C, Din+P)
@@ -154,6 +197,10 @@ def bilm_to_hdf5_arrays(bilm: BiLM) -> dict[str, np.ndarray]:
         out[f"CNN_high_{k}/b_carry"] = -b[nf:]
     out["CNN_proj/W_proj"] = sd["char_cnn.projection.weight"].T
     out["CNN_proj/b_proj"] = sd["char_cnn.projection.bias"]
+    if o.backbone == "transformer":
+        for name, key, _, transposed in _transformer_datasets(o.transformer):
+            out[name] = sd[key].T if transposed else sd[key]
+        return out
     C = o.lstm.dim
     for d, name in ((0, "forward_layers"), (1, "backward_layers")):
         for k in range(o.lstm.n_layers):

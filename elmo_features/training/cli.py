@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import h5py
@@ -23,10 +24,15 @@ def cmd_train(args) -> int:
     from .config import TrainConfig
     from .trainer import Trainer
 
-    cfg = TrainConfig.from_yaml(args.config, _parse_set(args.set))
-    if not cfg.train_files:
-        raise SystemExit(f"{args.config}: train_files is empty")
-    result = Trainer(cfg, resume=args.resume, progress=not args.no_progress).run()
+    try:
+        cfg = TrainConfig.from_yaml(args.config, _parse_set(args.set))
+        if not cfg.train_files:
+            raise ValueError(f"{args.config}: train_files is empty")
+        trainer = Trainer(cfg, resume=args.resume, progress=not args.no_progress)
+    except (ValueError, FileNotFoundError, FileExistsError) as e:  # bad config or run folder: one line, exit 2
+        print(f"elmo-tasks train-bilm: error: {e}", file=sys.stderr)
+        return 2
+    result = trainer.run()
     print(json.dumps(result))
     if not result["finished"]:
         print(f"stopped; continue with: elmo-tasks train-bilm --config {args.config} --resume")

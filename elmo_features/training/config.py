@@ -24,6 +24,13 @@ class TrainConfig:
     n_layers: int = 2
     cell_clip: float = 3.0
     proj_clip: float = 3.0
+    # backbone (docs/weights_format.md): "lstm" (ELMo; lstm_dim, cell_clip, proj_clip) or "transformer"
+    # (Peters et al. 2018: per-direction causal stacks of n_layers pre-LN blocks of width projection_dim)
+    backbone: str = "lstm"
+    transformer_heads: int = 4
+    transformer_ff_dim: int = 512
+    transformer_max_positions: int = 256  # attention window; longer sentences run in overlapping windows
+    transformer_chunk_overlap: int = 128
     # static-vector prior (extension, docs/weights_format.md): frozen pretrained word vectors for the
     # output vocabulary's words, concatenated to the char-CNN output before the highway layers
     token_vectors: str | None = None  # folder with vectors.npy + words.txt, or a GloVe text file
@@ -61,7 +68,27 @@ class TrainConfig:
         unknown = sorted(set(d) - set(valid))
         if unknown:
             raise ValueError(f"{source}: unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
-        return cls(**d)
+        cfg = cls(**d)
+        cfg.validate(source)
+        return cfg
+
+    def validate(self, source: str = "config") -> None:
+        """Check the backbone keys (the options parser checks the rest when the model is built)."""
+        from ..options import BACKBONES, BiLMOptions
+
+        if self.backbone not in BACKBONES:
+            raise ValueError(f"{source}: unknown backbone {self.backbone!r}; valid backbones: {', '.join(BACKBONES)}")
+        if self.backbone == "transformer":
+            try:
+                BiLMOptions.from_dict(self.elmo_options(), source=source)
+            except ValueError as e:  # name the config keys rather than the options keys
+                msg = str(e)
+                for a, b in (("transformer.dim", "projection_dim"), ("transformer.n_heads", "transformer_heads"),
+                             ("n_heads", "transformer_heads"), ("transformer.ff_dim", "transformer_ff_dim"),
+                             ("transformer.n_layers", "n_layers"), ("transformer.", "transformer_"),
+                             ("[0, max_positions", "[0, transformer_max_positions")):
+                    msg = msg.replace(a, b)
+                raise ValueError(msg) from None
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "TrainConfig":
@@ -99,4 +126,10 @@ class TrainConfig:
         }
         if token_vectors is not None:
             d["token_vectors"] = token_vectors
+        if self.backbone == "transformer":
+            del d["lstm"]
+            d["backbone"] = "transformer"
+            d["transformer"] = {"dim": self.projection_dim, "n_layers": self.n_layers, "n_heads": self.transformer_heads,
+                                "ff_dim": self.transformer_ff_dim, "max_positions": self.transformer_max_positions,
+                                "chunk_overlap": self.transformer_chunk_overlap, "positions": "sinusoidal"}
         return d

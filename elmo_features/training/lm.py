@@ -21,7 +21,7 @@ class BiLanguageModel(nn.Module):
     def __init__(self, options: BiLMOptions, vocab_size: int, dropout: float = 0.0):
         super().__init__()
         self.bilm = BiLM(options)
-        P = options.lstm.projection_dim
+        P = options.projection_dim
         self.softmax_w = nn.Parameter(torch.randn(vocab_size, P) / math.sqrt(P))  # (V, P)
         self.softmax_b = nn.Parameter(torch.zeros(vocab_size))  # (V,)
         self.dropout = dropout
@@ -41,7 +41,7 @@ class BiLanguageModel(nn.Module):
         emb = self.bilm.char_cnn(type_chars[uniq].long(), rows)  # (U, P)
         tok = emb.new_zeros(B, T, emb.shape[1])
         tok[valid] = emb[inverse]  # (B, T, P)
-        outputs, _ = self.bilm.lstm(tok, lengths, dropout=self.dropout)
+        outputs, _ = self.bilm.encoder(tok, lengths, dropout=self.dropout)
         top = outputs[-1]  # (B, T, 2P)
         return F.dropout(top, self.dropout, self.training) if self.dropout > 0 else top
 

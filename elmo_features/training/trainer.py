@@ -157,6 +157,10 @@ class Trainer:
 
     def _load(self, path: Path) -> None:
         ckpt = torch.load(path, weights_only=True)
+        was = ckpt.get("config", {}).get("backbone", "lstm")
+        if was != self.cfg.backbone:
+            raise ValueError(f"{path}: was trained with backbone '{was}', but the config says '{self.cfg.backbone}'; "
+                             "resume with the same backbone, or start a new out_dir")
         self.model.load_state_dict(ckpt["model"])
         self.opt.load_state_dict(ckpt["optimizer"])
         self.state = ckpt["state"]
