@@ -43,11 +43,10 @@ def infile(tmp_path):
 
 
 def run(argv):
-    """Parse with the module's own parser (independent of the other sub-commands) and run."""
-    parser = argparse.ArgumentParser()
-    cli_embed.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    """The ``elmo-tasks`` entry point (it reports user errors: one line, exit code 2)."""
+    from tasks.cli import main
+
+    return main(argv)
 
 
 def read(path):
