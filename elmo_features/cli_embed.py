@@ -218,4 +218,5 @@ def register(subparsers) -> None:
     p.add_argument("--chunk-size", type=positive_int, default=1000, help="sentences per flush of the resumable output")
     p.add_argument("--forget-sentences", action="store_true", help="do not write the sentence_to_index dataset")
     p.add_argument("--restart", action="store_true", help="ignore OUTPUT.partial from an interrupted run")
-    p.set_defaults(func=run, output_format="all")
+    p.set_defaults(func=run, output_format="all",
+                   interrupt_hint="rerun the same command to continue from the last flushed chunk")

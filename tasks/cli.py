@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rc = args.func(args)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        hint = getattr(args, "interrupt_hint", None)
+        print("interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return 130
     except (ElmoTasksError, OSError) as e:
         if debug:
