@@ -1,5 +1,4 @@
 """``elmo-tasks embed`` end to end on a tiny model: allennlp-compatible output, bad lines, resume."""
-import argparse
 import json
 
 import h5py
@@ -8,7 +7,7 @@ import pytest
 import torch
 
 from elmo_features import BiLM, BiLMOptions, Embedder, load_bilm, save_bilm
-from elmo_features import cli_embed, default_model
+from elmo_features import default_model
 from elmo_features.cli_embed import InputError, embed_file, read_sentences
 
 TINY = {
