@@ -1,12 +1,14 @@
 """``elmo-tasks embed``: embed a file of sentences into an HDF5 file compatible with ``allennlp elmo``.
 
-Input: UTF-8 text, one whitespace-tokenized sentence per line (no blank lines).
+Input: UTF-8 text, one whitespace-tokenized sentence per line (no blank lines; the text policy of
+``elmo_features.text_input``).
 Output: datasets "0", "1", ... (line number -> (L, n, D) with --all, (n, D) with --top / --average)
 and "sentence_to_index", a JSON string mapping each stripped line to its dataset name.
 
 Resuming: the output is built in OUTPUT.partial, flushed every --chunk-size sentences together with
 the number of sentences done, the input's sha256 and the settings. Rerunning the same command
-continues from the last flushed chunk; when done the file is renamed to OUTPUT.
+continues from the last flushed chunk; when done the file is renamed to OUTPUT. While it works, the
+command holds OUTPUT.lock (``elmo_features.locking``): a second command writing the same OUTPUT is refused.
 """
 from __future__ import annotations
 
@@ -23,46 +25,48 @@ import h5py
 import numpy as np
 from tqdm.auto import tqdm
 
-from .download import DownloadError
 from .embedder import Embedder
+from .errors import TextInputError, UsageError
 from .feature_cache import bilm_fingerprint
-from .options import OptionsError
-from .weights import WeightFileError, load_bilm
+from .locking import OutputLock, lock_path_for
+from .paths import check_input_file, check_output_file
+from .text_input import decode_line
+from .weights import load_bilm
 
 FORMATS = ("all", "top", "average")
 PARTIAL_SUFFIX = ".partial"
 _RESUME_ATTRS = ("input_sha256", "settings", "n_done")
 
 
-class InputError(ValueError):
-    """The input file is malformed (message names the file and line)."""
+InputError = TextInputError  # the input file breaks the text policy (elmo_features.text_input)
 
 
-def read_sentences(path: str | Path, max_errors: int = 10) -> tuple[list[str], list[list[str]], str]:
-    """-> (stripped lines, tokenized sentences, sha256 of the file). Blank / non-UTF-8 lines are errors."""
+def read_sentences(path: str | Path, max_errors: int = 5) -> tuple[list[str], list[list[str]], str]:
+    """-> (stripped lines, tokenized sentences, sha256 of the file).
+
+    The text policy of ``elmo_features.text_input``; blank lines are errors (dataset "i" is line i+1).
+    All problems of the file are reported at once (the first ``max_errors`` in full)."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"input file not found: {path}") from None
+    check_input_file(path, "embed input")
+    data = path.read_bytes()
     raw_lines = data.split(b"\n")
     if raw_lines and raw_lines[-1] == b"":
         raw_lines.pop()  # the file's final newline
     lines, errors = [], []
     for lineno, raw in enumerate(raw_lines, start=1):
         try:
-            text = raw.decode("utf-8").strip()
-        except UnicodeDecodeError as e:
-            errors.append(f"{path}:{lineno}: not valid UTF-8 (byte {raw[e.start]:#04x} at byte column {e.start + 1})")
+            text = decode_line(raw, path, lineno).strip()
+        except TextInputError as e:
+            errors.append(str(e))
             continue
         if not text:
             errors.append(f"{path}:{lineno}: blank line; every line must hold one whitespace-tokenized sentence")
         lines.append(text)
     if errors:
-        more = f"\n... and {len(errors) - max_errors} more" if len(errors) > max_errors else ""
-        raise InputError("\n".join(errors[:max_errors]) + more)
+        more = f"; ... and {len(errors) - max_errors} more" if len(errors) > max_errors else ""
+        raise InputError("; ".join(errors[:max_errors]) + more)
     if not lines:
-        raise InputError(f"{path}: no sentences (the file is empty)")
+        raise InputError(f"{path}: no sentences (the file is empty); give one sentence per line")
     return lines, [line.split() for line in lines], hashlib.sha256(data).hexdigest()
 
 
@@ -103,12 +107,20 @@ def embed_file(input_path: str | Path, output_path: str | Path, embedder: Embedd
     on_chunk(chunk_index, n_done) is called after each flushed chunk (a hook for tests/monitoring).
     """
     if output_format not in FORMATS:
-        raise ValueError(f"unknown output format {output_format!r}; valid: {FORMATS}")
+        raise UsageError(f"unknown output format {output_format!r}; valid: {FORMATS}")
     if chunk_size < 1:
-        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        raise UsageError(f"chunk_size must be >= 1, got {chunk_size}")
+    output_path = check_output_file(output_path, "embed output")
     lines, sentences, input_hash = read_sentences(input_path)
-    output_path = Path(output_path)
     output_path.parent.mkdir(parents=True, exist_ok=True)
+    with OutputLock(lock_path_for(output_path), f"the embed output {output_path}"):
+        return _embed_locked(lines, sentences, input_hash, output_path, embedder, output_format, chunk_size,
+                             forget_sentences, resume, on_chunk)
+
+
+def _embed_locked(lines, sentences, input_hash, output_path: Path, embedder: Embedder, output_format: str,
+                  chunk_size: int, forget_sentences: bool, resume: bool, on_chunk) -> dict:
+    """embed_file's work, while holding the output's lock."""
     partial = Path(str(output_path) + PARTIAL_SUFFIX)
     settings = json.dumps({"format": output_format, "bilm": bilm_fingerprint(embedder.bilm),
                            "forget_sentences": bool(forget_sentences)}, sort_keys=True)
@@ -147,9 +159,9 @@ def embed_file(input_path: str | Path, output_path: str | Path, embedder: Embedd
 def _load_bilm(args: argparse.Namespace):
     if args.options or args.weights:
         if args.model:
-            raise ValueError("give either --model or --options/--weights, not both")
+            raise UsageError("give either --model or --options/--weights, not both")
         if not (args.options and args.weights):
-            raise ValueError("--options and --weights go together")
+            raise UsageError("--options and --weights go together")
         return load_bilm(args.options, args.weights)
     from .default_model import resolve_bilm
 
@@ -157,19 +169,31 @@ def _load_bilm(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    """The ``embed`` sub-command."""
-    try:
-        bilm = _load_bilm(args)
-        embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
-                            progress=False)
-        s = embed_file(args.input, args.output, embedder, args.output_format, chunk_size=args.chunk_size,
-                       forget_sentences=args.forget_sentences, resume=not args.restart)
-    except (InputError, OptionsError, WeightFileError, DownloadError, FileNotFoundError, ValueError) as e:
-        print(f"elmo-tasks embed: error: {e}", file=sys.stderr)
-        return 2
+    """The ``embed`` sub-command (errors are reported by ``tasks.cli.main``)."""
+    check_input_file(args.input, "embed input")
+    check_output_file(args.output, "embed output")
+    for flag in ("options", "weights"):
+        if getattr(args, flag):
+            check_input_file(getattr(args, flag), f"--{flag}")
+    bilm = _load_bilm(args)
+    embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
+                        progress=False)
+    s = embed_file(args.input, args.output, embedder, args.output_format, chunk_size=args.chunk_size,
+                   forget_sentences=args.forget_sentences, resume=not args.restart)
     print(f"wrote {s['sentences']} sentences ({s['tokens']} tokens) to {s['output']} in {s['seconds']:.1f} s",
           file=sys.stderr)
     return 0
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
 
 
 def register(subparsers) -> None:
@@ -189,9 +213,10 @@ def register(subparsers) -> None:
     fmt.add_argument("--top", dest="output_format", action="store_const", const="top", help="top layer, (n, D)")
     fmt.add_argument("--average", dest="output_format", action="store_const", const="average",
                      help="mean of the layers, (n, D)")
-    p.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
-    p.add_argument("--max-tokens-per-batch", type=int, default=4096, help="padded tokens per batch (default 4096)")
-    p.add_argument("--chunk-size", type=int, default=1000, help="sentences per flush of the resumable output")
+    p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch (default 64)")
+    p.add_argument("--max-tokens-per-batch", type=positive_int, default=4096, help="padded tokens per batch (default 4096)")
+    p.add_argument("--chunk-size", type=positive_int, default=1000, help="sentences per flush of the resumable output")
     p.add_argument("--forget-sentences", action="store_true", help="do not write the sentence_to_index dataset")
     p.add_argument("--restart", action="store_true", help="ignore OUTPUT.partial from an interrupted run")
-    p.set_defaults(func=run, output_format="all")
+    p.set_defaults(func=run, output_format="all",
+                   interrupt_hint="rerun the same command to continue from the last flushed chunk")

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .bilm import BiLM
+from .errors import MissingPathError, UsageError
 from .presets import PRESETS
 from .weights import load_bilm
 
@@ -30,7 +31,7 @@ def load_default_bilm(**kw: Any) -> BiLM:
     options, weights = default_model_paths()
     missing = [str(p) for p in (options, weights) if not p.exists()]
     if missing:
-        raise FileNotFoundError(
+        raise MissingPathError(
             f"the default biLM is missing ({', '.join(missing)}). Train it (elmo-tasks train-bilm), or name "
             f"another biLM: a preset ({', '.join(PRESETS)}), a folder with {OPTIONS_NAME} + {WEIGHTS_NAME}, "
             f"or {{'options': ..., 'weights': ...}}"
@@ -47,7 +48,7 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         unknown = sorted(set(spec) - set(SPEC_KEYS))
         absent = [k for k in SPEC_KEYS if k not in spec]
         if unknown or absent:
-            raise ValueError(f"biLM spec {dict(spec)!r}: needs exactly the keys {SPEC_KEYS}"
+            raise UsageError(f"biLM spec {dict(spec)!r}: needs exactly the keys {SPEC_KEYS}"
                              + (f"; unknown: {unknown}" if unknown else "") + (f"; missing: {absent}" if absent else ""))
         return load_bilm(spec["options"], spec["weights"], **kw)
     if isinstance(spec, (str, Path)):
@@ -65,9 +66,11 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         folder = Path(s).expanduser()
         if folder.is_dir():
             if not (folder / OPTIONS_NAME).exists() or not (folder / WEIGHTS_NAME).exists():
-                raise FileNotFoundError(f"biLM folder {folder} must hold {OPTIONS_NAME} and {WEIGHTS_NAME}")
+                raise MissingPathError(f"biLM folder {folder} must hold {OPTIONS_NAME} and {WEIGHTS_NAME}")
             return load_bilm(folder / OPTIONS_NAME, folder / WEIGHTS_NAME, **kw)
-    raise ValueError(
+        if "/" in s or "\\" in s:
+            raise MissingPathError(f"biLM folder {folder} not found (a folder with {OPTIONS_NAME} + {WEIGHTS_NAME})")
+    raise UsageError(
         f"unknown biLM spec {spec!r}; valid: an embedded model ({', '.join(embedded_models()) or 'none'}), a preset ({', '.join(PRESETS)}), a folder with "
         f"{OPTIONS_NAME} + {WEIGHTS_NAME}, or {{'options': path, 'weights': path}}"
     )

@@ -17,11 +17,12 @@ from typing import Callable
 import h5py
 from tqdm.auto import tqdm
 
+from .errors import ElmoTasksError
 from .presets import Preset, get_preset
 from .weights import atomic_path
 
 
-class DownloadError(RuntimeError):
+class DownloadError(ElmoTasksError, RuntimeError):
     """A file could not be downloaded, or what arrived is not what was expected."""
 
 

@@ -5,7 +5,9 @@ sha256 over the model fingerprint, the stored dtype and every sentence's tokens 
 JSON-encoded, one per line: JSON escapes newlines, so no token can fake a boundary). One HDF5
 file per key, datasets "0", "1", ... (as ``allennlp elmo --all``), written to a temp file and
 renamed, so a file that exists is complete. The batching settings of the embedder are not part
-of the key (they change outputs only by float rounding, < 1e-6).
+of the key (they change outputs only by float rounding, < 1e-6). While an entry is computed, its
+``KEY.hdf5.lock`` is held (``elmo_features.locking``); a second process needing the same entry waits
+for it, then reads it.
 
 ``embed_lazy`` returns an h5py-backed sequence instead, for corpora that do not fit in RAM.
 """
@@ -23,6 +25,7 @@ import h5py
 import numpy as np
 
 from .bilm import BiLM
+from .locking import OutputLock, lock_path_for
 from .weights import atomic_path
 
 DTYPES = ("float32", "float16")
@@ -139,15 +142,29 @@ class FeatureCache:
         if len(sentences) == 0:
             raise ValueError("FeatureCache: no sentences to embed (empty input)")
         path = self.path_for(embedder, sentences, dtype)
-        if path.exists():
-            try:
-                with h5py.File(path, "r") as f:
-                    if int(f.attrs["n_sentences"]) == len(sentences):
-                        return path
-            except (OSError, KeyError) as e:
-                print(f"feature cache file {path} is unreadable ({e}); recomputing", file=sys.stderr)
-        self._write(embedder, sentences, dtype, path)
+        if self._valid(path, len(sentences)):
+            return path
+        # one writer per entry: another process computing the same entry is waited for, then reused
+        lock = OutputLock(lock_path_for(path), f"the feature cache entry {path}")
+        with lock.acquire(wait=True, on_wait=lambda who: print(
+                f"feature cache: {who} is computing {path.name}; waiting for it", file=sys.stderr)):
+            if not self._valid(path, len(sentences), quiet=True):
+                self._write(embedder, sentences, dtype, path)
         return path
+
+    @staticmethod
+    def _valid(path: Path, n: int, quiet: bool = False) -> bool:
+        """A complete, readable cache file for n sentences exists at ``path``."""
+        if not path.exists():
+            return False
+        try:
+            with h5py.File(path, "r") as f:
+                return int(f.attrs["n_sentences"]) == n and all(str(i) in f for i in (0, n - 1))
+        except (OSError, KeyError, ValueError) as e:
+            if not quiet:
+                print(f"feature cache file {path} is unreadable ({' '.join(str(e).split())}); recomputing",
+                      file=sys.stderr)
+            return False
 
     def _write(self, embedder, sentences, dtype: str, path: Path) -> None:
         tmp = atomic_path(path)

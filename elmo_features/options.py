@@ -6,9 +6,33 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any
 
+from .errors import ElmoTasksError
+from .schema import Bool, Int, List, Num, Obj, SchemaError, Str, validate
 
-class OptionsError(ValueError):
+
+class OptionsError(ElmoTasksError, ValueError):
     """An options file is missing a key or has an invalid value."""
+
+
+# types and ranges of the keys this runtime reads (other keys are kept verbatim in BiLMOptions.extra)
+OPTIONS_SCHEMA = Obj({
+    "char_cnn": Obj({
+        "embedding": Obj({"dim": Int(min=1, required=True)}, required=True),
+        "filters": List(List(Int(min=1), min_len=2, max_len=2), min_len=1, required=True),  # [width, n_filters]
+        "n_highway": Int(min=0, required=True),
+        "n_characters": Int(min=1),
+        "max_characters_per_token": Int(choices=(50,)),  # ELMo's character ids
+        "activation": Str(choices=("relu", "tanh")),
+    }, required=True),
+    "lstm": Obj({
+        "dim": Int(min=1, required=True),
+        "projection_dim": Int(min=1, required=True),
+        "n_layers": Int(min=1, required=True),
+        "cell_clip": Num(min=0, nullable=True),  # 0 or null: no clipping
+        "proj_clip": Num(min=0, nullable=True),
+        "use_skip_connections": Bool(),
+    }),  # required for the lstm backbone (checked below)
+})
 
 
 @dataclass(frozen=True)
@@ -103,6 +127,10 @@ class BiLMOptions:
             raise OptionsError(f"{source}: has a 'transformer' block but backbone is 'lstm'; "
                                "add \"backbone\": \"transformer\" or remove the block")
         try:
+            validate(d, OPTIONS_SCHEMA, source)
+        except SchemaError as e:
+            raise OptionsError(str(e)) from None
+        try:
             cnn = d["char_cnn"]
             act = cnn.get("activation", "relu")
             if act not in ("relu", "tanh"):
@@ -145,6 +173,11 @@ class BiLMOptions:
             d = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise OptionsError(f"options file not found: {path}") from None
+        except IsADirectoryError:
+            raise OptionsError(f"{path} is a folder; give the options JSON file") from None
+        except UnicodeDecodeError as e:
+            raise OptionsError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
+                               "is this the weights file?") from None
         except json.JSONDecodeError as e:
             raise OptionsError(f"{path}: not valid JSON ({e})") from None
         return cls.from_dict(d, source=str(path))

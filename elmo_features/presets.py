@@ -10,6 +10,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import UsageError
+
 BASE_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
 
 _FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]  # 2048 filters
@@ -79,4 +81,4 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(f"unknown ELMo preset {name!r}; valid presets: {', '.join(PRESETS)}") from None
+        raise UsageError(f"unknown ELMo preset {name!r}; valid presets: {', '.join(PRESETS)}") from None

@@ -20,23 +20,31 @@ import numpy as np
 import torch
 
 from .bilm import BiLM
+from .errors import ElmoTasksError, MissingPathError
 from .options import BiLMOptions, TransformerOptions
 from .token_vectors import TokenVectors
 
 
-class WeightFileError(ValueError):
+class WeightFileError(ElmoTasksError, ValueError):
     """A weight file is missing a dataset or has a dataset of the wrong shape."""
 
 
 def _read(f: h5py.File, name: str, shape: tuple[int, ...], path: str) -> np.ndarray:
-    if name not in f:
+    """A float dataset of the given shape, as float32; missing, wrong shape/dtype, NaN or Inf are errors."""
+    if name not in f or not isinstance(f[name], h5py.Dataset):
         raise WeightFileError(f"{path}: missing dataset '{name}' (expected shape {shape})")
-    arr = f[name][...]
-    if tuple(arr.shape) != tuple(shape):
+    ds = f[name]
+    if tuple(ds.shape) != tuple(shape):
         raise WeightFileError(
-            f"{path}: dataset '{name}' has shape {tuple(arr.shape)}, but the options need {tuple(shape)}"
+            f"{path}: dataset '{name}' has shape {tuple(ds.shape)}, but the options need {tuple(shape)}"
         )
-    return arr.astype(np.float32)
+    if ds.dtype.kind != "f":
+        raise WeightFileError(f"{path}: dataset '{name}' has dtype {ds.dtype}, expected floating point")
+    arr = ds[...].astype(np.float32)
+    if not np.isfinite(arr).all():
+        raise WeightFileError(f"{path}: dataset '{name}' holds NaN or Inf values (or values too large for "
+                              "float32); the weights are damaged")
+    return arr
 
 
 def _lstm_prefix(direction: int, layer: int) -> str:
@@ -81,7 +89,15 @@ def load_weights_into(bilm: BiLM, weight_file: str | Path) -> None:
     """Copy weights from an HDF5 file into ``bilm`` (shapes checked against its options)."""
     path = str(weight_file)
     if not Path(path).exists():
-        raise FileNotFoundError(f"weight file not found: {path}")
+        raise MissingPathError(f"weight file not found: {path}")
+    try:
+        _load_weights(bilm, path)
+    except OSError as e:  # h5py: truncated file, not HDF5, read error
+        raise WeightFileError(f"{path}: unreadable HDF5 file ({' '.join(str(e).split())}); the file is truncated "
+                              "or not a weights file: download or export it again") from None
+
+
+def _load_weights(bilm: BiLM, path: str) -> None:
     o = bilm.options
     cnn, lo = o.char_cnn, o.lstm
     sd: dict[str, torch.Tensor] = {}

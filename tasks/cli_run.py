@@ -10,37 +10,29 @@ from pathlib import Path
 
 import torch
 
+from elmo_features.cli_embed import positive_int
+from elmo_features.errors import CheckpointError, ElmoTasksError, UsageError
+from elmo_features.paths import check_input_file, check_output_file
+from elmo_features.text_input import read_sentences
+
 from .config import ConfigError, load_config, write_text_atomic
 from .features.base import FeatureContext
+from .preflight import check_output_dirs, check_run_folder, check_run_inputs
 
 DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
+
+
+def _cache_dir(args) -> str | None:
+    return None if str(args.cache_dir).lower() == "none" else args.cache_dir
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", default=DEFAULT_CACHE,
                    help=f"frozen-feature cache folder (default: $ELMO_TASKS_CACHE or {DEFAULT_CACHE}); 'none' = off")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--threads", type=positive_int, default=1,
                    help="torch CPU threads (default 1: the heads are small, and more threads than free cores "
                         "slow training down many times over when other jobs share the machine)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="tqdm progress bars")
-
-
-def _friendly(func):
-    """Print expected user errors (bad config, missing files, malformed data) without a traceback."""
-
-    def wrapper(args) -> int:
-        from tasks.data.types import DataFormatError
-
-        try:
-            return func(args)
-        except ConfigError as e:
-            print(f"config error: {e}", file=sys.stderr)
-            return 2
-        except (FileNotFoundError, DataFormatError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 1
-
-    return wrapper
 
 
 def register(subparsers) -> None:
@@ -52,7 +44,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", help="run folder (default: runs/NAME/TIMESTAMP-HASH)")
     p.add_argument("--runs-dir", default="runs", help="parent of default run folders")
     _common(p)
-    p.set_defaults(func=_friendly(cmd_run))
+    p.set_defaults(func=cmd_run)
 
     p = subparsers.add_parser("compare", help="run one task over the config's feature-source variants and seeds")
     p.add_argument("config")
@@ -64,7 +56,7 @@ def register(subparsers) -> None:
     p.add_argument("--results-dir", help="where summary.md/.csv/.json and plots go (default: results/NAME)")
     p.add_argument("--runs-dir", default="runs", help="parent of the per-run folders")
     _common(p)
-    p.set_defaults(func=_friendly(cmd_compare))
+    p.set_defaults(func=cmd_compare)
 
     p = subparsers.add_parser("predict", help="predict with a trained run folder")
     p.add_argument("run_dir")
@@ -73,7 +65,7 @@ def register(subparsers) -> None:
     p.add_argument("--reader", action="store_true",
                    help="read INPUT with the run's data reader and options, and also print metrics")
     _common(p)
-    p.set_defaults(func=_friendly(cmd_predict))
+    p.set_defaults(func=cmd_predict)
 
 
 def _setup(args) -> tuple[FeatureContext, bool | None]:
@@ -102,9 +94,11 @@ def command_line(args) -> str:
 def cmd_run(args) -> int:
     from .experiment import default_run_dir, run_experiment
 
-    context, progress = _setup(args)
     cfg = load_config(args.config, args.overrides)
+    check_run_inputs(cfg, args.config)
     out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)
+    check_output_dirs(out=out, cache_dir=_cache_dir(args))
+    context, progress = _setup(args)
     metrics = run_experiment(cfg, out, context, progress, command=command_line(args))
     print(f"run folder: {out}")
     for split in ("dev", "test"):
@@ -119,23 +113,25 @@ def cmd_run(args) -> int:
 def cmd_compare(args) -> int:
     from .harness import run_comparison
 
-    context, progress = _setup(args)
+    cfg = load_config(args.config, args.overrides)
+    if cfg.compare is None:
+        raise ConfigError(f"{args.config}: no 'compare' section (name the feature-source variants to compare)")
+    sources = args.sources.split(",") if args.sources else None
+    unknown = sorted(set(sources or []) - set(cfg.compare.sources))
+    if unknown:
+        raise ConfigError(f"--sources: unknown variant(s) {', '.join(unknown)}; valid: "
+                          f"{', '.join(cfg.compare.sources)}")
     try:
-        cfg = load_config(args.config, args.overrides)
-        if cfg.compare is None:
-            raise ConfigError(f"{args.config}: no 'compare' section (name the feature-source variants to compare)")
-        sources = args.sources.split(",") if args.sources else None
-        unknown = sorted(set(sources or []) - set(cfg.compare.sources))
-        if unknown:
-            raise ConfigError(f"--sources: unknown variant(s) {', '.join(unknown)}; valid: "
-                              f"{', '.join(cfg.compare.sources)}")
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
         if args.folds is not None and args.folds < 3:
             raise ConfigError(f"--folds: give 3 or more folds (one tests, one stops early), got {args.folds}")
-    except (ConfigError, ValueError) as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+    except ValueError:
+        raise ConfigError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
     results_dir = Path(args.results_dir) if args.results_dir else Path("results") / cfg.name
+    check_run_inputs(cfg, args.config, features={f"compare.sources.{k}": v for k, v in cfg.compare.sources.items()
+                                                 if sources is None or k in sources})
+    check_output_dirs(results_dir=results_dir, runs_dir=args.runs_dir, cache_dir=_cache_dir(args))
+    context, progress = _setup(args)
     summary = run_comparison(cfg, results_dir, args.runs_dir, context, progress, sources=sources, seeds=seeds,
                              command=command_line(args), folds=args.folds)
     print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
@@ -143,15 +139,30 @@ def cmd_compare(args) -> int:
 
 
 def cmd_predict(args) -> int:
-    from .experiment import load_run, predict_examples, read_plain_sentences
+    from .experiment import load_run, predict_examples
     from .registry import get_reader
 
+    check_run_folder(args.run_dir)
+    check_input_file(args.input, "predict input")
+    if args.out:
+        check_output_file(args.out, "--out")
+    check_output_dirs(cache_dir=_cache_dir(args))
     context, progress = _setup(args)
-    cfg, model = load_run(args.run_dir, context)
+    try:
+        cfg, model = load_run(args.run_dir, context)
+    except ElmoTasksError:
+        raise
+    except (RuntimeError, KeyError, TypeError, ValueError) as e:  # e.g. a model.pt of another run's config
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise CheckpointError(f"{args.run_dir}: cannot rebuild the trained model ({first}); its model.pt, "
+                              "vocab.json and config.yaml do not belong together: rerun the run") from e
     if args.reader:
         examples = [ex for ex in get_reader(cfg.data.reader)(args.input, **cfg.data.reader_options) if ex.tokens]
-    else:
-        examples = [model.head.blank_example(s) for s in read_plain_sentences(args.input)]
+    else:  # the text policy of elmo_features.text_input; a blank line is an error (outputs follow input lines)
+        try:
+            examples = [model.head.blank_example(s) for s in read_sentences(args.input, blank_lines="error")]
+        except NotImplementedError as e:
+            raise UsageError(f"{e} (the run's data reader: {cfg.data.reader})") from None
     preds = predict_examples(cfg, model, examples, progress)
     sep = "\n\n" if model.head.block_output else "\n"  # taggers: one token per line, blank line between sentences
     text = sep.join(model.head.format_prediction(e, p) for e, p in zip(examples, preds)) + "\n"

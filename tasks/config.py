@@ -21,10 +21,12 @@ from typing import Any, Literal
 
 import yaml
 
+from elmo_features.errors import ElmoTasksError
+
 from .registry import FEATURES, HEADS, Registry
 
 
-class ConfigError(ValueError):
+class ConfigError(ElmoTasksError, ValueError):
     """A config has an unknown key, an unknown component name or a value of the wrong type."""
 
 
@@ -330,8 +332,12 @@ def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> d
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a folder; give a YAML config file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     raw = _unshare(raw if raw is not None else {})
     for a in overrides:
         apply_override(raw, a)

@@ -1,5 +1,4 @@
 """``elmo-tasks embed`` end to end on a tiny model: allennlp-compatible output, bad lines, resume."""
-import argparse
 import json
 
 import h5py
@@ -8,7 +7,7 @@ import pytest
 import torch
 
 from elmo_features import BiLM, BiLMOptions, Embedder, load_bilm, save_bilm
-from elmo_features import cli_embed, default_model
+from elmo_features import default_model
 from elmo_features.cli_embed import InputError, embed_file, read_sentences
 
 TINY = {
@@ -43,11 +42,10 @@ def infile(tmp_path):
 
 
 def run(argv):
-    """Parse with the module's own parser (independent of the other sub-commands) and run."""
-    parser = argparse.ArgumentParser()
-    cli_embed.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    """The ``elmo-tasks`` entry point (it reports user errors: one line, exit code 2)."""
+    from tasks.cli import main
+
+    return main(argv)
 
 
 def read(path):

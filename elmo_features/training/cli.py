@@ -1,41 +1,74 @@
 """``elmo-tasks train-bilm`` and ``elmo-tasks eval-bilm``."""
 from __future__ import annotations
 
+import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
 import h5py
+import numpy as np
 import torch
 import yaml
+
+from ..cli_embed import positive_int
+from ..errors import OutputExistsError, UsageError
+from ..paths import check_input_file, check_input_path, check_output_dir
 
 
 def _parse_set(items: list[str]) -> dict:
     out = {}
     for item in items or []:
-        if "=" not in item:
-            raise SystemExit(f"--set expects key=value, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k] = yaml.safe_load(v)
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"--set expects key=value, got {item!r}")
+        try:
+            out[k.strip()] = yaml.safe_load(v)
+        except yaml.YAMLError as e:
+            raise UsageError(f"--set {item!r}: the value is not valid YAML ({' '.join(str(e).split())})") from None
     return out
+
+
+def resume_command(args) -> str:
+    """The command that continues this run: the same config and overrides, plus --resume."""
+    parts = ["elmo-tasks", "train-bilm", "--config", args.config, "--resume"]
+    for item in args.set or []:
+        parts += ["--set", item]
+    if args.no_progress:
+        parts.append("--no-progress")
+    return shlex.join(parts)
+
+
+def check_train_inputs(cfg, source: str) -> None:
+    """Every file the run reads and its out_dir, before any work."""
+    if not cfg.train_files:
+        raise UsageError(f"{source}: train_files is empty; list the training text files")
+    for i, p in enumerate(cfg.train_files):
+        check_input_file(p, f"{source}: train_files[{i}]")
+    if cfg.heldout_file:
+        check_input_file(cfg.heldout_file, f"{source}: heldout_file")
+    if cfg.token_vectors:
+        check_input_path(cfg.token_vectors, f"{source}: token_vectors",
+                         "run `elmo-tasks data get glove-6b-50d` or give a vectors folder / GloVe text file")
+    check_output_dir(cfg.out_dir, f"{source}: out_dir")
 
 
 def cmd_train(args) -> int:
     from .config import TrainConfig
     from .trainer import Trainer
 
+    check_input_file(args.config, "--config")
+    cfg = TrainConfig.from_yaml(args.config, _parse_set(args.set))
+    check_train_inputs(cfg, args.config)
     try:
-        cfg = TrainConfig.from_yaml(args.config, _parse_set(args.set))
-        if not cfg.train_files:
-            raise ValueError(f"{args.config}: train_files is empty")
         trainer = Trainer(cfg, resume=args.resume, progress=not args.no_progress)
-    except (ValueError, FileNotFoundError, FileExistsError) as e:  # bad config or run folder: one line, exit 2
-        print(f"elmo-tasks train-bilm: error: {e}", file=sys.stderr)
-        return 2
+    except OutputExistsError as e:
+        raise OutputExistsError(f"{e}; to continue it: {resume_command(args)}") from None
     result = trainer.run()
     print(json.dumps(result))
     if not result["finished"]:
-        print(f"stopped; continue with: elmo-tasks train-bilm --config {args.config} --resume")
+        print(f"stopped; continue with: {resume_command(args)}")
     return 0
 
 
@@ -50,15 +83,23 @@ def load_language_model(options: str, weights: str, vocab_path: str, softmax: st
     model = BiLanguageModel(BiLMOptions.from_file(options), len(vocab))
     load_weights_into(model.bilm, weights)
     src = softmax or weights
-    with h5py.File(src, "r") as f:
-        for name, param in (("softmax/W", model.softmax_w), ("softmax/b", model.softmax_b)):
-            if name not in f:
-                raise WeightFileError(f"{src}: missing dataset '{name}' (needed for perplexity; pass --softmax)")
-            arr = torch.from_numpy(f[name][...].astype("float32"))
-            if arr.shape != param.shape:
-                raise WeightFileError(f"{src}: dataset '{name}' has shape {tuple(arr.shape)}, "
-                                      f"but the vocabulary ({vocab_path}) needs {tuple(param.shape)}")
-            param.data.copy_(arr)
+    try:
+        with h5py.File(src, "r") as f:
+            for name, param in (("softmax/W", model.softmax_w), ("softmax/b", model.softmax_b)):
+                if name not in f or not isinstance(f[name], h5py.Dataset):
+                    raise WeightFileError(f"{src}: missing dataset '{name}' (needed for perplexity; pass --softmax)")
+                if tuple(f[name].shape) != tuple(param.shape):
+                    raise WeightFileError(f"{src}: dataset '{name}' has shape {tuple(f[name].shape)}, "
+                                          f"but the vocabulary ({vocab_path}) needs {tuple(param.shape)}")
+                if f[name].dtype.kind != "f":
+                    raise WeightFileError(f"{src}: dataset '{name}' has dtype {f[name].dtype}, expected floating point")
+                arr = f[name][...].astype("float32")
+                if not np.isfinite(arr).all():
+                    raise WeightFileError(f"{src}: dataset '{name}' holds NaN or Inf values")
+                param.data.copy_(torch.from_numpy(arr))
+    except OSError as e:
+        raise WeightFileError(f"{src}: unreadable HDF5 file ({' '.join(str(e).split())}); the file is truncated or "
+                              "not a weights file") from None
     model.eval()
     return model, vocab
 
@@ -67,6 +108,9 @@ def cmd_eval(args) -> int:
     from .data import read_sentences
     from .evaluate import perplexity
 
+    for flag in ("file", "options", "weights", "vocab", "softmax"):
+        if getattr(args, flag):
+            check_input_file(getattr(args, flag), "FILE" if flag == "file" else f"--{flag}")
     torch.set_num_threads(args.threads)
     model, vocab = load_language_model(args.options, args.weights, args.vocab, args.softmax)
     sentences = list(read_sentences([args.file]))
@@ -78,12 +122,23 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def register(sub) -> None:
     p = sub.add_parser("train-bilm", help="train a biLM (bilm-tf architecture) on tokenized text")
     p.add_argument("--config", required=True, help="YAML training config (configs/bilm/*.yaml)")
     p.add_argument("--resume", action="store_true", help="continue the run in the config's out_dir")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_train)
     e = sub.add_parser("eval-bilm", help="held-out perplexity (forward, backward, mean) with the full softmax")
     e.add_argument("file", help="tokenized text, one sentence per line (plain or .gz)")
@@ -91,6 +146,6 @@ def register(sub) -> None:
     e.add_argument("--weights", required=True)
     e.add_argument("--vocab", required=True)
     e.add_argument("--softmax", help="HDF5 with softmax/W and softmax/b if not in --weights")
-    e.add_argument("--max-sentences", type=int, default=0)
-    e.add_argument("--threads", type=int, default=2)
+    e.add_argument("--max-sentences", type=non_negative_int, default=0, help="0 = all")
+    e.add_argument("--threads", type=positive_int, default=2)
     e.set_defaults(func=cmd_eval)

@@ -7,6 +7,13 @@ from typing import Any
 
 import yaml
 
+from ..errors import ElmoTasksError
+from ..schema import Bool, Int, List, Num, Obj, SchemaError, Str, validate
+
+
+class TrainConfigError(ElmoTasksError, ValueError):
+    """A biLM training config has an unknown key, or a value of the wrong type or out of range."""
+
 
 @dataclass
 class TrainConfig:
@@ -64,10 +71,16 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "TrainConfig":
+        if not isinstance(d, dict):
+            raise TrainConfigError(f"{source}: expected a mapping of keys to values, got {type(d).__name__}")
         valid = [f.name for f in fields(cls)]
         unknown = sorted(set(d) - set(valid))
         if unknown:
-            raise ValueError(f"{source}: unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
+            raise TrainConfigError(f"{source}: unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
+        try:
+            d = validate(d, SCHEMA, source)
+        except SchemaError as e:
+            raise TrainConfigError(str(e)) from None
         cfg = cls(**d)
         cfg.validate(source)
         return cfg
@@ -77,7 +90,7 @@ class TrainConfig:
         from ..options import BACKBONES, BiLMOptions
 
         if self.backbone not in BACKBONES:
-            raise ValueError(f"{source}: unknown backbone {self.backbone!r}; valid backbones: {', '.join(BACKBONES)}")
+            raise TrainConfigError(f"{source}: unknown backbone {self.backbone!r}; valid backbones: {', '.join(BACKBONES)}")
         if self.backbone == "transformer":
             try:
                 BiLMOptions.from_dict(self.elmo_options(), source=source)
@@ -88,12 +101,24 @@ class TrainConfig:
                              ("transformer.n_layers", "n_layers"), ("transformer.", "transformer_"),
                              ("[0, max_positions", "[0, transformer_max_positions")):
                     msg = msg.replace(a, b)
-                raise ValueError(msg) from None
+                raise TrainConfigError(msg) from None
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "TrainConfig":
         path = Path(path)
-        d = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        try:
+            d = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except FileNotFoundError:
+            raise TrainConfigError(f"config file not found: {path}") from None
+        except IsADirectoryError:
+            raise TrainConfigError(f"{path} is a folder; give a YAML config file") from None
+        except UnicodeDecodeError as e:
+            raise TrainConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})") \
+                from None
+        except yaml.YAMLError as e:
+            raise TrainConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+        if not isinstance(d, dict):
+            raise TrainConfigError(f"{path}: expected a mapping of keys to values, got {type(d).__name__}")
         d.update(overrides or {})
         return cls.from_dict(d, source=str(path))
 
@@ -133,3 +158,23 @@ class TrainConfig:
                                 "ff_dim": self.transformer_ff_dim, "max_positions": self.transformer_max_positions,
                                 "chunk_overlap": self.transformer_chunk_overlap, "positions": "sinusoidal"}
         return d
+
+
+_Float = lambda **kw: Num(from_str=True, **kw)  # YAML 1.1 reads 1e-3 as a string
+SCHEMA = Obj({  # types and ranges of every TrainConfig key
+    "train_files": List(Str(), min_len=1), "heldout_file": Str(nullable=True), "out_dir": Str(),
+    "char_embedding_dim": Int(min=1), "filters": List(List(Int(min=1), min_len=2, max_len=2), min_len=1),
+    "n_highway": Int(min=0), "lstm_dim": Int(min=1), "projection_dim": Int(min=1), "n_layers": Int(min=1),
+    "cell_clip": _Float(min=0), "proj_clip": _Float(min=0),
+    "token_vectors": Str(nullable=True), "token_vectors_dim": Int(min=1, nullable=True),
+    "token_vectors_lowercase": Bool(),
+    "vocab_size": Int(min=1), "n_negative_samples": Int(min=1),
+    "batch_tokens": Int(min=1), "max_sentence_length": Int(min=1), "max_train_tokens": Int(min=1),
+    "lr": _Float(gt=0), "warmup_steps": Int(min=0), "min_lr_ratio": _Float(min=0, max=1),
+    "weight_decay": _Float(min=0), "dropout": _Float(min=0, lt=1), "clip_norm": _Float(gt=0), "seed": Int(min=0),
+    "threads": Int(min=1), "checkpoint_minutes": _Float(gt=0), "eval_every_tokens": Int(min=1),
+    "eval_sentences": Int(min=1),
+    "init_from": Str(nullable=True), "init_freeze_steps": Int(min=0), "skip_batches": Int(min=0),
+    "backbone": Str(), "transformer_heads": Int(min=1), "transformer_ff_dim": Int(min=1),
+    "transformer_max_positions": Int(min=1), "transformer_chunk_overlap": Int(min=0),
+}, extra=False)

@@ -17,29 +17,30 @@ import numpy as np
 import torch
 
 from ..char_ids import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
+from ..errors import CheckpointError, MissingPathError, TextInputError
+from ..text_input import iter_lines, iter_sentences
 
 UNK_TOKEN = "<UNK>"
 SPECIALS = [BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]
 
 
 def open_text(path: str | Path):
-    """Open a plain or gzipped UTF-8 text file for reading."""
+    """Open a plain or gzipped UTF-8 text file for reading (prefer ``read_sentences``: it applies the text
+    policy of ``elmo_features.text_input``)."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"training file not found: {path}")
+        raise MissingPathError(f"training file not found: {path}")
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
 
 
 def read_sentences(paths: Iterable[str | Path]) -> Iterator[list[str]]:
-    """Yield whitespace-tokenized sentences, skipping blank lines."""
+    """Yield whitespace-tokenized sentences (text policy of ``elmo_features.text_input``: a corpus skips
+    blank lines; invalid UTF-8, NUL bytes and a file without sentences are errors naming the file)."""
     for p in paths:
-        with open_text(p) as f:
-            for line in f:
-                toks = line.split()
-                if toks:
-                    yield toks
+        for _, tokens in iter_sentences(p, blank_lines="skip"):
+            yield tokens
 
 
 @dataclass
@@ -65,7 +66,7 @@ def build_corpus(paths: Iterable[str | Path], max_sentence_length: int) -> Corpu
         for start in range(0, len(ids), max_sentence_length):
             sentences.append(ids[start : start + max_sentence_length])
     if not sentences:
-        raise ValueError("the training files hold no sentences")
+        raise TextInputError("the training files hold no sentences")
     types = [None] * len(index)
     for w, i in index.items():
         types[i] = w
@@ -88,10 +89,12 @@ def write_vocab(vocab: list[str], path: str | Path) -> None:
 
 
 def read_vocab(path: str | Path) -> list[str]:
-    words = Path(path).read_text(encoding="utf-8").split("\n")
-    words = [w for w in words if w]
+    """A biLM vocabulary file (one word per line, starting with <S>, </S>, <UNK>; no duplicates)."""
+    words = [text for _, text in iter_lines(path) if text]
     if words[:3] != SPECIALS:
-        raise ValueError(f"{path}: a biLM vocabulary must start with {SPECIALS}, got {words[:3]}")
+        raise CheckpointError(f"{path}: a biLM vocabulary must start with {SPECIALS}, got {words[:3]}")
+    if len(set(words)) != len(words):
+        raise CheckpointError(f"{path}: the vocabulary lists a word twice; the file is damaged")
     return words
 
 

@@ -13,11 +13,15 @@ import torch
 import yaml
 from tqdm import tqdm
 
+from ..errors import CheckpointError, MissingPathError, OutputExistsError, StaleCacheError
+from ..locking import OutputLock
 from ..options import BiLMOptions
+from ..text_input import iter_lines
 from .config import TrainConfig
 from .data import (Corpus, batches_for_epoch, build_corpus, build_vocab, make_batch, read_sentences,
-                   type_char_ids, type_targets, write_vocab)
+                   read_vocab, type_char_ids, type_targets, write_vocab)
 from .evaluate import perplexity
+from .prep_cache import check_prep_key, check_vocab_key, corpus_digest, prep_key, update_prep_key, write_prep_key
 from .export import export_model
 from .lm import BiLanguageModel
 from .vectors import read_vector_table, table_digest
@@ -30,21 +34,40 @@ def _atomic_json(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def _atomic_text(text: str, path: Path) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
-    """The tokenized corpus, cached in ``out/prep.npz`` so that a resumed run starts fast."""
+    """The tokenized corpus, cached in ``out/prep.npz`` so that a resumed run starts fast.
+
+    The cache is keyed (``out/prep.json``, see ``elmo_features.training.prep_cache``) by the training files and
+    max_sentence_length; a cache built from other inputs is refused, never silently reused."""
     prep = out / "prep.npz"
     if prep.exists():
-        z = np.load(prep, allow_pickle=False)
-        offsets = z["offsets"]
-        flat = z["flat"]
+        check_prep_key(cfg, out)
+        try:
+            z = np.load(prep, allow_pickle=False)
+            offsets = z["offsets"]
+            flat = z["flat"]
+            counts = z["counts"]
+            types = [t for _, t in iter_lines(out / "types.txt")]
+        except (OSError, ValueError, KeyError) as e:
+            raise StaleCacheError(f"{prep}: damaged cache ({' '.join(str(e).split())[:200]}); delete {prep} "
+                                  "to rebuild it") from None
+        if len(types) != len(counts) or offsets[-1] != len(flat):
+            raise StaleCacheError(f"{prep}: does not match {out / 'types.txt'} (damaged cache); delete {prep} "
+                                  "to rebuild it")
         sentences = [flat[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
-        types = (out / "types.txt").read_text(encoding="utf-8").split("\n")[:-1]
-        return Corpus(types, z["counts"], sentences)
+        return Corpus(types, counts, sentences)
     corpus = build_corpus(cfg.train_files, cfg.max_sentence_length)
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in corpus.sentences])]).astype(np.int64)
+    write_prep_key(out, prep_key(cfg, with_hashes=True))  # first: prep.npz (written last) marks a complete cache
+    _atomic_text("\n".join(corpus.types) + "\n", out / "types.txt")
     tmp = out / "prep.tmp.npz"
     np.savez(tmp, flat=np.concatenate(corpus.sentences), offsets=offsets, counts=corpus.counts)
-    (out / "types.txt").write_text("\n".join(corpus.types) + "\n", encoding="utf-8")
     os.replace(tmp, prep)
     return corpus
 
@@ -72,25 +95,44 @@ def build_language_model(cfg: TrainConfig, vocab: list[str]) -> tuple[BiLanguage
     return model, digest
 
 
+# config keys a resumed run must share with its checkpoint: the model's shape (the training data is checked
+# by the prep cache key and the checkpoint's corpus digest)
+RESUME_FIXED = ("char_embedding_dim", "filters", "n_highway", "lstm_dim",
+                "projection_dim", "n_layers", "cell_clip", "proj_clip", "vocab_size", "token_vectors_dim",
+                "token_vectors_lowercase")
+
+
 class Trainer:
-    """Trains a BiLanguageModel from a TrainConfig; ``run()`` is resumable bit for bit."""
+    """Trains a BiLanguageModel from a TrainConfig; ``run()`` is resumable bit for bit.
+
+    The trainer holds ``out_dir/train.lock`` from construction until ``run()`` returns (or ``close()``)."""
 
     def __init__(self, cfg: TrainConfig, resume: bool = False, progress: bool = True):
         self.cfg, self.progress = cfg, progress
         self.out = Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
+        # one process per out_dir (docs/reliability.md); released at the end of run() or by close()
+        self._lock = OutputLock(self.out / "train.lock", f"the training run in {self.out}").acquire()
+        try:
+            self._setup(resume)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Release the out_dir lock (run() does this when it returns)."""
+        self._lock.release()
+
+    def _setup(self, resume: bool) -> None:
+        cfg = self.cfg
         ckpt = self.out / "checkpoint.pt"
         if ckpt.exists() and not resume:
-            raise FileExistsError(f"{ckpt} exists: pass --resume to continue that run, or choose another out_dir")
+            raise OutputExistsError(f"{ckpt} exists: pass --resume to continue that run, or choose another out_dir")
         if resume and not ckpt.exists():
-            raise FileNotFoundError(f"--resume: no checkpoint at {ckpt}")
+            raise MissingPathError(f"--resume: no checkpoint at {ckpt} (start without --resume)")
         torch.set_num_threads(cfg.threads)
         self.corpus = load_or_build_corpus(cfg, self.out)
-        if (self.out / "vocab.txt").exists():
-            self.vocab = (self.out / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
-        else:
-            self.vocab = build_vocab(self.corpus, cfg.vocab_size)
-            write_vocab(self.vocab, self.out / "vocab.txt")
+        self.vocab = self._load_or_build_vocab(ckpt.exists())
         self.type_chars = torch.from_numpy(type_char_ids(self.corpus.types))  # (n_types, 50)
         self.targets = torch.from_numpy(type_targets(self.corpus.types, self.vocab))  # (n_types,)
         self.lengths = np.array([len(s) for s in self.corpus.sentences])
@@ -111,13 +153,18 @@ class Trainer:
         if cfg.init_from and not resume:
             self._init_from(Path(cfg.init_from))
             self.state["batch_in_epoch"] = cfg.skip_batches
+        corpus_key = corpus_digest(self.out)
         if resume:
             self._load(ckpt)
             if self.state.get("token_vectors_digest") != self.tv_digest:
-                raise ValueError(f"{ckpt}: was trained with other token vectors than {cfg.token_vectors!r} now gives; "
-                                 "resume with the same vectors file, or start a new out_dir")
+                raise CheckpointError(f"{ckpt}: was trained with other token vectors than {cfg.token_vectors!r} now "
+                                      "gives; resume with the same vectors file, or start a new out_dir")
+            if self.state.get("corpus_digest", corpus_key) != corpus_key:
+                raise CheckpointError(f"{ckpt}: was trained on other training data than {self.out / 'prep.npz'} "
+                                      "holds; choose another out_dir")
         self.state["token_vectors_digest"] = self.tv_digest
-        (self.out / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), encoding="utf-8")
+        self.state["corpus_digest"] = corpus_key
+        _atomic_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), self.out / "config.yaml")
         self._stop = False
 
     def _init_from(self, folder: Path) -> None:
@@ -131,9 +178,9 @@ class Trainer:
             raise FileNotFoundError(f"init_from: {folder} needs options.json and weights.hdf5")
         have = BiLMOptions.from_file(opts)
         want = self.model.bilm.options
-        if (have.char_cnn, have.lstm, have.token_vectors) != (want.char_cnn, want.lstm, want.token_vectors):
+        if have != want:  # every field that defines the model (the free-form extra keys are not compared)
             raise ValueError(f"init_from: {opts} describes another model than this config "
-                             f"(file: {have.char_cnn}, {have.lstm}; config: {want.char_cnn}, {want.lstm})")
+                             f"(file: {have}; config: {want})")
         load_weights_into(self.model.bilm, weights)
         if self.cfg.token_vectors:  # the loaded table must be the one this run selected
             self.model.bilm.char_cnn.token_vectors = self._tv_module
@@ -144,6 +191,20 @@ class Trainer:
                     raise ValueError(f"init_from: {folder} has a softmax but its vocab.txt differs from this run's")
                 self.model.softmax_w.data.copy_(torch.from_numpy(f["softmax/W"][...].astype("float32")))
                 self.model.softmax_b.data.copy_(torch.from_numpy(f["softmax/b"][...].astype("float32")))
+
+    def _load_or_build_vocab(self, has_checkpoint: bool) -> list[str]:
+        """out/vocab.txt when it was built with this vocab_size from this corpus; else built (and saved)."""
+        path = self.out / "vocab.txt"
+        if path.exists() and check_vocab_key(self.cfg, self.out):
+            return read_vocab(path)
+        vocab = build_vocab(self.corpus, self.cfg.vocab_size)
+        if path.exists() and has_checkpoint and read_vocab(path) != vocab:
+            raise StaleCacheError(f"{path}: the checkpoint's vocabulary differs from the one the training files now "
+                                  "give; choose another out_dir")
+        write_vocab(vocab, path)
+        update_prep_key(self.out, vocab_size=self.cfg.vocab_size)
+        return vocab
+
 
     # -- checkpoints -------------------------------------------------------------------------
     def _save(self) -> None:
@@ -156,16 +217,35 @@ class Trainer:
         os.replace(tmp, self.out / "checkpoint.pt")
 
     def _load(self, path: Path) -> None:
-        ckpt = torch.load(path, weights_only=True)
-        was = ckpt.get("config", {}).get("backbone", "lstm")
+        try:
+            ckpt = torch.load(path, weights_only=True)
+        except Exception as e:  # truncated, foreign or not a torch file
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            raise CheckpointError(f"{path}: not a readable checkpoint ({first}); the file is damaged: delete it "
+                                  "and start the run again in a new out_dir") from None
+        keys = ("model", "optimizer", "state", "torch_rng", "sampler_rng", "config")
+        if not isinstance(ckpt, dict) or any(k not in ckpt for k in keys):
+            raise CheckpointError(f"{path}: not a train-bilm checkpoint (expected keys {', '.join(keys)})")
+        was = ckpt["config"].get("backbone", "lstm")
         if was != self.cfg.backbone:
-            raise ValueError(f"{path}: was trained with backbone '{was}', but the config says '{self.cfg.backbone}'; "
-                             "resume with the same backbone, or start a new out_dir")
-        self.model.load_state_dict(ckpt["model"])
-        self.opt.load_state_dict(ckpt["optimizer"])
+            raise CheckpointError(f"{path}: was trained with backbone '{was}', but the config says "
+                                  f"'{self.cfg.backbone}'; resume with the same backbone, or start a new out_dir")
+        defaults = TrainConfig().to_dict()  # keys that older checkpoints lack had their default value
+        saved = {k: ckpt["config"].get(k, defaults[k]) for k in RESUME_FIXED}
+        changed = [f"{k} {saved[k]!r} -> {getattr(self.cfg, k)!r}" for k in RESUME_FIXED
+                   if saved[k] != getattr(self.cfg, k)]
+        if changed:
+            raise CheckpointError(f"{path}: the config changed since this run started ({'; '.join(changed)}); "
+                                  "resume with the run's config (its config.yaml), or choose another out_dir")
+        try:
+            self.model.load_state_dict(ckpt["model"])
+            self.opt.load_state_dict(ckpt["optimizer"])
+            torch.set_rng_state(ckpt["torch_rng"])
+            self.gen.set_state(ckpt["sampler_rng"])
+        except (RuntimeError, ValueError, KeyError, TypeError) as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+            raise CheckpointError(f"{path}: does not fit this model ({first}); choose another out_dir") from None
         self.state = ckpt["state"]
-        torch.set_rng_state(ckpt["torch_rng"])
-        self.gen.set_state(ckpt["sampler_rng"])
 
     def _on_signal(self, signum, frame) -> None:
         self._stop = True
@@ -198,6 +278,13 @@ class Trainer:
         return perplexity(self.model, self.heldout, self.vocab)
 
     def run(self) -> dict:
+        """Train to max_train_tokens (or until SIGINT/SIGTERM); save a checkpoint; release the lock."""
+        try:
+            return self._run()
+        finally:
+            self.close()
+
+    def _run(self) -> dict:
         cfg, st = self.cfg, self.state
         old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         last_ckpt = time.time()

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ElmoTasksError
 
-class VectorFileError(ValueError):
+
+class VectorFileError(ElmoTasksError, ValueError):
     """A pretrained-vector file or folder is missing, malformed or of the wrong dimension."""
 
 

@@ -5,6 +5,8 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+from .types import DataFormatError
+
 
 class Archive:
     """Files of a wheel or sdist addressed by their path inside the package: an sdist's single
@@ -22,7 +24,7 @@ class Archive:
             self._members = {m.name: m for m in self._tar.getmembers() if m.isfile()}
             raw = list(self._members)
         else:
-            raise ValueError(f"{self.path}: not a wheel/sdist (expected .whl, .zip, .tar.gz)")
+            raise DataFormatError(f"{self.path}: not a wheel/sdist (expected .whl, .zip, .tar.gz)")
         tops = {n.split("/", 1)[0] for n in raw}
         strip = not name.endswith(".whl") and len(tops) == 1 and all("/" in n for n in raw)
         self._inner = {(n.split("/", 1)[1] if strip else n): n for n in raw}  # inner path -> member name

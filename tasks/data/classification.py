@@ -4,6 +4,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from elmo_features.text_input import iter_lines
+
 from .tokenizer import get_tokenizer
 from .types import DataFormatError, LabeledSentence
 
@@ -45,6 +47,8 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
         raise ValueError(f"header must be true, false or 'auto', got {header!r}")
     if not path.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
+    for _ in iter_lines(path):  # the text policy of elmo_features.text_input: UTF-8, no NUL (exact line on error)
+        pass
     out: list[LabeledSentence] = []
     with open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE,

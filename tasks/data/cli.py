@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from elmo_features.errors import UsageError
+from elmo_features.paths import check_input_file, check_output_dir
+
 from .fetch import default_data_dir, fetch
 from .sources import SOURCES
 
@@ -12,10 +15,13 @@ def _get(args: argparse.Namespace) -> int:
     names = list(SOURCES) if "all" in args.names else list(dict.fromkeys(args.names))
     unknown = [n for n in names if n not in SOURCES]
     if unknown:
-        raise SystemExit(f"elmo-tasks data get: unknown data set(s) {', '.join(map(repr, unknown))}; "
+        raise UsageError(f"data get: unknown data set(s) {', '.join(map(repr, unknown))}; "
                          f"valid: {', '.join(SOURCES)}, all")
     if args.package_file and len(names) != 1:
-        raise SystemExit("elmo-tasks data get: --package-file needs a single data set name")
+        raise UsageError("data get: --package-file needs a single data set name")
+    if args.package_file:
+        check_input_file(args.package_file, "--package-file")
+    check_output_dir(args.dest or default_data_dir(), "--dest")
     for name in names:
         fetch(name, dest=args.dest, force=args.force, package_file=args.package_file)
     return 0

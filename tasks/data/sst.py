@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from elmo_features.text_input import iter_lines
+
 from .types import DataFormatError, LabeledSentence
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
@@ -85,25 +87,24 @@ def read_sst(path: str | Path, binary: bool = False, include_subtrees: bool = Fa
     if not path.is_file():
         raise FileNotFoundError(f"SST file not found: {path}")
     out: list[LabeledSentence] = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                tree = parse_tree(line)
-                all_nodes = list(tree.subtrees())
-                for sub in all_nodes:
-                    _label(sub, False)  # every node's label must be 0-4
-                for t in all_nodes if include_subtrees else [tree]:
-                    label = _label(t, binary)
-                    if label is None:
-                        continue
-                    words = t.leaves()
-                    if ptb_unescape:
-                        words = [PTB_ESCAPES.get(w, w) for w in words]
-                    out.append(LabeledSentence(tokens=words, label=label))
-            except ValueError as e:
-                raise DataFormatError(f"malformed tree: {e}", path, lineno) from None
+    for lineno, line in iter_lines(path):  # the text policy of elmo_features.text_input
+        if not line.strip():
+            continue
+        try:
+            tree = parse_tree(line)
+            all_nodes = list(tree.subtrees())
+            for sub in all_nodes:
+                _label(sub, False)  # every node's label must be 0-4
+            for t in all_nodes if include_subtrees else [tree]:
+                label = _label(t, binary)
+                if label is None:
+                    continue
+                words = t.leaves()
+                if ptb_unescape:
+                    words = [PTB_ESCAPES.get(w, w) for w in words]
+                out.append(LabeledSentence(tokens=words, label=label))
+        except ValueError as e:
+            raise DataFormatError(f"malformed tree: {e}", path, lineno) from None
     if not out:
         raise DataFormatError("no trees found (empty file?)", path)
     return out

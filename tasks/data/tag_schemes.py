@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from elmo_features.errors import ElmoTasksError
+
 SCHEMES = ("IOB1", "BIO", "BIOES")
 Span = tuple[str, int, int]  # (type, start, end) with end exclusive
 
 
-class TagSchemeError(ValueError):
+class TagSchemeError(ElmoTasksError, ValueError):
     """An invalid tag sequence; ``index`` is the 0-based position of the offending tag."""
 
     def __init__(self, message: str, index: int):

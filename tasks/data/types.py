@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from elmo_features.errors import ElmoTasksError
+
 
 @dataclass
 class TaggedSentence:
@@ -33,7 +35,7 @@ class LabeledSentence:
     label: str
 
 
-class DataFormatError(ValueError):
+class DataFormatError(ElmoTasksError, ValueError):
     """Malformed input data; the message starts with ``file:line:`` when the position is known."""
 
     def __init__(self, message: str, path: object = None, line: int | None = None):

@@ -6,6 +6,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from elmo_features.cli_embed import positive_int
+
 DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
 
 
@@ -31,7 +33,7 @@ def register(subparsers) -> None:
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
     p.add_argument("--cache-dir", default=DEFAULT_CACHE,
                    help=f"frozen-feature cache folder (default: $ELMO_TASKS_CACHE or {DEFAULT_CACHE}); 'none' = off")
-    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="tqdm progress bars")
     p.set_defaults(func=cmd_wsd)
 
@@ -57,34 +59,35 @@ def command_line(args) -> str:
 def cmd_wsd(args) -> int:
     import torch
 
-    from ..config import ConfigError
+    from elmo_features.paths import check_input_dir, check_input_path
+
     from ..features.base import FeatureContext
+    from ..preflight import check_feature_paths, check_output_dirs, fetch_hint
     from .config import load_wsd_config
-    from .inventory import InventoryError
-    from .reader import WsdFormatError
     from .run import run_wsd
 
+    overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
+    features = [] if args.features == ["none"] else args.features
+    cfg = load_wsd_config(args.config, overrides, features=features, bilm=args.bilm)
+    # every input and output before any work (a missing vectors folder must not surface after training)
+    check_input_dir(args.train, "--train")
+    for d in args.test:
+        check_input_dir(d, "--test")
+    check_input_path(cfg.wordnet, "wordnet", fetch_hint(cfg.wordnet) or "pass --wordnet")
+    for name in cfg.features:
+        check_feature_paths(cfg.sources[name], f"sources.{name}")
+    out = Path(args.out)
+    runs_dir = Path(args.runs_dir) if args.runs_dir else Path("runs", "wsd", "heads", out.name)
+    cache_dir = None if args.cache_dir.lower() == "none" else Path(args.cache_dir)
+    check_output_dirs(out=out, runs_dir=runs_dir, cache_dir=cache_dir)
     if args.threads:
         torch.set_num_threads(args.threads)
     progress = {"auto": None, "on": True, "off": False}[args.progress]
-    context = FeatureContext(cache_dir=None if args.cache_dir.lower() == "none" else Path(args.cache_dir),
-                             progress=progress)
-    overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
-    try:
-        features = [] if args.features == ["none"] else args.features
-        cfg = load_wsd_config(args.config, overrides, features=features, bilm=args.bilm)
-    except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
+    context = FeatureContext(cache_dir=cache_dir, progress=progress)
     if not cfg.features:
         print("no feature sources to run: only the baselines are scored", file=sys.stderr)
-    out = Path(args.out)
-    try:
-        summary = run_wsd(cfg, args.train, args.test, out, context, progress, command=command_line(args),
-                          runs_dir=args.runs_dir or Path("runs", "wsd", "heads", out.name), plot=not args.no_plot)
-    except (WsdFormatError, InventoryError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    summary = run_wsd(cfg, args.train, args.test, out, context, progress, command=command_line(args),
+                      runs_dir=runs_dir, plot=not args.no_plot)
     print(f"wrote {out / 'table5.md'}, {out / 'scores.json'} and key files under {out / 'keys'} "
           f"({summary['seconds'] / 60:.1f} min)")
     return 0

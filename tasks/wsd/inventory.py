@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from elmo_features.errors import ElmoTasksError
+from elmo_features.text_input import iter_lines
+
 POS_SS_TYPES = {"NOUN": ("1",), "VERB": ("2",), "ADJ": ("3", "5"), "ADV": ("4",)}
 SS_TYPE_POS = {t: pos for pos, types in POS_SS_TYPES.items() for t in types}
 
 
-class InventoryError(ValueError):
+class InventoryError(ElmoTasksError, ValueError):
     """A missing or malformed sense inventory."""
 
 
@@ -48,19 +51,18 @@ class SenseInventory:
         """Read ``index.sense`` (or a folder holding it); malformed lines raise with file and line."""
         index = find_index_sense(path)
         entries: dict[tuple[str, str], list[tuple[int, str]]] = {}
-        with open(index, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if len(parts) != 4 or not parts[2].isdigit():
-                    raise InventoryError(f"{index}:{lineno}: expected 'sense_key synset_offset sense_number "
-                                         f"tag_cnt', got {line.strip()!r}")
-                try:
-                    lp = split_key(parts[0])
-                except ValueError as e:
-                    raise InventoryError(f"{index}:{lineno}: {e}") from None
-                entries.setdefault(lp, []).append((int(parts[2]), parts[0]))
+        for lineno, line in iter_lines(index):  # the text policy of elmo_features.text_input
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 4 or not parts[2].isdigit():
+                raise InventoryError(f"{index}:{lineno}: expected 'sense_key synset_offset sense_number "
+                                     f"tag_cnt', got {line.strip()!r}")
+            try:
+                lp = split_key(parts[0])
+            except ValueError as e:
+                raise InventoryError(f"{index}:{lineno}: {e}") from None
+            entries.setdefault(lp, []).append((int(parts[2]), parts[0]))
         if not entries:
             raise InventoryError(f"{index}: empty sense index")
         return cls(entries, str(index))

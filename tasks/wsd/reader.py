@@ -13,6 +13,8 @@ import xml.parsers.expat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from elmo_features.text_input import iter_lines
+
 from ..data.types import DataFormatError
 
 POS_TAGS = ("NOUN", "VERB", "ADJ", "ADV")
@@ -167,18 +169,17 @@ def read_gold_keys(path: str | os.PathLike, check_keys: bool = True) -> dict[str
     check_keys: every key must look like a WordNet sense key (``lemma%...``)."""
     path = Path(path)
     gold: dict[str, list[str]] = {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) < 2:
-                raise WsdFormatError(f"{path}:{lineno}: expected 'instance_id key [key ...]', got {line.strip()!r}")
-            for key in parts[1:] if check_keys else ():
-                if "%" not in key:
-                    raise WsdFormatError(f"{path}:{lineno}: {key!r} is not a WordNet sense key (lemma%ss_type:...)")
-            keys = gold.setdefault(parts[0], [])
-            keys.extend(k for k in parts[1:] if k not in keys)
+    for lineno, line in iter_lines(path):  # the text policy of elmo_features.text_input
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) < 2:
+            raise WsdFormatError(f"{path}:{lineno}: expected 'instance_id key [key ...]', got {line.strip()!r}")
+        for key in parts[1:] if check_keys else ():
+            if "%" not in key:
+                raise WsdFormatError(f"{path}:{lineno}: {key!r} is not a WordNet sense key (lemma%ss_type:...)")
+        keys = gold.setdefault(parts[0], [])
+        keys.extend(k for k in parts[1:] if k not in keys)
     if not gold:
         raise WsdFormatError(f"{path}: empty key file")
     return gold

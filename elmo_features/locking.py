@@ -1,0 +1,109 @@
+"""One writer per output: an exclusive ``fcntl.flock`` on a lock file next to it.
+
+HDF5's own file locking is often switched off on cluster file systems (``HDF5_USE_FILE_LOCKING=FALSE``),
+and it does not cover a resumable ``.partial`` file or a folder of checkpoints, so outputs take this lock
+instead: ``embed`` locks ``OUTPUT.lock``, ``train-bilm`` locks ``OUT_DIR/train.lock``, the feature cache
+locks ``KEY.hdf5.lock`` while it computes an entry. The lock file holds the writer's PID and host, for
+the refusal message; it is removed when the lock is released. A crashed writer's lock is released by the
+kernel, so a stale lock file never blocks anyone.
+"""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Callable
+
+from .errors import LockError
+
+
+def lock_path_for(target: str | os.PathLike) -> Path:
+    """``target`` + ".lock" (in the same folder)."""
+    target = Path(target)
+    return target.with_name(target.name + ".lock")
+
+
+def _holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
+    except OSError:
+        text = []
+    if len(text) >= 2:
+        return f"PID {text[0]} on host {text[1]}"
+    return f"PID {text[0]}" if text else "unknown PID"
+
+
+class OutputLock:
+    """An exclusive lock on ``path`` (a lock file); ``what`` names the protected output in messages.
+
+    ``acquire()`` refuses at once with a LockError naming the other writer; ``acquire(wait=True)``
+    waits for it instead (``on_wait(holder)`` is called once before waiting). Use as a context manager.
+    """
+
+    def __init__(self, path: str | os.PathLike, what: str):
+        self.path = Path(path)
+        self.what = what
+        self.fd: int | None = None
+
+    def acquire(self, wait: bool = False, on_wait: Callable[[str], None] | None = None) -> "OutputLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        waited = False
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _holder(fd)
+                if not wait:
+                    os.close(fd)
+                    raise LockError(f"{self.what} is being written by another process ({holder}; lock file "
+                                    f"{self.path}); wait until it has finished, or write somewhere else") from None
+                if on_wait is not None and not waited:
+                    on_wait(holder)
+                waited = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as e:
+                if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                    os.close(fd)
+                    raise
+                print(f"warning: cannot lock {self.path} ({e.strerror}: the file system has no locks); make sure "
+                      f"no other process writes {self.what}", file=sys.stderr)
+            # a releasing holder unlinks the file: make sure the locked file is still the one at the path
+            try:
+                same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+            self.fd = fd
+            return self
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        try:
+            self.path.unlink()  # while still holding the lock (see acquire)
+        except FileNotFoundError:
+            pass
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+        self.fd = None
+
+    def __enter__(self) -> "OutputLock":
+        return self.acquire() if self.fd is None else self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        if self.fd is not None:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass

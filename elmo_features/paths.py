@@ -1,0 +1,86 @@
+"""Input and output path checks, run before any work starts (docs/reliability.md).
+
+Each check raises a ``PathError`` (``MissingPathError`` for a missing input) whose one-line message names
+the path, what it is for (``what``) and what to do. Nothing is created: an output's missing parent folders
+are fine as long as they can be created (the nearest existing ancestor is a writable folder).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import MissingPathError, PathError
+
+
+def _nearest_existing(path: Path) -> Path:
+    p = path
+    while not p.exists():
+        if p.parent == p:
+            return p
+        p = p.parent
+    return p
+
+
+def _check_creatable(path: Path, what: str) -> None:
+    """The folder ``path`` exists as a writable folder or can be created."""
+    base = _nearest_existing(path)
+    if not base.is_dir():
+        raise PathError(f"{what}: cannot create {path}: {base} is a file, not a folder; choose another path")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise PathError(f"{what}: cannot write to {base} (permission denied); choose another path")
+
+
+def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
+    """An output file path: not a folder, and its folder exists writable or can be created."""
+    p = Path(path).expanduser()
+    if str(path).endswith(("/", os.sep)) or p.is_dir():
+        raise PathError(f"{what}: {p} is a folder; give a file name (e.g. {p / 'out.hdf5'})")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise PathError(f"{what}: {p} exists and is not writable; choose another path or fix its permissions")
+    _check_creatable(p.parent if str(p.parent) else Path("."), what)
+    return p
+
+
+def check_output_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
+    """An output folder: an existing writable folder, or one that can be created."""
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise PathError(f"{what}: {p} is a file, not a folder; choose another path")
+    _check_creatable(p, what)
+    return p
+
+
+def check_input_file(path: str | os.PathLike, what: str = "input", hint: str = "") -> Path:
+    """An existing, readable file (``hint``: what to do when it is missing, e.g. a ``data get`` command)."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise MissingPathError(f"{what}: {p} not found" + (f"; {hint}" if hint else ""))
+    if p.is_dir():
+        raise PathError(f"{what}: {p} is a folder; give a file")
+    if not os.access(p, os.R_OK):
+        raise PathError(f"{what}: {p} is not readable (permission denied)")
+    return p
+
+
+def check_input_dir(path: str | os.PathLike, what: str = "input folder", needs: tuple[str, ...] = (),
+                    hint: str = "") -> Path:
+    """An existing folder holding the files ``needs``."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise MissingPathError(f"{what}: {p} not found" + (f"; {hint}" if hint else ""))
+    if not p.is_dir():
+        raise PathError(f"{what}: {p} is a file; give a folder")
+    missing = [n for n in needs if not (p / n).exists()]
+    if missing:
+        raise MissingPathError(f"{what}: {p} has no {', '.join(missing)}" + (f"; {hint}" if hint else ""))
+    return p
+
+
+def check_input_path(path: str | os.PathLike, what: str = "input", hint: str = "") -> Path:
+    """An existing, readable file or folder."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise MissingPathError(f"{what}: {p} not found" + (f"; {hint}" if hint else ""))
+    if not os.access(p, os.R_OK):
+        raise PathError(f"{what}: {p} is not readable (permission denied)")
+    return p

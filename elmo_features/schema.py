@@ -1,0 +1,157 @@
+"""A small declarative schema for JSON/YAML data (types, ranges, required keys), with one-line errors.
+
+    SCHEMA = Obj({"dim": Int(min=1, required=True), "clip": Num(min=0, nullable=True)})
+    value = validate(data, SCHEMA, "options.json")   # raises SchemaError naming the key path
+
+Used for the biLM ``options.json`` (elmo_features.options) and the biLM training config
+(elmo_features.training.config). A string is never accepted for a number or a boolean, except that
+``Num(from_str=True)`` reads a numeric string (YAML 1.1 reads ``1e-3`` as a string).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ElmoTasksError
+
+
+class SchemaError(ElmoTasksError, ValueError):
+    """A value does not match its schema; the message names the key path."""
+
+
+def _at(where: str) -> str:
+    return f"{where}: " if where else ""
+
+
+def validate(value: Any, spec: "Spec", source: str) -> Any:
+    """``spec.check(value)`` with errors prefixed by ``source`` (e.g. the file name)."""
+    try:
+        return spec.check(value, "")
+    except SchemaError as e:
+        raise SchemaError(f"{source}: {e}") from None
+
+
+def _show(value: Any) -> str:
+    kind = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+    text = repr(value)
+    return f"{text if len(text) <= 60 else text[:57] + '...'} ({kind})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Spec:
+    """Base: ``required`` (object member must be present), ``nullable`` (None allowed)."""
+
+    required: bool = False
+    nullable: bool = False
+
+    def check(self, value: Any, where: str) -> Any:
+        if value is None:
+            if self.nullable:
+                return None
+            raise SchemaError(f"{_at(where)}must not be null")
+        return self._check(value, where)
+
+    def _check(self, value: Any, where: str) -> Any:
+        return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Range(Spec):
+    min: float | None = None  # inclusive
+    max: float | None = None  # inclusive
+    gt: float | None = None  # exclusive lower bound
+    lt: float | None = None  # exclusive upper bound
+    choices: tuple | None = None
+
+    def _range(self, value, where: str):
+        if self.choices is not None and value not in self.choices:
+            raise SchemaError(f"{_at(where)}must be one of {', '.join(map(repr, self.choices))}, got {_show(value)}")
+        for bound, ok, text in ((self.min, lambda b: value >= b, ">="), (self.max, lambda b: value <= b, "<="),
+                                (self.gt, lambda b: value > b, ">"), (self.lt, lambda b: value < b, "<")):
+            if bound is not None and not ok(bound):
+                raise SchemaError(f"{_at(where)}must be {text} {bound}, got {value}")
+        return value
+
+
+@dataclass(frozen=True)
+class Int(_Range):
+    def _check(self, value, where):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise SchemaError(f"{_at(where)}expected an integer, got {_show(value)}")
+        return self._range(value, where)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Num(_Range):
+    from_str: bool = False
+
+    def _check(self, value, where):
+        if self.from_str and isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SchemaError(f"{_at(where)}expected a number, got {_show(value)}")
+        if not math.isfinite(value):
+            raise SchemaError(f"{_at(where)}must be a finite number, got {value}")
+        return self._range(value, where)
+
+
+@dataclass(frozen=True)
+class Bool(Spec):
+    def _check(self, value, where):
+        if not isinstance(value, bool):
+            raise SchemaError(f"{_at(where)}expected true or false, got {_show(value)}")
+        return value
+
+
+@dataclass(frozen=True)
+class Str(_Range):
+    def _check(self, value, where):
+        if not isinstance(value, str):
+            raise SchemaError(f"{_at(where)}expected a string, got {_show(value)}")
+        if self.choices is not None and value not in self.choices:
+            raise SchemaError(f"{_at(where)}must be one of {', '.join(map(repr, self.choices))}, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class List(Spec):
+    items: Spec = field(default_factory=Spec)
+    min_len: int = 0
+    max_len: int | None = None
+
+    def _check(self, value, where):
+        if not isinstance(value, (list, tuple)):
+            raise SchemaError(f"{_at(where)}expected a list, got {_show(value)}")
+        if len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
+            n = f"{self.min_len}" if self.max_len == self.min_len else \
+                f"{self.min_len}..{self.max_len if self.max_len is not None else ''}"
+            raise SchemaError(f"{_at(where)}expected a list of {n} items, got {len(value)}")
+        return [self.items.check(v, f"{where}[{i}]") for i, v in enumerate(value)]
+
+
+@dataclass(frozen=True)
+class Obj(Spec):
+    """An object; ``extra=False`` makes unknown keys errors (listing the valid ones)."""
+
+    fields: dict[str, Spec] = field(default_factory=dict)
+    extra: bool = True
+
+    def _check(self, value, where):
+        if not isinstance(value, dict):
+            raise SchemaError(f"{_at(where)}expected an object, got {_show(value)}")
+        if not self.extra:
+            unknown = sorted(set(value) - set(self.fields))
+            if unknown:
+                raise SchemaError(f"{_at(where)}unknown key(s) {unknown}; valid keys: {', '.join(self.fields)}")
+        out = dict(value)
+        for name, spec in self.fields.items():
+            if name in value:
+                out[name] = spec.check(value[name], f"{where}.{name}" if where else name)
+            elif spec.required:
+                raise SchemaError(f"missing required key '{where + '.' if where else ''}{name}'")
+        return out

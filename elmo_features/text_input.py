@@ -1,0 +1,85 @@
+"""The text-input policy shared by ``embed``, ``predict``, ``train-bilm``/``eval-bilm`` and the data readers.
+
+* Encoding: UTF-8. A byte-order mark at the start of the file is dropped. Invalid UTF-8 is an error
+  naming the file, line and byte column (a UTF-16 file is recognised and named as such).
+* Line ends: ``\\n`` or ``\\r\\n``; a ``.gz`` file is read decompressed.
+* NUL bytes are an error naming the file and line (the file is binary, or UTF-16).
+* Tokens: a line is split on whitespace.
+* Blank (or whitespace-only) lines: where outputs are aligned with input lines (``embed``: dataset
+  ``"i"`` is line ``i+1``; ``predict``: output ``i`` is line ``i+1``) a blank line is an error naming
+  it, since skipping it would shift every later output. In training and evaluation corpora
+  (``train-bilm`` ``train_files``/``heldout_file``, ``eval-bilm FILE``) blank lines separate documents and
+  are skipped. Column formats (CoNLL) give blank lines their own meaning.
+* A file without any sentence is an error naming the file.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+from typing import Iterator, Literal
+
+from .errors import MissingPathError, PathError, TextInputError
+
+BOM = b"\xef\xbb\xbf"
+BlankPolicy = Literal["error", "skip"]
+
+
+def _open_binary(path: Path):
+    if not path.exists():
+        raise MissingPathError(f"input file not found: {path}")
+    if path.is_dir():
+        raise PathError(f"{path} is a folder; give a text file")
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
+    """One line's bytes (line end removed) -> text, or a TextInputError naming ``path:lineno``."""
+    if lineno == 1 and raw.startswith(BOM):
+        raw = raw[len(BOM):]
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    if lineno == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise TextInputError(f"{path}:1: the file is UTF-16; convert it to UTF-8 "
+                             f"(e.g. iconv -f UTF-16 -t UTF-8 {path})")
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise TextInputError(f"{path}:{lineno}: NUL byte at byte column {nul + 1} (a binary file?); "
+                             "the input must be UTF-8 text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TextInputError(f"{path}:{lineno}: not valid UTF-8 (byte {raw[e.start]:#04x} at byte column "
+                             f"{e.start + 1}); the input must be UTF-8 text") from None
+
+
+def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """(line number, text without its line end) of every line of a UTF-8 text file (.gz ok), streamed."""
+    path = Path(path)
+    with _open_binary(path) as f:
+        lineno = 0
+        for lineno, raw in enumerate(f, 1):
+            yield lineno, decode_line(raw[:-1] if raw.endswith(b"\n") else raw, path, lineno)
+
+
+def iter_sentences(path: str | os.PathLike, blank_lines: BlankPolicy = "skip") -> Iterator[tuple[int, list[str]]]:
+    """(line number, whitespace tokens) per sentence line; blank lines skipped or an error (module doc).
+
+    A file without any sentence is an error."""
+    n = 0
+    for lineno, text in iter_lines(path):
+        tokens = text.split()
+        if not tokens:
+            if blank_lines == "error":
+                raise TextInputError(f"{path}:{lineno}: blank line; every line must hold one whitespace-tokenized "
+                                     "sentence (remove the line)")
+            continue
+        n += 1
+        yield lineno, tokens
+    if n == 0:
+        raise TextInputError(f"{path}: no sentences (the file is empty or blank); give one sentence per line")
+
+
+def read_sentences(path: str | os.PathLike, blank_lines: BlankPolicy = "error") -> list[list[str]]:
+    """All sentences of a one-sentence-per-line file (see ``iter_sentences``)."""
+    return [tokens for _, tokens in iter_sentences(path, blank_lines)]

@@ -1,0 +1,162 @@
+"""The key of train-bilm's cached corpus (``out_dir/prep.npz``, ``types.txt``, ``vocab.txt``): what built it.
+
+``out_dir/prep.json`` records the cache format, ``max_sentence_length``, every training file (resolved path,
+size, mtime, sha256) and, once the vocabulary is built, ``vocab_size``. A later run in the same out_dir
+reuses the cache only when all of these still hold (a file whose mtime changed is re-hashed: same bytes,
+same cache); otherwise it is refused with a StaleCacheError that says what changed. Out_dirs written
+before prep.json existed are adopted when their config.yaml names the same training data.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+from ..errors import MissingPathError, StaleCacheError
+from .config import TrainConfig
+
+PREP_FORMAT = 1  # bump when the layout or tokenization of prep.npz / types.txt changes
+KEY_FILE = "prep.json"
+CACHE_FILES = ("prep.npz", KEY_FILE, "types.txt", "vocab.txt")
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _entry(path: str, with_hash: bool) -> dict:
+    p = Path(path).expanduser()
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise MissingPathError(f"training file not found: {p}") from None
+    e = {"path": str(p.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    if with_hash:
+        e["sha256"] = file_sha256(p)
+    return e
+
+
+def prep_key(cfg: TrainConfig, with_hashes: bool = False) -> dict:
+    """The key of the corpus ``cfg`` gives (file hashes only when ``with_hashes``: they read every file)."""
+    return {"format": PREP_FORMAT, "max_sentence_length": cfg.max_sentence_length,
+            "files": [_entry(p, with_hashes) for p in cfg.train_files]}
+
+
+def read_prep_key(out: Path) -> dict | None:
+    path = out / KEY_FILE
+    if not path.exists():
+        return None
+    try:
+        key = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise StaleCacheError(f"{path}: damaged; {_fix(out)}") from None
+    if not isinstance(key, dict) or not isinstance(key.get("files"), list):
+        raise StaleCacheError(f"{path}: damaged; {_fix(out)}")
+    return key
+
+
+def write_prep_key(out: Path, key: dict) -> None:
+    """Replace prep.json (atomically)."""
+    path = out / KEY_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def update_prep_key(out: Path, **fields) -> None:
+    """Add ``fields`` to prep.json."""
+    write_prep_key(out, {**(read_prep_key(out) or {}), **fields})
+
+
+def _fix(out: Path) -> str:
+    files = ", ".join(CACHE_FILES)
+    return (f"this out_dir holds another run's data: choose another out_dir, or delete {files} (and checkpoint.pt) "
+            f"in {out} to rebuild")
+
+
+def check_prep_key(cfg: TrainConfig, out: Path) -> None:
+    """Refuse (StaleCacheError) an out_dir/prep.npz built from other training data than ``cfg`` names."""
+    key = read_prep_key(out)
+    if key is None:
+        _adopt_legacy(cfg, out)
+        return
+    problems = []
+    if key.get("format") != PREP_FORMAT:
+        problems.append(f"cache format {key.get('format')!r}, this version needs {PREP_FORMAT}")
+    if key.get("max_sentence_length") != cfg.max_sentence_length:
+        problems.append(f"max_sentence_length {key.get('max_sentence_length')} -> {cfg.max_sentence_length}")
+    now = prep_key(cfg)["files"]
+    old = key["files"]
+    refreshed = False
+    if [e.get("path") for e in old] != [e["path"] for e in now]:
+        problems.append(f"train_files {[e.get('path') for e in old]} -> {[e['path'] for e in now]}")
+    else:
+        for o, n in zip(old, now):
+            if o.get("size") != n["size"]:
+                problems.append(f"{n['path']} changed (size {o.get('size')} -> {n['size']} bytes)")
+            elif o.get("mtime_ns") != n["mtime_ns"]:
+                if o.get("sha256") != file_sha256(n["path"]):
+                    problems.append(f"{n['path']} changed (new content)")
+                else:
+                    o["mtime_ns"] = n["mtime_ns"]  # touched or copied, same bytes
+                    refreshed = True
+    if problems:
+        raise StaleCacheError(f"{out / 'prep.npz'} was built from other training data ({'; '.join(problems)}); "
+                              + _fix(out))
+    if refreshed:
+        write_prep_key(out, key)
+
+
+def check_vocab_key(cfg: TrainConfig, out: Path) -> bool:
+    """True when out/vocab.txt was built with cfg.vocab_size from the cached corpus; False when unknown
+    (it is rebuilt); a vocabulary built with another vocab_size is refused."""
+    key = read_prep_key(out) or {}
+    if "vocab_size" not in key:
+        return False
+    if key["vocab_size"] != cfg.vocab_size:
+        raise StaleCacheError(f"{out / 'vocab.txt'} was built with vocab_size {key['vocab_size']}, the config says "
+                              f"{cfg.vocab_size}; " + _fix(out))
+    return True
+
+
+def corpus_digest(out: Path) -> str | None:
+    """sha256 over the cached corpus' key (file contents and settings, not paths): ties a checkpoint to it."""
+    key = read_prep_key(out)
+    if key is None or any("sha256" not in e for e in key["files"]):
+        return None
+    content = [key.get("format"), key.get("max_sentence_length"), [[e["size"], e["sha256"]] for e in key["files"]]]
+    return hashlib.sha256(json.dumps(content).encode()).hexdigest()
+
+
+def _adopt_legacy(cfg: TrainConfig, out: Path) -> None:
+    """prep.npz without prep.json (written by an older version): keep it when out/config.yaml names the same
+    training data, and write its key; otherwise refuse."""
+    saved_path = out / "config.yaml"
+    try:
+        saved = yaml.safe_load(saved_path.read_text(encoding="utf-8")) if saved_path.exists() else None
+    except (UnicodeDecodeError, yaml.YAMLError):
+        saved = None
+    if not isinstance(saved, dict):
+        raise StaleCacheError(f"{out / 'prep.npz'} has no key ({KEY_FILE}) and no readable config.yaml says what "
+                              "built it; " + _fix(out))
+    same_files = [str(Path(p).expanduser().resolve()) for p in saved.get("train_files") or []] == \
+                 [str(Path(p).expanduser().resolve()) for p in cfg.train_files]
+    problems = [] if same_files else [f"train_files {saved.get('train_files')} -> {cfg.train_files}"]
+    if saved.get("max_sentence_length", 100) != cfg.max_sentence_length:
+        problems.append(f"max_sentence_length {saved.get('max_sentence_length')} -> {cfg.max_sentence_length}")
+    if problems:
+        raise StaleCacheError(f"{out / 'prep.npz'} was built from other training data ({'; '.join(problems)}); "
+                              + _fix(out))
+    key = prep_key(cfg, with_hashes=True)
+    if (out / "vocab.txt").exists() and "vocab_size" in saved:
+        key["vocab_size"] = saved["vocab_size"]
+    write_prep_key(out, key)
+    print(f"{out}: recorded the key of the cached corpus in {KEY_FILE} (written by an older version)", file=sys.stderr)
