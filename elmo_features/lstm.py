@@ -68,7 +68,9 @@ def _direction_pool() -> ThreadPoolExecutor | None:
                 if "parallel backend: OpenMP" in torch.__config__.parallel_info():
                     with open("/proc/self/maps", encoding="utf-8") as f:
                         libs = re.findall(r"\S*/libgomp[^/\s]*\.so[.\d]*", f.read())
-                    if libs:
+                    torch_dir = os.path.dirname(torch.__file__)
+                    libs = sorted(set(libs), key=lambda p: not p.startswith(torch_dir))  # torch's own first:
+                    if libs:  # another package's copy (e.g. scikit-learn's) may be mapped before it
                         gomp = ctypes.CDLL(libs[0])
                         pool = ThreadPoolExecutor(2, thread_name_prefix="elmo-lstm", initializer=_one_openmp_thread,
                                                   initargs=(gomp,))
