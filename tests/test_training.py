@@ -131,3 +131,26 @@ def test_warm_start_continues_a_model_and_freezes_it_first(tmp_path):
     bad = _cfg(tmp_path / "c", lstm_dim=12, init_from=str(exp))
     with pytest.raises(ValueError, match="another model than this config"):
         Trainer(bad, progress=False)
+
+
+def test_trainer_bad_input_policy(tmp_path):
+    """Issue 9's hostile corpus: blank lines are skipped, a 10,000-token line is cut into max_sentence_length
+    pieces, invalid UTF-8 is an error naming file and line and leaves no cache behind."""
+    from elmo_features.errors import ElmoTasksError
+
+    train = tmp_path / "train.txt"
+    long_line = " ".join(["the", "cat", "sat"] * 3334)[: len(" ".join(["w"] * 10000))]
+    train.write_text("the cat sat .\n\n   \n" + long_line + "\nthe dog ran .\n", encoding="utf-8")
+    cfg = _cfg(tmp_path / "a", train_files=[str(train)], heldout_file=None, max_sentence_length=50,
+               max_train_tokens=50)
+    tr = Trainer(cfg, progress=False)
+    lengths = sorted(len(s) for s in tr.corpus.sentences)
+    n_long = len(long_line.split())
+    assert max(lengths) == 50 and sum(lengths) == 4 + n_long + 4  # nothing lost, nothing from blank lines
+    tr.close()
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"the cat sat .\nthe \xff dog .\n")
+    cfg = _cfg(tmp_path / "b", train_files=[str(bad)], heldout_file=None)
+    with pytest.raises(ElmoTasksError, match=r"bad\.txt:2: not valid UTF-8"):
+        Trainer(cfg, progress=False)
+    assert not (tmp_path / "b" / "run" / "prep.npz").exists()
