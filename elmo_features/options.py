@@ -117,6 +117,10 @@ class BiLMOptions:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "options") -> "BiLMOptions":
+        try:
+            validate(d, OPTIONS_SCHEMA, source)  # types and ranges first (also: d is an object)
+        except SchemaError as e:
+            raise OptionsError(str(e)) from None
         backbone = d.get("backbone", "lstm")
         if backbone not in BACKBONES:
             raise OptionsError(f"{source}: unknown backbone {backbone!r}; valid backbones: {', '.join(BACKBONES)}")
@@ -126,10 +130,6 @@ class BiLMOptions:
         elif "transformer" in d:
             raise OptionsError(f"{source}: has a 'transformer' block but backbone is 'lstm'; "
                                "add \"backbone\": \"transformer\" or remove the block")
-        try:
-            validate(d, OPTIONS_SCHEMA, source)
-        except SchemaError as e:
-            raise OptionsError(str(e)) from None
         try:
             cnn = d["char_cnn"]
             act = cnn.get("activation", "relu")

@@ -99,7 +99,7 @@ def test_default_model_and_resolve(tmp_path, monkeypatch):
     assert resolve_bilm(bilm) is bilm
     with pytest.raises(ValueError, match="unknown: \\['weight'\\].*missing: \\['weights'\\]"):
         resolve_bilm({"options": "o", "weight": "w"})
-    with pytest.raises(ValueError, match="'default', a preset \\(small, medium"):
+    with pytest.raises(ValueError, match="an embedded model \\(default\\), a preset \\(small, medium"):
         resolve_bilm("bert")
     with pytest.raises(FileNotFoundError, match="must hold options.json"):
         resolve_bilm(str(tmp_path))

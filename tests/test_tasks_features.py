@@ -61,13 +61,15 @@ def test_elmo_layer_and_mix_equal_the_bilm_outputs(env):
 
 def test_frozen_features_are_cached_on_disk_and_reused(env, tmp_path):
     cache = tmp_path / "cache"
-    elmo_module._FEATURES.clear()  # the in-process copy from other tests would skip the disk cache
+    elmo_module._FEATURES.clear()  # the in-process copies from other tests would skip the disk cache
+    elmo_module._SENTENCES.clear()
     src = build(elmo_section(env), cache)
     first = src.precompute(SENTS, "train")
     files = sorted(cache.glob("*.hdf5"))
     assert len(files) == 1
     stamp = files[0].stat().st_mtime_ns
-    elmo_module._FEATURES.clear()  # forget the in-memory copy: the next read must come from disk
+    elmo_module._FEATURES.clear()  # forget the in-memory copies: the next read must come from disk
+    elmo_module._SENTENCES.clear()
     calls = []
     orig = src._bilm.forward
     src._bilm.forward = lambda *a, **k: calls.append(1) or orig(*a, **k)
