@@ -52,7 +52,7 @@ def register(subparsers) -> None:
     p.add_argument("--sources", help="comma-separated subset of compare.sources (default: all)")
     p.add_argument("--seeds", help="comma-separated seeds (default: compare.seeds)")
     p.add_argument("--folds", type=int, help="K-fold cross-validation over all labelled sentences (default: "
-                   "compare.folds; paired tests between sources in the summary)")
+                   "compare.folds; paired tests between sources in the summary); 0: the fixed split")
     p.add_argument("--results-dir", help="where summary.md/.csv/.json and plots go (default: results/NAME)")
     p.add_argument("--runs-dir", default="runs", help="parent of the per-run folders")
     _common(p)
@@ -123,8 +123,9 @@ def cmd_compare(args) -> int:
                           f"{', '.join(cfg.compare.sources)}")
     try:
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
-        if args.folds is not None and args.folds < 3:
-            raise ConfigError(f"--folds: give 3 or more folds (one tests, one stops early), got {args.folds}")
+        if args.folds is not None and args.folds != 0 and args.folds < 3:
+            raise ConfigError(f"--folds: give 3 or more folds (one tests, one stops early), or 0 for the fixed "
+                              f"split, got {args.folds}")
     except ValueError:
         raise ConfigError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
     results_dir = Path(args.results_dir) if args.results_dir else Path("results") / cfg.name
