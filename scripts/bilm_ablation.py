@@ -1,0 +1,149 @@
+"""Issue 9's lever table: each biLM lever's effect on held-out perplexity and on downstream probes.
+
+    python scripts/bilm_ablation.py [--out results/bilm]
+
+Reads only measured result files (each names its own command and commit):
+- results/bilm/before_issue9/default.json, results/bilm/default_charonly.json, results/bilm/default.json
+  (held-out perplexity over all of heldout.txt.gz, shipped fp16 weights; learning curves);
+- results/{ner_conll2003,wsd}/before_issue9/ and results/{ner_conll2003,wsd}/ (NER dev F1 of the scalar-mix
+  row, 3 seeds; WSD 1-NN F1 of the best biLM layer on Senseval-2 and on ALL);
+- results/bilm/train_levers.json when present (bench/train_levers.py: threads and batch size).
+Writes results/bilm/ablation.{md,json} and results/bilm/learning_curves.png.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tasks.config import write_text_atomic  # noqa: E402
+
+# (label, lever, bilm report, NER summary + source, WSD scores + source, tokens before this run)
+MODELS = [
+    ("char-only, 7.0M tokens (first default)", "baseline",
+     "results/bilm/before_issue9/default.json", ("results/ner_conll2003/before_issue9/summary.json", "elmo_mix"),
+     ("results/wsd/before_issue9/scores.json", "elmo"), 0),
+    ("char-only, 7.0M + 4.0M tokens (`default_charonly`)", "more tokens (warm start from the first default)",
+     "results/bilm/default_charonly.json", ("results/ner_conll2003/summary.json", "elmo_charonly_mix"),
+     ("results/wsd/scores.json", "elmo_charonly"), 7_003_087),
+    ("GloVe prior, 4.0M tokens from scratch (`default`)", "static-vector prior (frozen GloVe 6B 50d in the token layer)",
+     "results/bilm/default.json", ("results/ner_conll2003/summary.json", "elmo_mix"),
+     ("results/wsd/scores.json", "elmo"), 0),
+]
+
+
+def load(path: str) -> dict | None:
+    p = ROOT / path
+    return json.loads(p.read_text(encoding="utf-8")) if p.exists() else None
+
+
+def ner_dev(path: str, source: str) -> tuple[float, float] | None:
+    s = load(path)
+    for r in (s or {}).get("sources", []):
+        if r["source"] == source and r.get("dev"):
+            f1 = r["dev"]["f1"]
+            return f1["mean"] * 100, (f1["std"] or 0.0) * 100
+    return None
+
+
+def wsd_best_knn(path: str, source: str) -> dict | None:
+    s = load(path)
+    if s is None:
+        return None
+    rows = [r for r in s["rows"] if r["source"] == source and r["group"] == "knn" and isinstance(r["layer"], int)]
+    if not rows:
+        return None
+    out = {}
+    for split in ("senseval2", "ALL"):
+        best = max(rows, key=lambda r: r["scores"][split]["F1"])
+        out[split] = (best["scores"][split]["F1"], best["layer"])
+    base = next(r for r in s["rows"] if r["id"] == "wn_first_sense")["scores"]
+    out["first_sense"] = {k: base[k]["F1"] for k in ("senseval2", "ALL")}
+    return out
+
+
+def plot(curves: list[tuple[str, list[float], list[float]]], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for label, x, y in curves:
+        ax.plot(x, y, marker="o", ms=3, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("tokens the model has seen (millions)")
+    ax.set_ylabel("held-out ppl, first 500 sentences (log)")
+    ax.set_title("biLM learning curves (mean of forward and backward)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, path)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="results/bilm")
+    args = ap.parse_args()
+    out = ROOT / args.out
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    rows, curves = [], []
+    for label, lever, report, (ner_path, ner_src), (wsd_path, wsd_src), before in MODELS:
+        rep = load(report)
+        row = {"model": label, "lever": lever, "report": report}
+        if rep:
+            row.update(tokens=rep["tokens_seen"] + before, ppl=rep["perplexity_shipped_fp16"]["mean"],
+                       train_hours=rep["train_wall_seconds"] / 3600)
+            curves.append((label, [(h["tokens"] + before) / 1e6 for h in rep.get("history", [])],
+                           [h["mean"] for h in rep.get("history", [])]))
+        row["ner_dev_f1"] = ner_dev(ner_path, ner_src)
+        row["wsd"] = wsd_best_knn(wsd_path, wsd_src)
+        rows.append(row)
+    levers = load("results/bilm/train_levers.json")
+    fmt = lambda v, f="{:.1f}": "-" if v is None else f.format(v)
+    md = ["# biLM levers (issue 9): held-out perplexity and downstream probes", "",
+          f"Made by `python scripts/bilm_ablation.py` at commit `{commit}` ({os.cpu_count()} CPU cores, "
+          f"{platform.machine()}) from the measured result files named in each row; nothing is re-measured here.",
+          "", "| model | lever | tokens seen | held-out ppl (mean, all 4,775 sentences) | NER dev F1, scalar mix "
+          "(3 seeds) | WSD 1-NN best layer, Senseval-2 | WSD 1-NN best layer, ALL | training wall time |",
+          "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ner = r["ner_dev_f1"]
+        w = r["wsd"] or {}
+        s2 = f"{w['senseval2'][0]:.1f} (layer {w['senseval2'][1]})" if w else "-"
+        al = f"{w['ALL'][0]:.1f} (layer {w['ALL'][1]})" if w else "-"
+        md.append(f"| {r['model']} | {r['lever']} | {fmt(r.get('tokens'), '{:,}')} | {fmt(r.get('ppl'))} | "
+                  f"{f'{ner[0]:.2f} ± {ner[1]:.2f}' if ner else '-'} | {s2} | {al} | "
+                  f"{fmt(r.get('train_hours'), '{:.2f} h')} |")
+    fs = next((r["wsd"]["first_sense"] for r in rows if r["wsd"]), None)
+    if fs:
+        md += ["", f"WordNet first sense (the gate for WSD): Senseval-2 {fs['senseval2']:.1f}, ALL {fs['ALL']:.1f}. "
+               "Models were chosen on NER dev F1, not on the WSD test sets."]
+    md += ["", "Training throughput levers (same machine, real-corpus batches):", ""]
+    if levers:
+        md += [f"`{levers['command']}` at commit `{levers['git_commit']}`, CPU {levers['machine']['cpu_model']}, "
+               f"bf16 matmul support: {levers['bf16']}.", "", "| threads | batch tokens | train tok/s |", "|---|---|---|"]
+        md += [f"| {m['threads']} | {m['batch_tokens']:,} | {m['tok_per_s']:,.0f} |" for m in levers["measurements"]]
+    else:
+        md += ["(results/bilm/train_levers.json not measured yet: `python bench/train_levers.py`)"]
+    md += ["", "Learning curves of all three models: `learning_curves.png` (tokens counted from the start of each "
+           "model, so the warm-started run begins at 7.0M)."]
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "ablation.md", "\n".join(md) + "\n")
+    write_text_atomic(out / "ablation.json", json.dumps({"commit": commit, "rows": rows, "levers": levers},
+                                                         indent=1) + "\n")
+    if curves:
+        plot(curves, out / "learning_curves.png")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
