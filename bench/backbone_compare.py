@@ -1,7 +1,7 @@
 """LSTM vs Transformer biLM backbones at about equal parameter count: training and inference tokens/s.
 
 Both models share the token layer (the shipped char CNN config) and the sampled softmax; they differ only
-in the contextual stack. The LSTM is the shipped config (``configs/bilm/default.yaml``: 2 layers, 512
+in the contextual stack. The LSTM is the shipped config (``configs/bilm/charonly_7m.yaml``: 2 layers, 512
 cells, projection 128). The Transformer has the same width P = projection_dim and the same number of
 layers (so the features are the same shape, (L, n, 2P)), ``--heads`` heads, and the feed-forward width that
 makes its parameter count closest to the LSTM's (both counts are printed).
@@ -118,7 +118,7 @@ def measure_backbone(tr: Trainer, corpus, args) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--config", default=str(REPO / "configs/bilm/default.yaml"), help="LSTM config (model keys)")
+    ap.add_argument("--config", default=str(REPO / "configs/bilm/charonly_7m.yaml"), help="LSTM config (model keys)")
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--max-positions", type=int, default=256)
     ap.add_argument("--chunk-overlap", type=int, default=128)

@@ -58,6 +58,8 @@ def main() -> None:
     ap.add_argument("--run", default="runs/bilm/default")
     ap.add_argument("--heldout", default="../shared/data/corpus/heldout.txt.gz")
     ap.add_argument("--name", default="default", help="embedded model name: elmo_features/models/NAME")
+    ap.add_argument("--config", help="the config file the run was trained with, for the report "
+                    "(default: configs/bilm/NAME.yaml)")
     ap.add_argument("--out", help="export folder (default: elmo_features/models/NAME)")
     ap.add_argument("--results", default="results/bilm")
     ap.add_argument("--threads", type=int, default=2)
@@ -101,7 +103,7 @@ def main() -> None:
     if st["history"]:
         plot_curve(st["history"], results / f"{name}_learning_curve.png",
                    f"biLM '{name}': learning curve (first 500 held-out sentences)")
-    config_file = {"default": "configs/bilm/default.yaml"}.get(name, f"configs/bilm/{name}.yaml")
+    config_file = args.config or f"configs/bilm/{name}.yaml"
     start = (f" It started from the model in `{cfg.init_from}` (warm start: the run's own token count below "
              f"comes on top of what that model had seen)." if cfg.init_from else "")
     prior = (f"Static-vector prior: {model.bilm.options.token_vectors.n_words:,} frozen "
@@ -111,7 +113,7 @@ def main() -> None:
     p, s = full, shipped
     md = f"""# The embedded biLM `{name}`
 
-Measured by `python scripts/ship_default_bilm.py --run {args.run} --heldout {args.heldout}` at commit
+Measured by `python {' '.join(sys.argv)}` at commit
 `{commit}` on {res['date']}, {res['cpus']} CPU cores ({res['machine']}). The training command was
 `elmo-tasks train-bilm --config {config_file}` (resumed with `--resume` where it was interrupted).{start}
 
@@ -122,7 +124,7 @@ Measured by `python scripts/ship_default_bilm.py --run {args.run} --heldout {arg
 | tokens seen | {st['tokens']:,} of {cfg.max_train_tokens:,} planned ({res['epochs']:.2f} epochs of train.txt.gz) |
 | optimizer steps | {st['step']:,} |
 | training wall time | {st['elapsed'] / 3600:.2f} h ({cfg.threads} torch thread(s), shared machine) |
-| biLM parameters (shipped) | {n_params:,} ({res['shipped_weights_bytes'] / 1e6:.1f} MB as float16) |
+| biLM parameters (shipped) | {n_params:,}; weights file {res['shipped_weights_bytes'] / 1e6:.1f} MB (float16{', incl. the token vectors' if cfg.token_vectors else ''}) |
 | softmax parameters (not shipped) | {n_softmax:,} ({len(vocab):,} words incl. `<S>`, `</S>`, `<UNK>`) |
 
 Held-out perplexity over all {len(sentences):,} sentences of `heldout.txt.gz`, full softmax, every
