@@ -26,8 +26,9 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor) -> to
     B, T, C = char_ids.shape
     out = char_ids.new_zeros(B, T + 2, C)
     out[:, 1:-1] = char_ids
-    out[:, 0] = torch.tensor(BOS_CHAR_IDS, dtype=char_ids.dtype)
-    out[torch.arange(B), lengths + 1] = torch.tensor(EOS_CHAR_IDS, dtype=char_ids.dtype)
+    dev = char_ids.device
+    out[:, 0] = torch.tensor(BOS_CHAR_IDS, dtype=char_ids.dtype, device=dev)
+    out[torch.arange(B, device=dev), lengths + 1] = torch.tensor(EOS_CHAR_IDS, dtype=char_ids.dtype, device=dev)
     return out
 
 
@@ -107,7 +108,7 @@ class BiLM(nn.Module):
         lengths = mask.sum(dim=1)  # (B,)
         ids_b = add_sentence_boundaries(char_ids, lengths)  # (B, T+2, 50)
         lengths_b = lengths + 2
-        mask_b = torch.arange(T + 2).unsqueeze(0) < lengths_b.unsqueeze(1)  # (B, T+2)
+        mask_b = torch.arange(T + 2, device=char_ids.device).unsqueeze(0) < lengths_b.unsqueeze(1)  # (B, T+2)
         if token_embeddings is None:
             tok = self._token_layer(char_ids, mask, lengths)  # (B, T+2, P)
         else:
@@ -142,7 +143,7 @@ class BiLM(nn.Module):
         tok = ids_b.new_zeros(B, T2, P, dtype=torch.float32)
         tok[:, 1:-1] = token_embeddings
         tok[:, 0] = boundary[0]
-        tok[torch.arange(B), lengths + 1] = boundary[1]
+        tok[torch.arange(B, device=tok.device), lengths + 1] = boundary[1]
         return tok
 
     def _initial_state(self, B: int):

@@ -50,7 +50,7 @@ class BiLanguageModel(nn.Module):
         """Gather (hidden, target) pairs: forward (N_f, P), (N_f,) and backward (N_b, P), (N_b,)."""
         B, T, D = top.shape
         P = D // 2
-        pos = torch.arange(T).unsqueeze(0)  # (1, T)
+        pos = torch.arange(T, device=top.device).unsqueeze(0)  # (1, T)
         src = pos < (lengths - 1).unsqueeze(1)  # positions 0..len-2 have a next token  (B, T)
         h_f = top[:, :-1, :P][src[:, :-1]]  # (N, P)
         y_f = targets[:, 1:][src[:, :-1]]  # (N,)
