@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from elmo_features.default_model import OPTIONS_NAME, WEIGHTS_NAME, default_model_paths
+from elmo_features.default_model import OPTIONS_NAME, WEIGHTS_NAME, default_model_paths, embedded_models
 from elmo_features.paths import check_input_dir, check_input_file, check_input_path, check_output_dir
 from elmo_features.presets import PRESETS
 
@@ -56,8 +56,10 @@ def check_bilm_spec(spec: str, where: str) -> None:
             check_input_file(p, f"{where} (the default biLM)", "train it with `elmo-tasks train-bilm` or name "
                                                                "another biLM")
         return
+    if spec in embedded_models():
+        return  # shipped inside the package
     check_input_dir(spec, where, needs=(OPTIONS_NAME, WEIGHTS_NAME),
-                    hint=f"valid: 'default', a preset ({', '.join(PRESETS)}) or a folder with {OPTIONS_NAME} + "
+                    hint=f"valid: an embedded model ({', '.join(embedded_models())}), a preset ({', '.join(PRESETS)}) or a folder with {OPTIONS_NAME} + "
                          f"{WEIGHTS_NAME}")
 
 
