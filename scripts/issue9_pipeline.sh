@@ -18,10 +18,11 @@ log "shipped"
 git add elmo_features/models results/bilm && git commit -qm "Ship the issue-9 biLMs: default (GloVe prior) and default_charonly, with their reports"
 elmo-tasks compare configs/ner_conll2003.yaml --progress off > runs/logs/ner.log 2>&1 &
 NER=$!
-elmo-tasks compare configs/sentiment_polarity.yaml --seeds 1 --progress off > runs/logs/sentiment.log 2>&1
+elmo-tasks compare configs/sentiment_polarity.yaml --seeds 1 \
+  --sources glove,elmo_mix,glove+elmo_mix,elmo_charonly_mix,glove+elmo_charonly_mix --progress off > runs/logs/sentiment.log 2>&1
 log "sentiment done"
 elmo-tasks wsd --config configs/wsd_semcor.yaml --train ../shared/data/wsd/semcor --test ../shared/data/wsd/senseval2 \
-  ../shared/data/wsd/senseval3 ../shared/data/wsd/semeval2007 --out results/wsd --threads 1 > runs/logs/wsd.log 2>&1
+  ../shared/data/wsd/senseval3 ../shared/data/wsd/semeval2007 --out results/wsd --threads 1 --set probes=false > runs/logs/wsd.log 2>&1
 log "wsd done"
 wait $NER
 log "ner done"
