@@ -30,7 +30,7 @@ MODELS = [
      "results/bilm/before_issue9/default.json", ("results/ner_conll2003/before_issue9/summary.json", "elmo_mix"),
      ("results/wsd/before_issue9/scores.json", "elmo"), 0),
     ("char-only, 7.0M + 4.0M tokens (`default_charonly`)", "more tokens (warm start from the first default)",
-     "results/bilm/default_charonly.json", ("results/ner_conll2003/summary.json", "elmo_charonly_mix"),
+     "results/bilm/default_charonly.json", ("results/ner_conll2003/charonly_rows/summary.json", "elmo_charonly_mix"),
      ("results/wsd/scores.json", "elmo_charonly"), 7_003_087),
     ("GloVe prior, 4.0M tokens from scratch (`default`)", "static-vector prior (frozen GloVe 6B 50d in the token layer)",
      "results/bilm/default.json", ("results/ner_conll2003/summary.json", "elmo_mix"),
@@ -113,7 +113,7 @@ def main() -> None:
           f"Made by `python scripts/bilm_ablation.py` at commit `{commit}` ({os.cpu_count()} CPU cores, "
           f"{platform.machine()}) from the measured result files named in each row; nothing is re-measured here.",
           "", "| model | lever | tokens seen | held-out ppl (mean, all 4,775 sentences) | NER dev F1, scalar mix "
-          "(3 seeds) | WSD 1-NN best layer, Senseval-2 | WSD 1-NN best layer, ALL | training wall time |",
+          "(3 seeds; char-only continued: 1 seed) | WSD 1-NN best layer, Senseval-2 | WSD 1-NN best layer, ALL | training wall time |",
           "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ner = r["ner_dev_f1"]
