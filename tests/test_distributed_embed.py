@@ -2,10 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import h5py
@@ -13,13 +9,13 @@ import numpy as np
 import pytest
 import torch
 
+from dist_launch import launch
 from elmo_features import BiLM, BiLMOptions, Embedder, load_bilm, save_bilm
 from elmo_features.cli_embed import embed_file, read_sentences
 from elmo_features.locking import OutputLock, lock_path_for
 from elmo_features.sharded_embed import (embed_shard, merge_shards, prepare_shards, settings_for, shard_bounds,
                                          shard_path)
 
-REPO = Path(__file__).resolve().parents[1]
 TINY = {
     "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8]], "n_highway": 1},
     "lstm": {"dim": 8, "projection_dim": 4, "n_layers": 2, "cell_clip": 3, "proj_clip": 3},
@@ -107,37 +103,6 @@ def test_shards_merge_to_the_single_process_output_and_resume(tmp_path, env):
     assert prepare_shards(shard_dir, {**m, "world_size": 3}, restart=True) is None and not p0.exists()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _launch(args: list[str], world: int = 2, timeout: float = 600) -> list[subprocess.CompletedProcess]:
-    """Start ``world`` ranks as torchrun would (env://, gloo, loopback), wait for all (bounded)."""
-    if not torch.distributed.is_available():
-        pytest.skip("torch.distributed is not available in this PyTorch build")
-    port = _free_port()
-    procs = []
-    for rank in range(world):
-        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-               "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world),
-               "OMP_NUM_THREADS": "1", "ELMO_TASKS_DIST_TIMEOUT": "300", "GLOO_SOCKET_IFNAME": "lo",
-               "PYTHONPATH": str(REPO)}
-        procs.append(subprocess.Popen([sys.executable, "-m", "elmo_features.embed", *args], cwd=REPO, env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    out = []
-    try:
-        for p in procs:
-            stdout, stderr = p.communicate(timeout=timeout)
-            out.append(subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr))
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    return out
-
-
 def test_two_processes_gloo_end_to_end_failure_and_resume(tmp_path, env):
     single = tmp_path / "single.hdf5"
     embed_file(env["input"], single, env["embedder"])
@@ -149,11 +114,11 @@ def test_two_processes_gloo_end_to_end_failure_and_resume(tmp_path, env):
     shard_dir = Path(str(out) + ".shards")
     prepare_shards(shard_dir, m, restart=False)
     with OutputLock(lock_path_for(shard_path(shard_dir, 1, 2)), "test"):
-        r0, r1 = _launch(args)
+        r0, r1 = launch("elmo_features.embed", args)
     assert r1.returncode == 2 and "error: the shard" in r1.stderr and "being written by another process" in r1.stderr
     assert r0.returncode == 2 and "rank 1: LockError" in r0.stderr and "rerun the same command" in r0.stderr
     assert not out.exists() and shard_path(shard_dir, 0, 2).exists()  # no final output; the finished shard kept
-    r0, r1 = _launch(args)
+    r0, r1 = launch("elmo_features.embed", args)
     assert (r0.returncode, r1.returncode) == (0, 0), r0.stderr + r1.stderr
     assert_same_output(single, out)
     assert not shard_dir.exists() and "wrote 8 sentences" in r0.stderr
