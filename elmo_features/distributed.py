@@ -105,7 +105,7 @@ def post_status(name: str, rank: int, status: str) -> None:
 
 
 def wait_statuses(name: str, world_size: int, what: str, poll_seconds: float = 30.0) -> list[str]:
-    """Every rank's status of step ``name``, waiting (without a deadline) for slow ranks.
+    """The status of step ``name`` of ranks 0 .. world_size - 1, waiting (without a deadline) for slow ranks.
 
     A rank that dies stops the job through torchrun; a lost store connection raises."""
     store = _store()

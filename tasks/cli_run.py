@@ -134,13 +134,16 @@ def cmd_compare(args) -> int:
     check_run_inputs(cfg, args.config, features={f"compare.sources.{k}": v for k, v in cfg.compare.sources.items()
                                                  if sources is None or k in sources})
     check_output_dirs(results_dir=results_dir, runs_dir=args.runs_dir, cache_dir=_cache_dir(args))
-    if args.jobs > 1 and _cache_dir(args) is None:
-        raise UsageError("--jobs: parallel runs read the frozen features from the on-disk cache (computed once, "
+    from .parallel import torchrun_ranks
+
+    if (args.jobs > 1 or torchrun_ranks() > 1) and _cache_dir(args) is None:
+        raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
                          "before the runs start); give --cache-dir DIR instead of 'none', or --jobs 1")
     context, progress = _setup(args)
     summary = run_comparison(cfg, results_dir, args.runs_dir, context, progress, sources=sources, seeds=seeds,
                              command=command_line(args), folds=args.folds, jobs=args.jobs, threads=args.threads)
-    print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
+    if summary:  # under torchrun: rank 0
+        print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
     return 0
 
 

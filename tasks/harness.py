@@ -23,6 +23,7 @@ from .config import RunConfig, write_text_atomic
 from .crossval import fold_indices, fold_split, paired_tests
 from .experiment import git_commit, machine, read_examples, run_experiment
 from .features.base import FeatureContext
+from .parallel import shared_value, torchrun_ranks
 from .registry import HEADS
 
 
@@ -189,7 +190,7 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     results_dir = Path(results_dir)
     names = sources or list(cfg.compare.sources)
     seeds = seeds or list(cfg.compare.seeds)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = shared_value(datetime.now().strftime("%Y%m%d-%H%M%S"))  # rank 0's under torchrun
     base = {k: v for k, v in cfg.to_dict().items() if k in ("head", "data", "training")}
     info = {"name": cfg.name, "command": command, "git_commit": git_commit(), "machine": machine(),
             "seeds": seeds, **base}
@@ -212,7 +213,7 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
         summary = summarize(cfg, [runs[j] for j in sorted(runs)], info)
         write_summary(summary, results_dir, plots=False)  # kept up to date if the comparison is interrupted
 
-    if jobs > 1:
+    if jobs > 1 or torchrun_ranks() > 1:
         context = replace(context or FeatureContext(), progress=False)  # no interleaved bars from the workers
         _run_parallel(cfg, cells, dirs, context, command, folds, pool, jobs, threads, info, done)
     else:
@@ -220,7 +221,8 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
         for i, (name, seed, k) in enumerate(cells):
             print(f"== {cfg.name}: {_cell_label(cells[i], folds)}", flush=True)
             done(i, run_one(cfg, name, seed, k, dirs[i], context, progress, command, pool, fold_sets))
-    write_summary(summary, results_dir)
+    if summary:  # (under torchrun only rank 0 has it)
+        write_summary(summary, results_dir)
     return summary
 
 
@@ -297,11 +299,19 @@ def _job(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, con
 
 def _run_parallel(cfg: RunConfig, cells: list[tuple], dirs: list[Path], context: FeatureContext, command: str,
                   folds: int | None, pool: list, jobs: int, threads: int | None, info: dict, done) -> None:
-    from .parallel import cpu_cores, prepare_features, run_jobs, threads_per_job
+    from .parallel import cpu_cores, precompute_sections, prepare_features, run_jobs, run_on_ranks, threads_per_job
 
+    names = list(dict.fromkeys(c[0] for c in cells))
+    label = lambda i: f"{cfg.name}: run {_cell_label(cells[i], folds)}"
+    job_args = [(cfg, n, s, k, d, context, command, folds) for (n, s, k), d in zip(cells, dirs)]
+    if torchrun_ranks() > 1:  # the runs spread over the ranks, each rank one run at a time
+        info.update(ranks=torchrun_ranks())
+        sections = [cfg.compare.sources[n] for n in names]
+        run_on_ranks(_job, job_args, label, done,
+                     prepare=lambda: precompute_sections(sections, _feature_lists(cfg, folds, pool), context))
+        return
     threads = threads or threads_per_job(jobs)
     info.update(jobs=jobs, threads_per_job=threads)
-    names = list(dict.fromkeys(c[0] for c in cells))
     print(f"== {cfg.name}: computing the frozen features of {len(names)} source(s) once", flush=True)
     prepare_features([cfg.compare.sources[n] for n in names], _feature_lists(cfg, folds, pool), context,
                      threads=min(threads * jobs, cpu_cores()))
@@ -313,5 +323,4 @@ def _run_parallel(cfg: RunConfig, cells: list[tuple], dirs: list[Path], context:
         print(f"== {cfg.name}: {_cell_label(cells[i], folds)} done ({finished[0]}/{len(cells)})", flush=True)
         done(i, record)
 
-    run_jobs(_job, [(cfg, n, s, k, d, context, command, folds) for (n, s, k), d in zip(cells, dirs)], jobs,
-             threads, label=lambda i: f"{cfg.name}: run {_cell_label(cells[i], folds)}", on_done=on_done)
+    run_jobs(_job, job_args, jobs, threads, label=label, on_done=on_done)

@@ -141,3 +141,64 @@ def prepare_features(sections: Sequence[dict], sentence_lists: Sequence[tuple[st
     if any(cached_sections(s) for s in sections):
         run_jobs(precompute_sections, [(list(sections), list(sentence_lists), context)], jobs=1, threads=threads,
                  label=lambda i: "computing the frozen features")
+
+
+# ---------------------------------------------------------------- under torchrun: the jobs spread over ranks
+
+def torchrun_ranks() -> int:
+    """The torchrun world size (1 when not launched by torchrun)."""
+    from elmo_features.distributed import torchrun_world
+
+    return torchrun_world()
+
+
+def shared_value(value):
+    """Rank 0's ``value`` on every rank under torchrun (e.g. the comparison's time stamp); else ``value``."""
+    if torchrun_ranks() <= 1:
+        return value
+    from elmo_features import distributed as D
+
+    D.init()
+    return D.broadcast(value)
+
+
+def run_on_ranks(fn: Callable, args: Sequence[tuple], label: Callable[[int], str],
+                 on_done: Callable[[int, Any], None], prepare: Callable[[], None] | None = None) -> bool:
+    """Under torchrun: rank r runs jobs r, r + W, ... (after rank 0 ran ``prepare``); rank 0 collects every
+    result (JSON-able) through the group's store and calls ``on_done`` in job order. Returns True on rank 0.
+
+    A failing job stops its rank; rank 0 reports it (torchrun stops the other ranks)."""
+    import json
+
+    from elmo_features import distributed as D
+
+    d = D.init()
+    if prepare is not None:  # rank 0 fills the feature cache; the others wait for it without a deadline
+        if d.is_main:
+            try:
+                prepare()
+            except BaseException as e:
+                D.post_status("compare-features", 0, _one_line(e))
+                raise
+            D.post_status("compare-features", 0, "ok")
+        status = D.wait_statuses("compare-features", 1, "rank 0's feature computation")[0]
+        if status != "ok":
+            raise JobFailedError(f"rank 0 failed to compute the features: {status}")
+    results, i = {}, None
+    try:
+        for i in range(d.rank, len(args), d.world_size):
+            results[i] = fn(*args[i])
+    except BaseException as e:
+        D.post_status("compare", d.rank, json.dumps({"error": f"{label(i)} failed: {_one_line(e)}"}))
+        raise
+    D.post_status("compare", d.rank, json.dumps({"results": {str(k): v for k, v in results.items()}}))
+    if not d.is_main:
+        return False
+    statuses = [json.loads(s) for s in D.wait_statuses("compare", d.world_size, "the other ranks' runs")]
+    errors = [f"rank {r}: {s['error']}" for r, s in enumerate(statuses) if "error" in s]
+    if errors:
+        raise JobFailedError("; ".join(errors))
+    merged = {int(k): v for s in statuses for k, v in s["results"].items()}
+    for k in sorted(merged):
+        on_done(k, merged[k])
+    return True

@@ -148,3 +148,26 @@ def test_failing_job_stops_the_pool_and_names_the_job(tmp_path):
     assert run_jobs(_job, [(0, str(tmp_path)), (3, str(tmp_path)), (4, str(tmp_path))], jobs=2, threads=1,
                     on_done=lambda i, r: done.append(i)) == [0, 9, 16]
     assert sorted(done) == [0, 1, 2]
+
+
+def test_compare_under_torchrun_spreads_runs_over_two_ranks(tmp_path):
+    from dist_launch import launch
+
+    torch.set_num_threads(1)
+    env = make_env(tmp_path)
+    cfg = tagging_config(env, max_epochs=2)
+    cfg["compare"] = {"seeds": [1, 2], "sources": {"layer1": elmo_section(env, layer=1), "mix": elmo_section(env)}}
+    conf = tmp_path / "cmp.yaml"
+    conf.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    serial = _compare(tmp_path, conf, "serial")
+    res = tmp_path / "res-ranks"
+    r0, r1 = launch("tasks.cli", ["compare", str(conf), "--results-dir", str(res), "--runs-dir",
+                                  str(tmp_path / "runs-ranks"), "--cache-dir", str(tmp_path / "cache-ranks"),
+                                  "--progress", "off"])
+    assert (r0.returncode, r1.returncode) == (0, 0), r0.stderr[-2000:] + r1.stderr[-2000:]
+    par = json.loads((res / "summary.json").read_text())
+    assert par["ranks"] == 2 and "wrote" in r0.stdout and "wrote" not in r1.stdout
+    assert _stable({**par, "ranks": None}) == _stable({**serial, "ranks": None})
+    _same_training(serial, par)
+    assert len({Path(r["run_dir"]).parent for r in par["runs"]}) == 1  # one compare folder for all ranks
+    assert _cache_files(tmp_path, "ranks") == _cache_files(tmp_path, "serial")
