@@ -97,6 +97,11 @@ def command_line(args) -> str:
 def cmd_run(args) -> int:
     from .experiment import default_run_dir, run_experiment
 
+    from .parallel import torchrun_ranks
+
+    if torchrun_ranks() > 1:  # N copies would write the same run folder
+        raise UsageError("run: one head trains in one process (the heads are small); launch it without torchrun, "
+                         "or spread a grid of runs with `elmo-tasks compare` under torchrun or with --jobs N")
     cfg = load_config(args.config, args.overrides)
     check_run_inputs(cfg, args.config)
     out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)

@@ -171,3 +171,18 @@ def test_compare_under_torchrun_spreads_runs_over_two_ranks(tmp_path):
     _same_training(serial, par)
     assert len({Path(r["run_dir"]).parent for r in par["runs"]}) == 1  # one compare folder for all ranks
     assert _cache_files(tmp_path, "ranks") == _cache_files(tmp_path, "serial")
+
+
+def test_run_under_torchrun_is_refused_and_compare_needs_the_cache(tmp_path, capsys, monkeypatch):
+    env = make_env(tmp_path)
+    cfg = tagging_config(env)
+    cfg["compare"] = {"seeds": [1], "sources": {"layer1": elmo_section(env, layer=1)}}
+    conf = tmp_path / "c.yaml"
+    conf.write_text(yaml.safe_dump(cfg))
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert main(["run", str(conf), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: run: one head trains in one process") and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+    assert main(["compare", str(conf), "--cache-dir", "none", "--results-dir", str(tmp_path / "r")]) == 2
+    assert "--jobs / torchrun" in capsys.readouterr().err
