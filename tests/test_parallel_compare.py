@@ -170,7 +170,7 @@ def test_compare_under_torchrun_spreads_runs_over_two_ranks(tmp_path):
     assert _stable({**par, "ranks": None}) == _stable({**serial, "ranks": None})
     _same_training(serial, par)
     assert len({Path(r["run_dir"]).parent for r in par["runs"]}) == 1  # one compare folder for all ranks
-    assert _cache_files(tmp_path, "ranks") == _cache_files(tmp_path, "serial")
+    assert len(_cache_files(tmp_path, "ranks")) == 2  # rank 0 embedded train (= dev) and test once; rank 1 read them
 
 
 def test_run_under_torchrun_is_refused_and_compare_needs_the_cache(tmp_path, capsys, monkeypatch):
