@@ -19,7 +19,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(module: str, args: list[str], world: int = 2, timeout: float = 600) -> list[subprocess.CompletedProcess]:
+def launch(module: str, args: list[str], world: int = 2, timeout: float = 900) -> list[subprocess.CompletedProcess]:
     """Start ``world`` ranks as torchrun would (env://, gloo, loopback), wait for all (bounded)."""
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed is not available in this PyTorch build")
