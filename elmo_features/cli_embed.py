@@ -9,6 +9,9 @@ Resuming: the output is built in OUTPUT.partial, flushed every --chunk-size sent
 the number of sentences done, the input's sha256 and the settings. Rerunning the same command
 continues from the last flushed chunk; when done the file is renamed to OUTPUT. While it works, the
 command holds OUTPUT.lock (``elmo_features.locking``): a second command writing the same OUTPUT is refused.
+
+Under ``torchrun --nproc-per-node N`` each rank embeds a shard and rank 0 merges them into the same
+OUTPUT (``elmo_features.sharded_embed``).
 """
 from __future__ import annotations
 
@@ -118,6 +121,16 @@ def embed_file(input_path: str | Path, output_path: str | Path, embedder: Embedd
                              forget_sentences, resume, on_chunk)
 
 
+def write_sentence_index(f: h5py.File, lines: list[str]) -> None:
+    """The "sentence_to_index" dataset: a JSON string mapping each stripped line to its dataset name
+    (a repeated line maps to its last occurrence, as allennlp's)."""
+    index = {}
+    for i, line in enumerate(lines):
+        index[line] = str(i)
+    ds = f.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+    ds[0] = json.dumps(index)
+
+
 def _embed_locked(lines, sentences, input_hash, output_path: Path, embedder: Embedder, output_format: str,
                   chunk_size: int, forget_sentences: bool, resume: bool, on_chunk) -> dict:
     """embed_file's work, while holding the output's lock."""
@@ -144,11 +157,7 @@ def _embed_locked(lines, sentences, input_hash, output_path: Path, embedder: Emb
         if "sentence_to_index" in f:
             del f["sentence_to_index"]
         if not forget_sentences:
-            index = {}
-            for i, line in enumerate(lines):
-                index[line] = str(i)
-            ds = f.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-            ds[0] = json.dumps(index)
+            write_sentence_index(f, lines)
         for key in _RESUME_ATTRS:
             del f.attrs[key]
     os.replace(partial, output_path)
@@ -178,6 +187,21 @@ def run(args: argparse.Namespace) -> int:
     bilm = _load_bilm(args)
     embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
                         progress=False)
+    from . import distributed
+
+    if distributed.torchrun_world() > 1:  # launched by torchrun: this rank's shard (rank 0 also merges)
+        from .sharded_embed import embed_file_sharded
+
+        dist = distributed.init()
+        try:
+            s = embed_file_sharded(args.input, args.output, embedder, dist, args.output_format,
+                                   chunk_size=args.chunk_size, forget_sentences=args.forget_sentences,
+                                   restart=args.restart)
+        finally:
+            distributed.finish()
+        print(f"rank {dist.rank}/{dist.world_size}: embedded lines {s['shard'][0] + 1}..{s['shard'][1]}"
+              + (f"; wrote {s['sentences']} sentences to {s['output']}" if dist.is_main else ""), file=sys.stderr)
+        return 0
     s = embed_file(args.input, args.output, embedder, args.output_format, chunk_size=args.chunk_size,
                    forget_sentences=args.forget_sentences, resume=not args.restart)
     print(f"wrote {s['sentences']} sentences ({s['tokens']} tokens) to {s['output']} in {s['seconds']:.1f} s",

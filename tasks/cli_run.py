@@ -29,9 +29,10 @@ def _cache_dir(args) -> str | None:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache-dir", default=DEFAULT_CACHE,
                    help=f"frozen-feature cache folder (default: $ELMO_TASKS_CACHE or {DEFAULT_CACHE}); 'none' = off")
-    p.add_argument("--threads", type=positive_int, default=1,
+    p.add_argument("--threads", type=positive_int, default=None,
                    help="torch CPU threads (default 1: the heads are small, and more threads than free cores "
-                        "slow training down many times over when other jobs share the machine)")
+                        "slow training down many times over when other jobs share the machine; with compare "
+                        "--jobs N: per job, default cores // N)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="tqdm progress bars")
 
 
@@ -55,6 +56,9 @@ def register(subparsers) -> None:
                    "compare.folds; paired tests between sources in the summary); 0: the fixed split")
     p.add_argument("--results-dir", help="where summary.md/.csv/.json and plots go (default: results/NAME)")
     p.add_argument("--runs-dir", default="runs", help="parent of the per-run folders")
+    p.add_argument("--jobs", type=positive_int, default=1,
+                   help="run the grid on N local processes (features computed once first, into --cache-dir); "
+                        "torch threads per job: --threads, else cores // N. The summary equals a serial run's")
     _common(p)
     p.set_defaults(func=cmd_compare)
 
@@ -69,14 +73,13 @@ def register(subparsers) -> None:
 
 
 def _setup(args) -> tuple[FeatureContext, bool | None]:
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads or 1)
     progress = {"auto": None, "on": True, "off": False}[args.progress]
     cache = None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir)
     return FeatureContext(cache_dir=cache, progress=progress), progress
 
 
-DEFAULTS = {"runs_dir": "runs", "cache_dir": DEFAULT_CACHE, "progress": "auto", "threads": 1}
+DEFAULTS = {"runs_dir": "runs", "cache_dir": DEFAULT_CACHE, "progress": "auto", "threads": 1, "jobs": 1}
 
 
 def command_line(args) -> str:
@@ -94,6 +97,11 @@ def command_line(args) -> str:
 def cmd_run(args) -> int:
     from .experiment import default_run_dir, run_experiment
 
+    from .parallel import torchrun_ranks
+
+    if torchrun_ranks() > 1:  # N copies would write the same run folder
+        raise UsageError("run: one head trains in one process (the heads are small); launch it without torchrun, "
+                         "or spread a grid of runs with `elmo-tasks compare` under torchrun or with --jobs N")
     cfg = load_config(args.config, args.overrides)
     check_run_inputs(cfg, args.config)
     out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)
@@ -132,10 +140,16 @@ def cmd_compare(args) -> int:
     check_run_inputs(cfg, args.config, features={f"compare.sources.{k}": v for k, v in cfg.compare.sources.items()
                                                  if sources is None or k in sources})
     check_output_dirs(results_dir=results_dir, runs_dir=args.runs_dir, cache_dir=_cache_dir(args))
+    from .parallel import torchrun_ranks
+
+    if (args.jobs > 1 or torchrun_ranks() > 1) and _cache_dir(args) is None:
+        raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
+                         "before the runs start); give --cache-dir DIR instead of 'none', or --jobs 1")
     context, progress = _setup(args)
     summary = run_comparison(cfg, results_dir, args.runs_dir, context, progress, sources=sources, seeds=seeds,
-                             command=command_line(args), folds=args.folds)
-    print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
+                             command=command_line(args), folds=args.folds, jobs=args.jobs, threads=args.threads)
+    if summary:  # under torchrun: rank 0
+        print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
     return 0
 
 

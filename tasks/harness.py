@@ -12,6 +12,7 @@ import io
 import json
 import statistics
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from .config import RunConfig, write_text_atomic
 from .crossval import fold_indices, fold_split, paired_tests
 from .experiment import git_commit, machine, read_examples, run_experiment
 from .features.base import FeatureContext
+from .parallel import shared_value, torchrun_ranks
 from .registry import HEADS
 
 
@@ -179,14 +181,16 @@ def write_summary(s: dict, results_dir: Path, plots: bool = True) -> None:
 def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path = "runs",
                    context: FeatureContext | None = None, progress: bool | None = None,
                    sources: list[str] | None = None, seeds: list[int] | None = None, command: str = "",
-                   folds: int | None = None) -> dict:
+                   folds: int | None = None, jobs: int = 1, threads: int | None = None) -> dict:
     """Run every (source, seed[, fold]) of ``cfg.compare`` and write the summary; returns the summary dict.
-    ``folds`` (default ``cfg.compare.folds``): K-fold cross-validation over all labelled sentences."""
+    ``folds`` (default ``cfg.compare.folds``): K-fold cross-validation over all labelled sentences.
+    ``jobs`` > 1: the runs go to a local process pool (``tasks.parallel``) with ``threads`` torch threads per
+    job (default: cores // jobs); the summary is the same as a serial run's."""
     t0 = time.perf_counter()
     results_dir = Path(results_dir)
     names = sources or list(cfg.compare.sources)
     seeds = seeds or list(cfg.compare.seeds)
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = shared_value(datetime.now().strftime("%Y%m%d-%H%M%S"))  # rank 0's under torchrun
     base = {k: v for k, v in cfg.to_dict().items() if k in ("head", "data", "training")}
     info = {"name": cfg.name, "command": command, "git_commit": git_commit(), "machine": machine(),
             "seeds": seeds, **base}
@@ -194,35 +198,57 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     pool: list = []
     if folds:
         pool = pooled_examples(cfg)
-        fold_sets = fold_indices(len(pool), folds, cfg.compare.fold_seed)
         info.update(folds=folds, fold_seed=cfg.compare.fold_seed, pool_size=len(pool))
-    runs: list[dict] = []
+    cells = [(n, s, f) for n in names for s in seeds for f in (range(folds) if folds else [None])]
+    dirs = [Path(runs_dir) / cfg.name / f"compare-{stamp}" / f"{n}-seed{s}" for n, s, _ in cells]
+    dirs = [d if k is None else d / f"fold{k}" for d, (_, _, k) in zip(dirs, cells)]
+    runs: dict[int, dict] = {}
     summary: dict = {}
-    for name, seed, k in ((n, s, f) for n in names for s in seeds for f in (range(folds) if folds else [None])):
-        print(f"== {cfg.name}: source {name}, seed {seed}" + (f", fold {k + 1}/{folds}" if folds else ""), flush=True)
-        run_cfg = cfg.with_features(cfg.compare.sources[name], seed)
-        run_dir = Path(runs_dir) / cfg.name / f"compare-{stamp}" / f"{name}-seed{seed}"
-        extra: dict = {}
-        if k is None:
-            m = run_experiment(run_cfg, run_dir, context, progress, command=command)
-        else:
-            run_dir = run_dir / f"fold{k}"
-            examples, _ = fold_split(pool, fold_sets, k)
-            m = run_experiment(run_cfg, run_dir, context, progress, command=command, examples=examples)
-            extra = {"fold": k, "test_correct": _correct_string(run_dir, examples["test"])}
-        feats = m["features"]
-        runs.append({"source": name, "seed": seed, **extra, "run_dir": str(run_dir), "dev": m.get("dev"),
-                     "test": m.get("test"), "test_unseen_labels": m.get("test_unseen_labels"),
-                     "primary_metric": m["primary_metric"], "best_epoch": m["best_epoch"],
-                     "epochs_run": m["epochs_run"], "seconds": m["seconds"],
-                     "mix_weights": _find(feats, "mix_weights"), "gamma": _find(feats, "gamma"),
-                     "oov_rate": _find(feats, "oov_rate")})
+
+    def done(i: int, record: dict) -> None:  # the summary, in grid order, rewritten after every finished run
+        nonlocal summary
+        runs[i] = record
         info.update(wall_seconds=round(time.perf_counter() - t0, 1),
                     finished=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-        summary = summarize(cfg, runs, info)
+        summary = summarize(cfg, [runs[j] for j in sorted(runs)], info)
         write_summary(summary, results_dir, plots=False)  # kept up to date if the comparison is interrupted
-    write_summary(summary, results_dir)
+
+    if jobs > 1 or torchrun_ranks() > 1:
+        context = replace(context or FeatureContext(), progress=False)  # no interleaved bars from the workers
+        _run_parallel(cfg, cells, dirs, context, command, folds, pool, jobs, threads, info, done)
+    else:
+        fold_sets = fold_indices(len(pool), folds, cfg.compare.fold_seed) if folds else None
+        for i, (name, seed, k) in enumerate(cells):
+            print(f"== {cfg.name}: {_cell_label(cells[i], folds)}", flush=True)
+            done(i, run_one(cfg, name, seed, k, dirs[i], context, progress, command, pool, fold_sets))
+    if summary:  # (under torchrun only rank 0 has it)
+        write_summary(summary, results_dir)
     return summary
+
+
+def _cell_label(cell: tuple, folds: int | None) -> str:
+    name, seed, k = cell
+    return f"source {name}, seed {seed}" + (f", fold {k + 1}/{folds}" if k is not None else "")
+
+
+def run_one(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, context: FeatureContext | None,
+            progress: bool | None, command: str, pool: list | None = None, fold_sets: list | None = None) -> dict:
+    """One run of the grid (fold ``k`` of ``pool`` split by ``fold_sets``, or the config's files); its record."""
+    run_cfg = cfg.with_features(cfg.compare.sources[name], seed)
+    extra: dict = {}
+    if k is None:
+        m = run_experiment(run_cfg, run_dir, context, progress, command=command)
+    else:
+        examples, _ = fold_split(pool, fold_sets, k)
+        m = run_experiment(run_cfg, run_dir, context, progress, command=command, examples=examples)
+        extra = {"fold": k, "test_correct": _correct_string(run_dir, examples["test"])}
+    feats = m["features"]
+    return {"source": name, "seed": seed, **extra, "run_dir": str(run_dir), "dev": m.get("dev"),
+            "test": m.get("test"), "test_unseen_labels": m.get("test_unseen_labels"),
+            "primary_metric": m["primary_metric"], "best_epoch": m["best_epoch"],
+            "epochs_run": m["epochs_run"], "seconds": m["seconds"],
+            "mix_weights": _find(feats, "mix_weights"), "gamma": _find(feats, "gamma"),
+            "oov_rate": _find(feats, "oov_rate")}
 
 
 def pooled_examples(cfg: RunConfig) -> list:
@@ -241,3 +267,60 @@ def _correct_string(run_dir: Path, examples: list) -> str | None:
         return None
     preds = json.loads((run_dir / "predictions.json").read_text(encoding="utf-8"))["test"]
     return "".join("1" if p == ex.label else "0" for p, ex in zip(preds, examples))
+
+
+# ---------------------------------------------------------------- --jobs N: the grid on a process pool
+
+def _feature_lists(cfg: RunConfig, folds: int | None, pool: list) -> list[tuple[str, list[list[str]]]]:
+    """The sentence lists whose frozen features are computed before the pool: the data files' splits, or
+    fold 0's splits (a serial run embeds exactly these; every other fold reuses their sentences)."""
+    if folds:
+        examples, _ = fold_split(pool, fold_indices(len(pool), folds, cfg.compare.fold_seed), 0)
+    else:
+        head_cls = HEADS.get(cfg.head["name"])
+        examples = {split: read_examples(cfg, split, head_cls)[0] for split in ("train", "dev", "test")
+                    if getattr(cfg.data, split) is not None}
+    return [(split, [list(ex.tokens) for ex in exs]) for split, exs in examples.items()]
+
+
+def _job(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, context: FeatureContext,
+         command: str, folds: int | None) -> dict:
+    """One run in a pool worker (no progress bars); a fold run first loads the embedded sentences (from
+    the cache the parent filled), as a serial run has them in memory from fold 0."""
+    from .parallel import precompute_sections
+
+    pool, fold_sets = None, None
+    if k is not None:
+        pool = pooled_examples(cfg)
+        fold_sets = fold_indices(len(pool), folds, cfg.compare.fold_seed)
+        precompute_sections([cfg.compare.sources[name]], _feature_lists(cfg, folds, pool), context)
+    return run_one(cfg, name, seed, k, run_dir, context, False, command, pool, fold_sets)
+
+
+def _run_parallel(cfg: RunConfig, cells: list[tuple], dirs: list[Path], context: FeatureContext, command: str,
+                  folds: int | None, pool: list, jobs: int, threads: int | None, info: dict, done) -> None:
+    from .parallel import cpu_cores, precompute_sections, prepare_features, run_jobs, run_on_ranks, threads_per_job
+
+    names = list(dict.fromkeys(c[0] for c in cells))
+    label = lambda i: f"{cfg.name}: run {_cell_label(cells[i], folds)}"
+    job_args = [(cfg, n, s, k, d, context, command, folds) for (n, s, k), d in zip(cells, dirs)]
+    if torchrun_ranks() > 1:  # the runs spread over the ranks, each rank one run at a time
+        info.update(ranks=torchrun_ranks())
+        sections = [cfg.compare.sources[n] for n in names]
+        run_on_ranks(_job, job_args, label, done,
+                     prepare=lambda: precompute_sections(sections, _feature_lists(cfg, folds, pool), context))
+        return
+    threads = threads or threads_per_job(jobs)
+    info.update(jobs=jobs, threads_per_job=threads)
+    print(f"== {cfg.name}: computing the frozen features of {len(names)} source(s) once", flush=True)
+    prepare_features([cfg.compare.sources[n] for n in names], _feature_lists(cfg, folds, pool), context,
+                     threads=min(threads * jobs, cpu_cores()))
+    print(f"== {cfg.name}: {len(cells)} runs on {jobs} processes x {threads} torch thread(s)", flush=True)
+    finished = [0]
+
+    def on_done(i: int, record: dict) -> None:
+        finished[0] += 1
+        print(f"== {cfg.name}: {_cell_label(cells[i], folds)} done ({finished[0]}/{len(cells)})", flush=True)
+        done(i, record)
+
+    run_jobs(_job, job_args, jobs, threads, label=label, on_done=on_done)

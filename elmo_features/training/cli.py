@@ -61,14 +61,21 @@ def cmd_train(args) -> int:
     check_input_file(args.config, "--config")
     cfg = TrainConfig.from_yaml(args.config, _parse_set(args.set))
     check_train_inputs(cfg, args.config)
+    from .. import distributed
+
+    dist = distributed.init() if distributed.torchrun_world() > 1 else None  # torchrun: data-parallel ranks
     try:
-        trainer = Trainer(cfg, resume=args.resume, progress=not args.no_progress)
-    except OutputExistsError as e:
-        raise OutputExistsError(f"{e}; to continue it: {resume_command(args)}") from None
-    result = trainer.run()
-    print(json.dumps(result))
-    if not result["finished"]:
-        print(f"stopped; continue with: {resume_command(args)}")
+        try:
+            trainer = Trainer(cfg, resume=args.resume, progress=not args.no_progress, dist=dist)
+        except OutputExistsError as e:
+            raise OutputExistsError(f"{e}; to continue it: {resume_command(args)}") from None
+        result = trainer.run()
+    finally:
+        distributed.finish()
+    if dist is None or dist.is_main:
+        print(json.dumps(result))
+        if not result["finished"]:
+            print(f"stopped; continue with: {resume_command(args)}")
     return 0
 
 

@@ -58,8 +58,10 @@ class BiLanguageModel(nn.Module):
         y_b = targets[:, :-1][src[:, :-1]]
         return h_f, y_f, h_b, y_b
 
-    def sampled_softmax_loss(self, h: torch.Tensor, y: torch.Tensor, n_samples: int, gen: torch.Generator):
-        """Mean sampled-softmax loss (log-uniform candidates, accidental hits removed). h (N, P), y (N,)."""
+    def sampled_softmax_loss(self, h: torch.Tensor, y: torch.Tensor, n_samples: int, gen: torch.Generator,
+                             denominator: float | None = None):
+        """Mean sampled-softmax loss (log-uniform candidates, accidental hits removed). h (N, P), y (N,).
+        ``denominator``: the sum over the N predictions divided by it instead (data-parallel slices)."""
         V = self.softmax_w.shape[0]
         draws = torch.multinomial(self.log_uniform, n_samples, replacement=True, generator=gen)  # (S,)
         cand = torch.unique(draws)  # (S_u,)
@@ -71,7 +73,8 @@ class BiLanguageModel(nn.Module):
         cand_logit = h @ self.softmax_w[cand].t() + self.softmax_b[cand] - log_q_cand  # (N, S_u)
         cand_logit = cand_logit.masked_fill(cand.unsqueeze(0) == y.unsqueeze(1), float("-inf"))
         logits = torch.cat([true_logit.unsqueeze(1), cand_logit], dim=1)  # (N, 1 + S_u)
-        return -F.log_softmax(logits, dim=1)[:, 0].mean()
+        losses = -F.log_softmax(logits, dim=1)[:, 0]  # (N,)
+        return losses.mean() if denominator is None else losses.sum() / denominator
 
     def full_log_probs(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Exact log p(y | h) under the full softmax. h (N, P), y (N,) -> (N,)."""

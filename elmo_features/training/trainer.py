@@ -105,19 +105,41 @@ RESUME_FIXED = ("char_embedding_dim", "filters", "n_highway", "lstm_dim",
 class Trainer:
     """Trains a BiLanguageModel from a TrainConfig; ``run()`` is resumable bit for bit.
 
-    The trainer holds ``out_dir/train.lock`` from construction until ``run()`` returns (or ``close()``)."""
+    The trainer holds ``out_dir/train.lock`` from construction until ``run()`` returns (or ``close()``).
+    With ``dist`` (torchrun, see ``elmo_features.training.ddp``) rank 0 holds the lock, prepares the
+    corpus and writes every file; the other ranks read them after it."""
 
-    def __init__(self, cfg: TrainConfig, resume: bool = False, progress: bool = True):
+    def __init__(self, cfg: TrainConfig, resume: bool = False, progress: bool = True, dist=None):
         self.cfg, self.progress = cfg, progress
+        self.dist = dist
+        self.world, self.rank = (dist.world_size, dist.rank) if dist is not None else (1, 0)
+        self.main = self.rank == 0
+        self.progress = progress and self.main
         self.out = Path(cfg.out_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         # one process per out_dir (docs/reliability.md); released at the end of run() or by close()
-        self._lock = OutputLock(self.out / "train.lock", f"the training run in {self.out}").acquire()
+        self._lock = OutputLock(self.out / "train.lock", f"the training run in {self.out}")
+        error = None
         try:
-            self._setup(resume)
-        except BaseException:
+            if self.main:
+                self._lock.acquire()
+                self._setup(resume)
+        except BaseException as e:
+            error = e
+        if self.world > 1:  # the other ranks set up after rank 0 (reading its corpus cache and vocab)
+            from .. import distributed as D
+
+            failed = D.broadcast(None if error is None else " ".join(str(error).split()) or type(error).__name__)
+            if failed is not None and error is None:
+                error = D.DistributedError(f"rank 0: {failed}")
+            if error is None and not self.main:
+                try:
+                    self._setup(resume)
+                except BaseException as e:
+                    error = e
+        if error is not None:
             self.close()
-            raise
+            raise error
 
     def close(self) -> None:
         """Release the out_dir lock (run() does this when it returns)."""
@@ -138,6 +160,8 @@ class Trainer:
         self.lengths = np.array([len(s) for s in self.corpus.sentences])
         torch.manual_seed(cfg.seed)
         self.model, self.tv_digest = build_language_model(cfg, self.vocab)
+        if self.rank > 0:  # the same model on every rank; other dropout masks
+            torch.manual_seed(cfg.seed + 1_000_003 * self.rank)
         self._tv_module = self.model.bilm.char_cnn.token_vectors
         self.type_rows = None
         if self._tv_module is not None:
@@ -164,7 +188,9 @@ class Trainer:
                                       "holds; choose another out_dir")
         self.state["token_vectors_digest"] = self.tv_digest
         self.state["corpus_digest"] = corpus_key
-        _atomic_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), self.out / "config.yaml")
+        self.state["world_size"] = self.world
+        if self.main:
+            _atomic_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), self.out / "config.yaml")
         self._stop = False
 
     def _init_from(self, folder: Path) -> None:
@@ -208,10 +234,20 @@ class Trainer:
 
     # -- checkpoints -------------------------------------------------------------------------
     def _save(self) -> None:
+        """Write the checkpoint (rank 0; under torchrun every rank calls this together: RNG states)."""
+        rng_ranks = None
+        if self.world > 1:
+            from .ddp import gather_rng_states
+
+            rng_ranks = gather_rng_states()
+            if not self.main:
+                return
         ckpt = {
             "model": self.model.state_dict(), "optimizer": self.opt.state_dict(), "state": self.state,
             "torch_rng": torch.get_rng_state(), "sampler_rng": self.gen.get_state(), "config": self.cfg.to_dict(),
         }
+        if rng_ranks is not None:
+            ckpt["torch_rng_ranks"] = rng_ranks
         tmp = self.out / "checkpoint.pt.tmp"
         torch.save(ckpt, tmp)
         os.replace(tmp, self.out / "checkpoint.pt")
@@ -237,10 +273,14 @@ class Trainer:
         if changed:
             raise CheckpointError(f"{path}: the config changed since this run started ({'; '.join(changed)}); "
                                   "resume with the run's config (its config.yaml), or choose another out_dir")
+        saved_world = ckpt["state"].get("world_size", 1)
+        if saved_world != self.world:
+            raise CheckpointError(f"{path}: was trained by {saved_world} process(es), this launch has {self.world}; "
+                                  f"resume with {saved_world} (the global batches depend on it), or start a new out_dir")
         try:
             self.model.load_state_dict(ckpt["model"])
             self.opt.load_state_dict(ckpt["optimizer"])
-            torch.set_rng_state(ckpt["torch_rng"])
+            torch.set_rng_state(ckpt["torch_rng_ranks"][self.rank] if self.world > 1 else ckpt["torch_rng"])
             self.gen.set_state(ckpt["sampler_rng"])
         except (RuntimeError, ValueError, KeyError, TypeError) as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
@@ -252,8 +292,13 @@ class Trainer:
 
     # -- training ----------------------------------------------------------------------------
     def train_step(self, idx: np.ndarray) -> tuple[float, int]:
-        """One optimiser step on the sentences ``idx``; returns (mean loss, real tokens)."""
+        """One optimiser step on the sentences ``idx``; returns (mean loss, real tokens).
+
+        Under torchrun ``idx`` is the global batch: this rank trains on its slice and returns its share
+        of the loss (summed over ranks: the global mean) and its tokens."""
         cfg = self.cfg
+        if self.world > 1:
+            return self._train_step_ddp(idx)
         type_ids, lengths = make_batch(self.corpus.sentences, idx)  # (B, T), (B,)
         targets = torch.where(type_ids >= 0, self.targets[type_ids.clamp(min=0)], 0)  # (B, T)
         self.model.train()
@@ -272,6 +317,39 @@ class Trainer:
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
         self.opt.step()
         return float(loss.detach()), int((lengths - 2).sum())
+
+    def _train_step_ddp(self, idx: np.ndarray) -> tuple[float, int]:
+        from .ddp import allreduce_grads, count_predictions, slice_for_rank
+
+        cfg = self.cfg
+        idx = slice_for_rank(idx, self.rank, self.world)
+        self.model.train()
+        frozen = self.state["step"] < cfg.init_freeze_steps
+        for p in self.model.bilm.parameters():
+            p.requires_grad_(not frozen)
+        self.opt.zero_grad(set_to_none=True)
+        tokens = 0
+        if len(idx):
+            type_ids, lengths = make_batch(self.corpus.sentences, idx)  # (B, T), (B,)
+            targets = torch.where(type_ids >= 0, self.targets[type_ids.clamp(min=0)], 0)  # (B, T)
+            top = self.model.hidden_states(type_ids, lengths, self.type_chars, self.type_rows)  # (B, T, 2P)
+            h_f, y_f, h_b, y_b = self.model.prediction_pairs(top, targets, lengths)
+            h, y = torch.cat([h_f, h_b]), torch.cat([y_f, y_b])  # (2N, P), (2N,)
+            total = count_predictions(h.shape[0])
+            loss = self.model.sampled_softmax_loss(h, y, cfg.n_negative_samples, self.gen, denominator=total)
+            loss.backward()
+            tokens = int((lengths - 2).sum())
+            value = float(loss.detach())
+        else:  # an empty slice: no loss, but the same collectives and sampler draws as the other ranks
+            count_predictions(0)
+            torch.multinomial(self.model.log_uniform, cfg.n_negative_samples, replacement=True, generator=self.gen)
+            value = 0.0
+        for g in self.opt.param_groups:
+            g["lr"] = lr_at(cfg, self.state["step"], self.state["tokens"])
+        allreduce_grads(list(self.model.parameters()))  # (sum over ranks: the global batch's gradient)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        self.opt.step()
+        return value, tokens
 
     def evaluate(self) -> dict:
         """Full-softmax perplexity on the held-out sample (forward, backward, mean)."""
@@ -292,11 +370,18 @@ class Trainer:
         bar = tqdm(total=cfg.max_train_tokens, initial=st["tokens"], unit="tok", unit_scale=True,
                    disable=not self.progress, desc="train-bilm", smoothing=0.05)
         ema = None
+        ok = False
         try:
             while st["tokens"] < cfg.max_train_tokens and not self._stop:
-                batches = batches_for_epoch(self.lengths, cfg.batch_tokens, cfg.seed, st["epoch"])
+                batches = batches_for_epoch(self.lengths, cfg.batch_tokens * self.world, cfg.seed, st["epoch"])
                 while st["batch_in_epoch"] < len(batches) and st["tokens"] < cfg.max_train_tokens:
                     loss, n = self.train_step(batches[st["batch_in_epoch"]])
+                    save_now = time.time() - last_ckpt > 60 * cfg.checkpoint_minutes
+                    if self.world > 1:  # global loss and tokens; checkpoint (rank 0's clock) / stop together
+                        from .ddp import reduce_step
+
+                        _, loss, n, save_now, self._stop = reduce_step(0, loss, n, save_now and self.main,
+                                                                        self._stop)
                     st["batch_in_epoch"] += 1
                     st["step"] += 1
                     st["tokens"] += n
@@ -309,17 +394,19 @@ class Trainer:
                         self._eval_point()
                     if self._stop:
                         break
-                    if time.time() - last_ckpt > 60 * cfg.checkpoint_minutes:
+                    if save_now:
                         self._save()
                         last_ckpt = time.time()
                 else:
                     if st["batch_in_epoch"] >= len(batches):
                         st["epoch"] += 1
                         st["batch_in_epoch"] = 0
+            ok = True
         finally:
             bar.close()
             st["elapsed"] = time.time() - t0
-            self._save()
+            if ok or self.world == 1:  # under torchrun a failed rank cannot join the others' save
+                self._save()
             for s, h in old.items():
                 signal.signal(s, h)
         finished = st["tokens"] >= cfg.max_train_tokens
@@ -330,6 +417,10 @@ class Trainer:
 
     def _eval_point(self) -> None:
         st = self.state
+        if not self.main:  # rank 0 evaluates, writes the curve and exports (the others keep the same bookkeeping)
+            st["history"].append({"tokens": st["tokens"], "step": st["step"]})
+            st["next_eval"] = st["tokens"] + self.cfg.eval_every_tokens
+            return
         ppl = self.evaluate()
         st["history"].append({"tokens": st["tokens"], "step": st["step"], "elapsed": st["elapsed"], **ppl})
         st["next_eval"] = st["tokens"] + self.cfg.eval_every_tokens

@@ -29,6 +29,7 @@ class FeatureSource(nn.Module):
 
     Config: ClassVar[type]
     output_dim: int
+    cached_on_disk: ClassVar[bool] = False  # precompute fills context.cache_dir (computed once before parallel jobs)
 
     def __init__(self, config: Any, context: FeatureContext):
         super().__init__()

@@ -53,7 +53,8 @@ def load_frozen_bilm(config: ElmoConfig):
     spec = {"options": config.options_file, "weights": config.weights_file} if config.options_file else config.bilm
     key = json.dumps(spec, sort_keys=True)
     if key not in _BILMS:
-        bilm = resolve_bilm(spec)
+        with torch.random.fork_rng(devices=[]):  # building the module draws random init: a run's seeded head
+            bilm = resolve_bilm(spec)  # must not depend on whether this process loaded the biLM before
         bilm.eval()
         for p in bilm.parameters():
             p.requires_grad_(False)
@@ -65,6 +66,7 @@ class ElmoFeatures(FeatureSource):
     """All biLM layers through a trainable fusion (``mix``), or one fixed layer. Output (B, T, output_dim)."""
 
     Config = ElmoConfig
+    cached_on_disk = True
 
     def __init__(self, config: ElmoConfig, context: FeatureContext):
         super().__init__(config, context)

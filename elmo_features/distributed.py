@@ -1,0 +1,125 @@
+"""Running under PyTorch's ``torchrun``: detect it, join the process group, exchange status through its store.
+
+``torchrun`` (c10d rendezvous) starts one process per rank with RANK, WORLD_SIZE, LOCAL_RANK,
+MASTER_ADDR and MASTER_PORT set; ``init()`` joins the group with ``env://`` (``gloo`` on CPU, ``nccl``
+on GPU). Every collective has a timeout (``ELMO_TASKS_DIST_TIMEOUT`` seconds, default 1800), so a rank
+that never arrives stops the job with an error instead of a hang; a rank that exits with an error makes
+torchrun stop the other ranks. Waiting for *slow* ranks (e.g. at the end of a long shard) goes through
+the group's key-value store, polled without a deadline, not through a timed collective.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from .errors import ElmoTasksError, UsageError
+
+TIMEOUT_ENV = "ELMO_TASKS_DIST_TIMEOUT"
+
+
+class DistributedError(ElmoTasksError, RuntimeError):
+    """Another rank failed, or the ranks disagree (e.g. a partial output of another world size)."""
+
+
+@dataclass
+class Dist:
+    """This process's place in the job."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+
+def torchrun_world() -> int:
+    """WORLD_SIZE set by torchrun (1 when not launched by it)."""
+    try:
+        return int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        raise UsageError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is not an integer (launch with torchrun)") from None
+
+
+def timeout() -> timedelta:
+    try:
+        return timedelta(seconds=float(os.environ.get(TIMEOUT_ENV, "1800")))
+    except ValueError:
+        raise UsageError(f"{TIMEOUT_ENV}={os.environ[TIMEOUT_ENV]!r}: give seconds, e.g. 1800") from None
+
+
+def init() -> Dist:
+    """Join the torchrun process group (gloo on CPU, nccl with CUDA); returns this rank's place."""
+    import torch
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        raise UsageError("this PyTorch build has no torch.distributed; run with one process (without torchrun)")
+    for key in ("RANK", "MASTER_ADDR", "MASTER_PORT"):
+        if key not in os.environ:
+            raise UsageError(f"WORLD_SIZE is set but {key} is not: launch with torchrun (it sets both)")
+    use_cuda = torch.cuda.is_available()
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if use_cuda:
+        torch.cuda.set_device(local_rank)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timeout())
+    return Dist(dist.get_rank(), dist.get_world_size(), local_rank)
+
+
+def finish() -> None:
+    """Leave the process group (if joined)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def broadcast(obj, src: int = 0):
+    """``obj`` of rank ``src`` on every rank (a timed collective)."""
+    import torch.distributed as dist
+
+    box = [obj]
+    dist.broadcast_object_list(box, src=src)
+    return box[0]
+
+
+def _store():
+    from torch.distributed import distributed_c10d
+
+    return distributed_c10d._get_default_store()
+
+
+def _key(name: str, rank: int) -> str:
+    run = os.environ.get("TORCHELASTIC_RUN_ID", "none")
+    return f"elmo-tasks/{run}/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{name}/{rank}"
+
+
+def post_status(name: str, rank: int, status: str) -> None:
+    """Publish this rank's outcome of step ``name`` ("ok" or an error message)."""
+    _store().set(_key(name, rank), status)
+
+
+def wait_statuses(name: str, world_size: int, what: str, poll_seconds: float = 30.0) -> list[str]:
+    """The status of step ``name`` of ranks 0 .. world_size - 1, waiting (without a deadline) for slow ranks.
+
+    A rank that dies stops the job through torchrun; a lost store connection raises."""
+    store = _store()
+    keys = [_key(name, r) for r in range(world_size)]
+    t0 = time.monotonic()
+    while True:
+        try:
+            store.wait(keys, timedelta(seconds=poll_seconds))
+            break
+        except RuntimeError as e:  # DistStoreError on timeout (a RuntimeError subclass)
+            if "timeout" not in str(e).lower() and "timed out" not in str(e).lower():
+                raise DistributedError(f"lost the connection to the other ranks while waiting for {what}: "
+                                       f"{' '.join(str(e).split())[:200]}") from None
+            done = sum(store.check([k]) for k in keys)
+            print(f"waiting for {what}: {done}/{world_size} ranks done after {time.monotonic() - t0:.0f} s",
+                  file=sys.stderr, flush=True)
+    return [store.get(k).decode("utf-8") for k in keys]

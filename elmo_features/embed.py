@@ -1,0 +1,36 @@
+"""``python -m elmo_features.embed`` (e.g. ``torchrun --nproc-per-node N -m elmo_features.embed IN OUT``).
+
+The ``embed`` sub-command on its own, with the same error policy as ``elmo-tasks``: a user error is one
+line on stderr and exit code 2 (``--debug`` or ELMO_TASKS_DEBUG=1 shows the traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .cli_embed import register
+from .errors import ElmoTasksError
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv or os.environ.get("ELMO_TASKS_DEBUG", "") not in ("", "0")
+    argv = [a for a in argv if a != "--debug"]
+    parser = argparse.ArgumentParser(prog="python -m elmo_features.embed")
+    sub = parser.add_subparsers(dest="command")
+    register(sub)
+    args = parser.parse_args(["embed", *argv])
+    try:
+        return int(args.func(args) or 0)
+    except (ElmoTasksError, OSError) as e:
+        if debug:
+            raise
+        msg = f"{e.filename}: {e.strerror or e}" if isinstance(e, OSError) and not isinstance(e, ElmoTasksError) \
+            and e.filename is not None else " ".join(str(e).split()) or type(e).__name__
+        print(f"error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

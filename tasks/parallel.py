@@ -1,0 +1,204 @@
+"""Run independent jobs (e.g. the runs of ``elmo-tasks compare --jobs N``) on a local process pool.
+
+Workers are started with the ``spawn`` context (no state inherited from the parent: a forked torch
+with live OpenMP threads can deadlock), and each sets ``torch.set_num_threads(threads)`` first, so that
+jobs x threads stays within the CPU cores. Results come back in job order whatever the completion order.
+A job that raises stops the pool: the jobs not yet started are cancelled, the running ones terminated,
+and the error is raised in the parent naming the job (a user error as one line; a bug with the worker's
+traceback). A worker that dies (killed, out of memory) is reported the same way, never waited for.
+
+Frozen features are computed once before the pool starts (``prepare_features``) into the on-disk
+feature cache, so workers only read them.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, Callable, Sequence
+
+from elmo_features.errors import ElmoTasksError
+
+from .features.base import FeatureContext, build_features
+from .registry import FEATURES
+
+
+class JobFailedError(ElmoTasksError, RuntimeError):
+    """A job of a process pool failed with a user error (or its worker died); the pool was stopped."""
+
+
+def cpu_cores() -> int:
+    """CPU cores this process may use (its affinity mask, else os.cpu_count())."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def threads_per_job(jobs: int, cores: int | None = None) -> int:
+    """Torch threads per job so that jobs x threads fits in the cores (at least 1)."""
+    return max(1, (cores or cpu_cores()) // max(1, jobs))
+
+
+def _init_worker(threads: int) -> None:
+    import torch
+
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # for libraries that read it late (e.g. a BLAS pool)
+    torch.set_num_threads(threads)
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, OSError) and not isinstance(e, ElmoTasksError) and e.filename is not None:
+        return f"{e.filename}: {e.strerror or e}"
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def _stop(executor: ProcessPoolExecutor) -> None:
+    """Cancel queued jobs and terminate running workers (no waiting for a long job to finish)."""
+    procs = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(timeout=10)
+
+
+def run_jobs(fn: Callable, args: Sequence[tuple], jobs: int, threads: int,
+             label: Callable[[int], str] = lambda i: f"job {i + 1}",
+             on_done: Callable[[int, Any], None] | None = None) -> list:
+    """``[fn(*a) for a in args]`` on ``jobs`` spawned worker processes with ``threads`` torch threads each.
+
+    ``fn`` must be a module-level function (it is pickled by name). ``on_done(i, result)`` is called in
+    the parent as each job finishes (in completion order); the returned list is in job order.
+    """
+    results: list = [None] * len(args)
+    if not args:
+        return results
+    executor = ProcessPoolExecutor(max_workers=min(jobs, len(args)), mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_init_worker, initargs=(threads,))
+    ok = False
+    try:
+        pending = {executor.submit(fn, *a): i for i, a in enumerate(args)}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in sorted(done, key=pending.get):
+                i = pending.pop(fut)
+                try:
+                    results[i] = fut.result()
+                except BrokenProcessPool as e:
+                    raise JobFailedError(f"{label(i)}: a worker process died ({_one_line(e)}); the other jobs "
+                                         "were stopped (out of memory? see the messages above)") from None
+                except (ElmoTasksError, OSError) as e:
+                    raise JobFailedError(f"{label(i)} failed: {_one_line(e)} (the other jobs were stopped)") from e
+                except Exception:
+                    print(f"error: {label(i)} failed (the other jobs were stopped); its traceback:", file=sys.stderr)
+                    raise
+                if on_done is not None:
+                    on_done(i, results[i])
+        ok = True
+    finally:
+        if ok:
+            executor.shutdown(wait=True)
+        else:
+            _stop(executor)
+    return results
+
+
+# ---------------------------------------------------------------- frozen features before the pool
+
+def cached_sections(section: dict) -> list[dict]:
+    """The leaf feature sections of a (possibly concat) resolved section whose features are cached on disk."""
+    if isinstance(section.get("sources"), list):
+        return [leaf for s in section["sources"] for leaf in cached_sections(s)]
+    return [section] if getattr(FEATURES.get(section["name"]), "cached_on_disk", False) else []
+
+
+def precompute_sections(sections: Sequence[dict], sentence_lists: Sequence[tuple[str, list[list[str]]]],
+                        context: FeatureContext) -> int:
+    """Precompute every disk-cached leaf of ``sections`` on each (split, sentences); returns how many leaves."""
+    seen: list[dict] = []
+    for section in sections:
+        for leaf in cached_sections(section):
+            if leaf in seen:  # e.g. two variants whose concat shares one elmo member
+                continue
+            seen.append(leaf)
+            source = build_features(leaf, context)
+            for split, sentences in sentence_lists:
+                source.precompute(sentences, split)
+    return len(seen)
+
+
+def prepare_features(sections: Sequence[dict], sentence_lists: Sequence[tuple[str, list[list[str]]]],
+                     context: FeatureContext, threads: int) -> None:
+    """Fill the feature cache for ``sections`` in one spawned process with ``threads`` torch threads
+    (the parent stays small: it holds no features while the pool runs)."""
+    if context.cache_dir is None:
+        raise JobFailedError("parallel jobs need the on-disk feature cache (features are computed once, then "
+                             "read by every job): give --cache-dir DIR instead of 'none'")
+    if any(cached_sections(s) for s in sections):
+        run_jobs(precompute_sections, [(list(sections), list(sentence_lists), context)], jobs=1, threads=threads,
+                 label=lambda i: "computing the frozen features")
+
+
+# ---------------------------------------------------------------- under torchrun: the jobs spread over ranks
+
+def torchrun_ranks() -> int:
+    """The torchrun world size (1 when not launched by torchrun)."""
+    from elmo_features.distributed import torchrun_world
+
+    return torchrun_world()
+
+
+def shared_value(value):
+    """Rank 0's ``value`` on every rank under torchrun (e.g. the comparison's time stamp); else ``value``."""
+    if torchrun_ranks() <= 1:
+        return value
+    from elmo_features import distributed as D
+
+    D.init()
+    return D.broadcast(value)
+
+
+def run_on_ranks(fn: Callable, args: Sequence[tuple], label: Callable[[int], str],
+                 on_done: Callable[[int, Any], None], prepare: Callable[[], None] | None = None) -> bool:
+    """Under torchrun: rank r runs jobs r, r + W, ... (after rank 0 ran ``prepare``); rank 0 collects every
+    result (JSON-able) through the group's store and calls ``on_done`` in job order. Returns True on rank 0.
+
+    A failing job stops its rank; rank 0 reports it (torchrun stops the other ranks)."""
+    import json
+
+    from elmo_features import distributed as D
+
+    d = D.init()
+    if prepare is not None:  # rank 0 fills the feature cache; the others wait for it without a deadline
+        if d.is_main:
+            try:
+                prepare()
+            except BaseException as e:
+                D.post_status("compare-features", 0, _one_line(e))
+                raise
+            D.post_status("compare-features", 0, "ok")
+        status = D.wait_statuses("compare-features", 1, "rank 0's feature computation")[0]
+        if status != "ok":
+            raise JobFailedError(f"rank 0 failed to compute the features: {status}")
+    results, i = {}, None
+    try:
+        for i in range(d.rank, len(args), d.world_size):
+            results[i] = fn(*args[i])
+    except BaseException as e:
+        D.post_status("compare", d.rank, json.dumps({"error": f"{label(i)} failed: {_one_line(e)}"}))
+        raise
+    D.post_status("compare", d.rank, json.dumps({"results": {str(k): v for k, v in results.items()}}))
+    if not d.is_main:
+        return False
+    statuses = [json.loads(s) for s in D.wait_statuses("compare", d.world_size, "the other ranks' runs")]
+    errors = [f"rank {r}: {s['error']}" for r, s in enumerate(statuses) if "error" in s]
+    if errors:
+        raise JobFailedError("; ".join(errors))
+    merged = {int(k): v for s in statuses for k, v in s["results"].items()}
+    for k in sorted(merged):
+        on_done(k, merged[k])
+    return True
