@@ -24,7 +24,7 @@ elmo-tasks compare configs/sentiment_polarity.yaml --seeds 1 \
   --sources glove,elmo_mix,glove+elmo_mix,elmo_charonly_mix,glove+elmo_charonly_mix --progress off > runs/logs/sentiment.log 2>&1 &
 SENT=$!
 while [ "$(python -c "import json;print(len(json.load(open('results/sentiment_polarity/summary.json'))['runs']))" 2>/dev/null || echo 0)" -lt 15 ]; do sleep 5; done
-kill -INT $SENT; wait $SENT || true
+kill -KILL $SENT; wait $SENT || true  # SIGINT does not stop a compare between runs; the summary after 15 runs is kept
 log "sentiment stopped after glove, elmo_mix, glove+elmo_mix"
 elmo-tasks wsd --config configs/wsd_semcor.yaml --train ../shared/data/wsd/semcor --test ../shared/data/wsd/senseval2 \
   ../shared/data/wsd/senseval3 ../shared/data/wsd/semeval2007 --out results/wsd --threads 1 --set probes=false > runs/logs/wsd.log 2>&1
