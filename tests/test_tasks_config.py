@@ -109,7 +109,8 @@ def test_shipped_configs_are_valid(name):
     if name != "tiny_ner_conll2003.yaml":
         assert cfg.compare.seeds == [1, 2, 3]
         assert set(cfg.compare.sources) == {"glove", "elmo_layer0", "elmo_layer1", "elmo_layer2", "elmo_mix",
-                                            "glove+elmo_mix"}
+                                            "glove+elmo_mix", "elmo_charonly_mix", "glove+elmo_charonly_mix"}
+        assert cfg.compare.sources["elmo_charonly_mix"]["bilm"] == "default_charonly"
 
 
 def test_set_changes_only_the_named_path_even_through_yaml_aliases(tmp_path):
