@@ -63,7 +63,7 @@ def test_following_the_doc_gives_a_working_pos_tagger(tmp_path, monkeypatch):
     raw["head"]["name"] = "doc_tagger"
     raw["data"].update(train=str(conll), dev=str(conll), test=str(conll))
     raw["features"] = elmo_section(env, layer=1)
-    raw["training"].update(max_epochs=20, patience=20, batch_size=3, lr=0.05)
+    raw["training"].update(max_epochs=60, patience=60, batch_size=3, lr=0.05)
     cfg = resolve(raw)
     # step 4: run, reload, predict
     ctx = FeatureContext(cache_dir=None, progress=False)
