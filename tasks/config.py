@@ -201,7 +201,8 @@ class TrainingConfig:
     optimizer: Literal["adam", "sgd"] = "adam"
     momentum: float = 0.0  # sgd only (Ma & Hovy 2016: 0.9)
     lr_decay: float = 0.0  # lr in epoch e = lr / (1 + lr_decay * (e - 1)) (Ma & Hovy 2016: 0.05); 0 = constant
-    lr_reduce_factor: float = 1.0  # after each epoch without dev improvement, lr *= this (e.g. 0.5); 1 = never
+    lr_reduce_factor: float = 1.0  # lr *= this after lr_reduce_patience epochs in a row without dev improvement
+    lr_reduce_patience: int = 1  # (the count restarts after each reduction); factor 1 = never reduce
 
     def check(self, where: str) -> None:
         for k in ("max_epochs", "batch_size", "eval_batch_size"):
@@ -216,6 +217,8 @@ class TrainingConfig:
                               "remove it or set optimizer: sgd")
         if self.lr_decay < 0:
             raise ConfigError(f"{where}.lr_decay: must be >= 0 (0 = constant lr), got {self.lr_decay}")
+        if self.lr_reduce_patience < 1:
+            raise ConfigError(f"{where}.lr_reduce_patience: must be >= 1, got {self.lr_reduce_patience}")
         if not 0.0 < self.lr_reduce_factor <= 1.0:
             raise ConfigError(f"{where}.lr_reduce_factor: must be in (0, 1] (1 = off), got {self.lr_reduce_factor}")
 

@@ -133,7 +133,7 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
     rng = np.random.default_rng(cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(params, cfg)
-    lr_scale = 1.0  # product of lr_reduce_factor over the epochs without dev improvement so far
+    lr_scale, since_reduce = 1.0, 0  # product of the lr reductions so far; bad epochs since the last one
     metric = model.head.primary_metric
     lengths = [len(ex.tokens) for ex in train_split.examples]
     best_score, best_state, bad_epochs = -float("inf"), None, 0
@@ -176,14 +176,16 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
         result.history.append(record)
         _log(record, metric)
         if improved:
-            best_score, bad_epochs = dev.get(metric, best_score), 0
+            best_score, bad_epochs, since_reduce = dev.get(metric, best_score), 0, 0
             best_state = copy.deepcopy(model.state_dict())
             result.best_epoch, result.best_dev = epoch, dev
             if on_improve is not None:
                 on_improve(epoch, dev)
         else:
             bad_epochs += 1
-            lr_scale *= cfg.lr_reduce_factor
+            since_reduce += 1
+            if since_reduce >= cfg.lr_reduce_patience:
+                lr_scale, since_reduce = lr_scale * cfg.lr_reduce_factor, 0
             if bad_epochs > cfg.patience:
                 result.stopped_early = True
                 break
@@ -203,7 +205,7 @@ def make_optimizer(params: list, cfg: TrainingConfig) -> torch.optim.Optimizer:
 
 def epoch_lr(cfg: TrainingConfig, epoch: int, scale: float = 1.0) -> float:
     """The learning rate of ``epoch`` (1-based): lr * scale / (1 + lr_decay * (epoch - 1)); ``scale`` is the
-    product of ``lr_reduce_factor`` over the epochs without dev improvement so far."""
+    product of the plateau reductions (``lr_reduce_factor``) so far."""
     return cfg.lr * scale / (1.0 + cfg.lr_decay * (epoch - 1))
 
 

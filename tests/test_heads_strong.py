@@ -3,13 +3,14 @@ casing classes, word/variational dropout, the LR schedule, config checks, and tr
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 from torch.nn import functional as F
 
 from test_tasks_helpers import make_glove
-from tasks.config import ConfigError, component_config, resolve
+from tasks.config import ConfigError, component_config, load_config, resolve
 from tasks.experiment import load_run, predict_examples, run_experiment
 from tasks.features.base import FeatureContext
 from tasks.heads.chars import UNK, CharIndexer, build_char_vocab, truncate_token
@@ -90,9 +91,9 @@ def test_char_encoding_of_a_token_does_not_depend_on_its_batch(encoder):
     vocab = {"labels": ["a"], "chars": list("abcdefghijklmnopqrstuvwxyz")}
     torch.manual_seed(0)
     inp = TokenInput(config, 2, vocab).eval()
-    alone = inp.encode_chars([LabeledSentence(["cat"], "a")], 1, torch.device("cpu"))  # (1, 1, F)
-    mixed = inp.encode_chars([LabeledSentence(["a", "cat"], "a"), LabeledSentence(["extraordinarily"], "a")], 2,
-                             torch.device("cpu"))  # (2, 2, F)
+    alone = inp.encode_chars([LabeledSentence(["cat"], "a")], torch.ones(1, 1, dtype=torch.bool))  # (1, 1, F)
+    mixed = inp.encode_chars([LabeledSentence(["a", "cat"], "a"), LabeledSentence(["extraordinarily"], "a")],
+                             torch.tensor([[True, True], [True, False]]))  # (2, 2, F)
     assert torch.allclose(alone[0, 0], mixed[0, 1], atol=1e-6)
     assert not torch.allclose(mixed[0, 0], mixed[0, 1]) and mixed[1, 1].abs().sum() == 0
 
@@ -170,6 +171,8 @@ def test_optimizer_and_learning_rate_schedule():
     assert epoch_lr(cfg, 11, scale=0.5) == pytest.approx(0.005)
     with pytest.raises(ConfigError, match="momentum: applies to optimizer: sgd only"):
         resolve({**base, "training": {"momentum": 0.9}})
+    with pytest.raises(ConfigError, match="lr_reduce_patience: must be >= 1"):
+        resolve({**base, "training": {"lr_reduce_patience": 0}})
     with pytest.raises(ConfigError, match="lr_reduce_factor: must be in"):
         resolve({**base, "training": {"lr_reduce_factor": 0.0}})
     with pytest.raises(ConfigError, match="is not one of 'adam', 'sgd'"):
@@ -208,3 +211,15 @@ def test_strong_head_trains_saves_reloads_and_predicts_the_same(head_name, chars
     # a sentence gets the same prediction whatever else is in its batch
     single = [predict_examples(cfg2, model, [ex], progress=False)[0] for ex in examples]
     assert single == saved
+
+
+@pytest.mark.parametrize("task", ["ner_conll2003", "sentiment_polarity"])
+def test_strong_configs_mirror_the_main_configs_except_head_and_training(task):
+    repo = Path(__file__).resolve().parents[1]
+    main, strong = load_config(repo / f"configs/{task}.yaml"), load_config(repo / f"configs/{task}_strong.yaml")
+    assert strong.name == f"{task}_strong"
+    assert strong.data == main.data and strong.features == main.features
+    assert strong.compare.sources == main.compare.sources and strong.compare.seeds == main.compare.seeds
+    assert strong.head["name"] == main.head["name"] and strong.head["num_layers"] == 2
+    assert strong.head["variational_dropout"] and strong.head["hidden_dim"] > main.head["hidden_dim"]
+    assert strong.training.max_epochs > main.training.max_epochs

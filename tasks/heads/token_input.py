@@ -106,22 +106,22 @@ class TokenInput(nn.Module):
             keep = torch.rand(B, T, 1, device=x.device) >= self.word_dropout  # (B, T, 1)
             parts[0] = x * keep.to(x.dtype)
         if self.chars is not None:
-            parts.append(self.encode_chars(examples, T, x.device))
+            parts.append(self.encode_chars(examples, mask))
         if self.casing is not None:
             ids = torch.zeros(B, T, dtype=torch.long, device=x.device)  # (B, T); 0 = padding
-            for b, ex in enumerate(examples):
-                ids[b, : len(ex.tokens)] = torch.tensor([casing_class(t) for t in ex.tokens], device=x.device)
+            ids[mask] = torch.tensor([casing_class(t) for ex in examples for t in ex.tokens], device=x.device)
             parts.append(self.casing(ids))  # (B, T, casing_dim)
         out = torch.cat(parts, dim=-1) if len(parts) > 1 else parts[0]
         return out * mask.unsqueeze(-1).to(out.dtype)
 
-    def encode_chars(self, examples: list, T: int, device: torch.device) -> torch.Tensor:
-        """Char encodings (B, T, F); each distinct token string of the batch is encoded once."""
+    def encode_chars(self, examples: list, mask: torch.Tensor) -> torch.Tensor:
+        """Char encodings (B, T, F) of the examples' tokens (mask (B, T) left-aligned, True on the tokens);
+        each distinct token string of the batch is encoded once."""
+        device = mask.device
         slots: dict[str, int] = {}  # token -> row (1-based; row 0 is the zero vector of padding)
-        index = torch.zeros(len(examples), T, dtype=torch.long, device=device)  # (B, T)
-        for b, ex in enumerate(examples):
-            index[b, : len(ex.tokens)] = torch.tensor([slots.setdefault(t, len(slots) + 1) for t in ex.tokens],
-                                                      device=device)
+        rows = [slots.setdefault(t, len(slots) + 1) for ex in examples for t in ex.tokens]
+        index = torch.zeros(mask.shape, dtype=torch.long, device=device)  # (B, T)
+        index[mask] = torch.tensor(rows, dtype=torch.long, device=device)  # mask is left-aligned: row-major order
         enc = self.chars(self.indexer.batch(list(slots), device))  # (U, F)
         table = torch.cat([enc.new_zeros(1, enc.shape[1]), enc], dim=0)  # (U + 1, F)
         return table[index]  # (B, T, F)
