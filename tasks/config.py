@@ -158,9 +158,9 @@ def resolve_component(registry: Registry, section: Any, where: str) -> dict:
 
 
 def component_registry(kind: str) -> Registry:
-    from .registry import MIXES
+    from .registry import CHAR_ENCODERS, MIXES
 
-    return {"features": FEATURES, "head": HEADS, "mix": MIXES}[kind]
+    return {"features": FEATURES, "head": HEADS, "mix": MIXES, "chars": CHAR_ENCODERS}[kind]
 
 
 def component_config(registry: Registry, resolved: dict) -> Any:
@@ -187,7 +187,8 @@ class DataConfig:
 
 @dataclass
 class TrainingConfig:
-    """The training loop: Adam, early stopping on the dev metric, gradient clipping."""
+    """The training loop: Adam (or SGD), an optional learning-rate schedule, early stopping on the dev metric,
+    gradient clipping."""
 
     seed: int = 1
     max_epochs: int = 10
@@ -197,6 +198,11 @@ class TrainingConfig:
     lr: float = 1e-3
     weight_decay: float = 0.0
     grad_clip: float | None = 5.0  # max gradient L2 norm; null = no clipping
+    optimizer: Literal["adam", "sgd"] = "adam"
+    momentum: float = 0.0  # sgd only (Ma & Hovy 2016: 0.9)
+    lr_decay: float = 0.0  # lr in epoch e = lr / (1 + lr_decay * (e - 1)) (Ma & Hovy 2016: 0.05); 0 = constant
+    lr_reduce_factor: float = 1.0  # lr *= this after lr_reduce_patience epochs in a row without dev improvement
+    lr_reduce_patience: int = 1  # (the count restarts after each reduction); factor 1 = never reduce
 
     def check(self, where: str) -> None:
         for k in ("max_epochs", "batch_size", "eval_batch_size"):
@@ -204,6 +210,17 @@ class TrainingConfig:
                 raise ConfigError(f"{where}.{k}: must be >= 1, got {getattr(self, k)}")
         if self.patience < 0 or self.lr <= 0:
             raise ConfigError(f"{where}: patience must be >= 0 and lr > 0")
+        if not 0.0 <= self.momentum < 1.0:
+            raise ConfigError(f"{where}.momentum: must be in [0, 1), got {self.momentum}")
+        if self.momentum and self.optimizer != "sgd":
+            raise ConfigError(f"{where}.momentum: applies to optimizer: sgd only (optimizer is {self.optimizer!r}); "
+                              "remove it or set optimizer: sgd")
+        if self.lr_decay < 0:
+            raise ConfigError(f"{where}.lr_decay: must be >= 0 (0 = constant lr), got {self.lr_decay}")
+        if self.lr_reduce_patience < 1:
+            raise ConfigError(f"{where}.lr_reduce_patience: must be >= 1, got {self.lr_reduce_patience}")
+        if not 0.0 < self.lr_reduce_factor <= 1.0:
+            raise ConfigError(f"{where}.lr_reduce_factor: must be in (0, 1] (1 = off), got {self.lr_reduce_factor}")
 
 
 @dataclass

@@ -177,7 +177,8 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
                     "epochs_run": len(result.history), "stopped_early": result.stopped_early,
                     "history": result.history, "features": model.features.report(),
                     "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-                    "seconds": {**seconds, "train": result.seconds, "total": round(time.perf_counter() - t_start, 2)}})
+                    "seconds": {**seconds, "train": result.seconds, "train_cpu": result.cpu_seconds,
+                                "total": round(time.perf_counter() - t_start, 2)}})
     save_json(predictions, out_dir / "predictions.json")
     save_json(metrics, out_dir / "metrics.json")
     return metrics

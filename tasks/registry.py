@@ -91,6 +91,12 @@ FUSIONS.add("gated", "tasks.features.fusion:GatedFusion")
 FUSIONS.add("concat_project", "tasks.features.fusion:ConcatProject")
 MIXES = FUSIONS
 
+# Character-level token encoders inside a head, named under ``chars:`` of crf_tagger / sentence_classifier
+# (tasks/heads/chars.py, docs/strong_baselines.md).
+CHAR_ENCODERS = Registry("char encoder")
+CHAR_ENCODERS.add("cnn", "tasks.heads.chars:CharCNN")
+CHAR_ENCODERS.add("lstm", "tasks.heads.chars:CharLSTM")
+
 
 def get_reader(name: str) -> Callable[..., list]:
     """A data reader from tasks.data by name (its error lists the valid names)."""

@@ -1,4 +1,5 @@
-"""The one training loop: Adam, batches of sentences, gradient clipping, early stopping on the dev metric.
+"""The one training loop: Adam (or SGD + momentum), batches of sentences, gradient clipping, an optional
+learning-rate schedule (inverse-time decay per epoch, reduction on a dev plateau), early stopping on the dev metric.
 
 Everything a run trains is in ``TaskModel`` = a feature source (frozen features + e.g. a trainable scalar
 mix) and a head. Frozen features are precomputed per split (``Split``), so an epoch only runs the mix and
@@ -114,7 +115,8 @@ class TrainResult:
     best_dev: dict
     history: list[dict] = field(default_factory=list)
     stopped_early: bool = False
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall-clock seconds of training (incl. dev evaluations)
+    cpu_seconds: float = 0.0  # CPU seconds of the process (all threads) over the same span
 
 
 def _disable(progress: bool | None) -> bool | None:
@@ -130,16 +132,21 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
     set_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = make_optimizer(params, cfg)
+    lr_scale, since_reduce = 1.0, 0  # product of the lr reductions so far; bad epochs since the last one
     metric = model.head.primary_metric
     lengths = [len(ex.tokens) for ex in train_split.examples]
     best_score, best_state, bad_epochs = -float("inf"), None, 0
     result = TrainResult(best_epoch=0, best_dev={})
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for epoch in range(1, cfg.max_epochs + 1):
         # ---- one pass over the training data
+        lr = epoch_lr(cfg, epoch, lr_scale)
+        if lr != cfg.lr:
+            for group in opt.param_groups:
+                group["lr"] = lr
         model.train()
-        te = time.perf_counter()
+        te, ce = time.perf_counter(), time.process_time()
         total, n = 0.0, 0
         bar = tqdm(make_batches(lengths, cfg.batch_size, rng), desc=f"epoch {epoch}", leave=False,
                    disable=_disable(progress))
@@ -153,35 +160,58 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
             total += float(loss.detach()) * len(idx)
             n += len(idx)
             bar.set_postfix(loss=f"{total / n:.4f}")
-        record = {"epoch": epoch, "train_loss": total / n, "train_seconds": round(time.perf_counter() - te, 2)}
+        record = {"epoch": epoch, "train_loss": total / n, "train_seconds": round(time.perf_counter() - te, 2),
+                  "train_cpu_seconds": round(time.process_time() - ce, 2)}
+        if lr != cfg.lr:
+            record["lr"] = lr
         # ---- dev evaluation and early stopping
         if dev_split is not None and len(dev_split):
+            td = time.perf_counter()
             dev, _ = evaluate(model, dev_split, cfg.eval_batch_size, progress)
             record["dev"] = dev
+            record["dev_seconds"] = round(time.perf_counter() - td, 2)
             improved = dev[metric] > best_score
         else:
             dev, improved = {}, True
         result.history.append(record)
         _log(record, metric)
         if improved:
-            best_score, bad_epochs = dev.get(metric, best_score), 0
+            best_score, bad_epochs, since_reduce = dev.get(metric, best_score), 0, 0
             best_state = copy.deepcopy(model.state_dict())
             result.best_epoch, result.best_dev = epoch, dev
             if on_improve is not None:
                 on_improve(epoch, dev)
         else:
             bad_epochs += 1
+            since_reduce += 1
+            if since_reduce >= cfg.lr_reduce_patience:
+                lr_scale, since_reduce = lr_scale * cfg.lr_reduce_factor, 0
             if bad_epochs > cfg.patience:
                 result.stopped_early = True
                 break
     if best_state is not None:
         model.load_state_dict(best_state)
     result.seconds = round(time.perf_counter() - t0, 2)
+    result.cpu_seconds = round(time.process_time() - c0, 2)
     return result
+
+
+def make_optimizer(params: list, cfg: TrainingConfig) -> torch.optim.Optimizer:
+    """Adam (the default) or SGD with optional momentum, at ``cfg.lr``."""
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+    return torch.optim.Adam(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def epoch_lr(cfg: TrainingConfig, epoch: int, scale: float = 1.0) -> float:
+    """The learning rate of ``epoch`` (1-based): lr * scale / (1 + lr_decay * (epoch - 1)); ``scale`` is the
+    product of the plateau reductions (``lr_reduce_factor``) so far."""
+    return cfg.lr * scale / (1.0 + cfg.lr_decay * (epoch - 1))
 
 
 def _log(record: dict, metric: str) -> None:
     dev = record.get("dev")
     extra = f" dev {metric} {dev[metric]:.4f}" if dev else ""
+    lr = f" lr {record['lr']:.3g}" if "lr" in record else ""
     tqdm.write(f"epoch {record['epoch']}: train loss {record['train_loss']:.4f}{extra} "
-               f"({record['train_seconds']:.1f}s)")
+               f"({record['train_seconds']:.1f}s train, {record['train_cpu_seconds']:.1f} CPU s{lr})")

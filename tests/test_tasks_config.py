@@ -27,7 +27,8 @@ def test_defaults_are_filled_and_resolution_is_idempotent():
     cfg = resolve(base())
     assert cfg.training.lr == pytest.approx(1e-3)  # YAML reads 1e-3 as a string; coerced to float
     assert cfg.head == {"name": "crf_tagger", "hidden_dim": 8, "num_layers": 1, "dropout": 0.5, "scheme": "auto",
-                        "constrained_decoding": True, "output_mix": None}
+                        "constrained_decoding": True, "output_mix": None, "chars": None, "casing_dim": 0,
+                        "word_dropout": 0.0, "variational_dropout": False}
     again = resolve(copy.deepcopy(cfg.to_dict()))
     assert again.to_dict() == cfg.to_dict()
 
@@ -102,7 +103,8 @@ def test_registry_lookup_lists_valid_names_and_registers_one_line():
         reg.add("lazy", object())
 
 
-@pytest.mark.parametrize("name", ["ner_conll2003.yaml", "sentiment_polarity.yaml", "tiny_ner_conll2003.yaml"])
+@pytest.mark.parametrize("name", ["ner_conll2003.yaml", "sentiment_polarity.yaml", "tiny_ner_conll2003.yaml",
+                                  "ner_conll2003_strong.yaml", "sentiment_polarity_strong.yaml"])
 def test_shipped_configs_are_valid(name):
     cfg = load_config(REPO / "configs" / name)
     assert cfg.compare is not None and cfg.compare.sources

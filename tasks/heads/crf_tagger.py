@@ -8,9 +8,11 @@ import torch
 from torch import nn
 
 from ..metrics import span_f1, token_accuracy
-from .base import BiLSTMEncoder, Head
+from .base import Head
 from .crf import ConditionalRandomField, allowed_transitions, split_tag
 from .output_mix import OutputMixOption
+from .token_input import TokenInput, check_token_input, token_input_vocab, uses_token_input
+from .variational import make_encoder
 
 
 @dataclass
@@ -22,6 +24,14 @@ class CrfTaggerConfig:
     constrained_decoding: bool = True  # Viterbi obeys the scheme's allowed transitions
     # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
     output_mix: dict | None = field(default=None, metadata={"component": "mix"})
+    # Strong-baseline options (docs/strong_baselines.md), all off by default:
+    chars: dict | None = field(default=None, metadata={"component": "chars"})  # {name: cnn|lstm, ...}: char encoder
+    casing_dim: int = 0  # > 0: a learned embedding of each token's casing class
+    word_dropout: float = 0.0  # training: a token's whole feature vector -> zeros with this probability
+    variational_dropout: bool = False  # dropout masks shared over time steps, also between BiLSTM layers
+
+    def check(self, where: str) -> None:
+        check_token_input(self, where)
 
 
 def detect_scheme(labels: list[str]) -> str:
@@ -43,7 +53,10 @@ class CrfTagger(OutputMixOption, Head):
         self.labels: list[str] = list(vocab["labels"])
         self.scheme: str = vocab["scheme"]
         self.index = {t: i for i, t in enumerate(self.labels)}
-        self.encoder = BiLSTMEncoder(input_dim, config.hidden_dim, config.num_layers, config.dropout)
+        self.inputs = TokenInput(config, input_dim, vocab) if uses_token_input(config) else None
+        enc_dim = self.inputs.output_dim if self.inputs is not None else input_dim
+        self.encoder = make_encoder(enc_dim, config.hidden_dim, config.num_layers, config.dropout,
+                                    config.variational_dropout)
         self.emit = nn.Linear(self.encoder.output_dim, len(self.labels))
         self.crf = ConditionalRandomField(len(self.labels), allowed_transitions(self.scheme, self.labels))
         self.output_mix = None  # built by bind_features when config.output_mix is set
@@ -67,7 +80,7 @@ class CrfTagger(OutputMixOption, Head):
                 split_tag(t, scheme)
             except ValueError as e:
                 raise ValueError(f"training data: {e}; set head.scheme or the reader's scheme option") from None
-        return {"labels": labels, "scheme": scheme}
+        return {"labels": labels, "scheme": scheme, **token_input_vocab(config, train_examples)}
 
     @classmethod
     def demo_examples(cls) -> list:
@@ -89,8 +102,11 @@ class CrfTagger(OutputMixOption, Head):
         return TaggedSentence(list(tokens), ["O"] * len(tokens), {})
 
     # ------------------------------------------------------------ model
-    def emissions(self, x: torch.Tensor, mask: torch.Tensor, layers: torch.Tensor | None = None) -> torch.Tensor:
-        """(B, T, D), (B, T) [, layers (L, B, T, D) for output_mix] -> (B, T, K)."""
+    def emissions(self, x: torch.Tensor, mask: torch.Tensor, layers: torch.Tensor | None = None,
+                  examples: list | None = None) -> torch.Tensor:
+        """(B, T, D), (B, T) [, layers (L, B, T, D) for output_mix] [, the B examples, for chars/casing] -> (B, T, K)."""
+        if self.inputs is not None:
+            x = self.inputs(x, mask, examples)  # (B, T, D + chars + casing)
         scores = self.emit(self.encoder(x, mask))  # (B, T, K)
         if self.output_mix is not None:
             scores = scores + self.output_mix.out(self.output_mix.mixed(layers, mask))  # + (B, T, D') -> (B, T, K)
@@ -102,11 +118,11 @@ class CrfTagger(OutputMixOption, Head):
         tags = torch.zeros(B, T, dtype=torch.long)  # (B, T)
         for b, ex in enumerate(examples):
             tags[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags], dtype=torch.long)
-        return self.crf.neg_log_likelihood(self.emissions(x, mask, layers), tags, mask) / B
+        return self.crf.neg_log_likelihood(self.emissions(x, mask, layers, examples), tags, mask) / B
 
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
                 layers: torch.Tensor | None = None) -> list[list[str]]:
-        paths = self.crf.viterbi(self.emissions(x, mask, layers), mask,
+        paths = self.crf.viterbi(self.emissions(x, mask, layers, examples), mask,
                                  constrained=self.config.constrained_decoding)
         return [[self.labels[i] for i in p] for p in paths]
 

@@ -9,8 +9,10 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..metrics import classification_scores
-from .base import BiLSTMEncoder, Head
+from .base import Head
 from .output_mix import OutputMixOption
+from .token_input import TokenInput, check_token_input, token_input_vocab, uses_token_input
+from .variational import make_encoder
 
 
 @dataclass
@@ -21,6 +23,14 @@ class SentenceClassifierConfig:
     pooling: Literal["max", "mean"] = "max"
     # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
     output_mix: dict | None = field(default=None, metadata={"component": "mix"})
+    # Strong-baseline options (docs/strong_baselines.md), all off by default:
+    chars: dict | None = field(default=None, metadata={"component": "chars"})  # {name: cnn|lstm, ...}: char encoder
+    casing_dim: int = 0  # > 0: a learned embedding of each token's casing class
+    word_dropout: float = 0.0  # training: a token's whole feature vector -> zeros with this probability
+    variational_dropout: bool = False  # dropout masks shared over time steps, also between BiLSTM layers
+
+    def check(self, where: str) -> None:
+        check_token_input(self, where)
 
 
 class SentenceClassifier(OutputMixOption, Head):
@@ -35,7 +45,10 @@ class SentenceClassifier(OutputMixOption, Head):
         super().__init__(config, input_dim, vocab)
         self.labels: list[str] = list(vocab["labels"])
         self.index = {t: i for i, t in enumerate(self.labels)}
-        self.encoder = BiLSTMEncoder(input_dim, config.hidden_dim, config.num_layers, config.dropout)
+        self.inputs = TokenInput(config, input_dim, vocab) if uses_token_input(config) else None
+        enc_dim = self.inputs.output_dim if self.inputs is not None else input_dim
+        self.encoder = make_encoder(enc_dim, config.hidden_dim, config.num_layers, config.dropout,
+                                    config.variational_dropout)
         self.out = nn.Linear(self.encoder.output_dim, len(self.labels))
         self.output_mix = None  # built by bind_features when config.output_mix is set
 
@@ -47,6 +60,10 @@ class SentenceClassifier(OutputMixOption, Head):
     def check_example(cls, example, where: str) -> None:
         if example.label is None or str(example.label) == "":
             raise ValueError(f"{where}: the example has no label")
+
+    @classmethod
+    def build_vocab(cls, config: SentenceClassifierConfig, train_examples: list, data_options: dict) -> dict:
+        return {**super().build_vocab(config, train_examples, data_options), **token_input_vocab(config, train_examples)}
 
     @classmethod
     def demo_examples(cls) -> list:
@@ -70,8 +87,12 @@ class SentenceClassifier(OutputMixOption, Head):
             return h.masked_fill(~m, float("-inf")).max(dim=1).values  # (B, H)
         return (h * m).sum(1) / m.sum(1).clamp(min=1)  # (B, H)
 
-    def logits(self, x: torch.Tensor, mask: torch.Tensor, layers: torch.Tensor | None = None) -> torch.Tensor:
-        """(B, T, D), (B, T) [, layers (L, B, T, D) for output_mix] -> (B, n_labels)."""
+    def logits(self, x: torch.Tensor, mask: torch.Tensor, layers: torch.Tensor | None = None,
+               examples: list | None = None) -> torch.Tensor:
+        """(B, T, D), (B, T) [, layers (L, B, T, D) for output_mix] [, the B examples, for chars/casing]
+        -> (B, n_labels)."""
+        if self.inputs is not None:
+            x = self.inputs(x, mask, examples)  # (B, T, D + chars + casing)
         scores = self.out(self.pool(self.encoder(x, mask), mask))  # (B, n_labels)
         if self.output_mix is not None:  # pooling is per dimension: pool([h; m]) = [pool(h); pool(m)]
             scores = scores + self.output_mix.out(self.pool(self.output_mix.mixed(layers, mask), mask))
@@ -80,11 +101,11 @@ class SentenceClassifier(OutputMixOption, Head):
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
              layers: torch.Tensor | None = None) -> torch.Tensor:
         gold = torch.tensor([self.index[ex.label] for ex in examples], dtype=torch.long)  # (B,)
-        return F.cross_entropy(self.logits(x, mask, layers), gold)
+        return F.cross_entropy(self.logits(x, mask, layers, examples), gold)
 
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
                 layers: torch.Tensor | None = None) -> list[str]:
-        return [self.labels[i] for i in self.logits(x, mask, layers).argmax(dim=1).tolist()]
+        return [self.labels[i] for i in self.logits(x, mask, layers, examples).argmax(dim=1).tolist()]
 
     def evaluate(self, examples: list, predictions: list) -> dict[str, float]:
         return classification_scores([ex.label for ex in examples], list(predictions))
