@@ -15,6 +15,9 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
+import torch
+import torch.distributed as dist
+
 from .errors import ElmoTasksError, UsageError
 
 TIMEOUT_ENV = "ELMO_TASKS_DIST_TIMEOUT"
@@ -54,9 +57,6 @@ def timeout() -> timedelta:
 
 def init() -> Dist:
     """Join the torchrun process group (gloo on CPU, nccl with CUDA); returns this rank's place."""
-    import torch
-    import torch.distributed as dist
-
     if not dist.is_available():
         raise UsageError("this PyTorch build has no torch.distributed; run with one process (without torchrun)")
     for key in ("RANK", "MASTER_ADDR", "MASTER_PORT"):
@@ -73,25 +73,19 @@ def init() -> Dist:
 
 def finish() -> None:
     """Leave the process group (if joined)."""
-    import torch.distributed as dist
-
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
 
 
 def broadcast(obj, src: int = 0):
     """``obj`` of rank ``src`` on every rank (a timed collective)."""
-    import torch.distributed as dist
-
     box = [obj]
     dist.broadcast_object_list(box, src=src)
     return box[0]
 
 
 def _store():
-    from torch.distributed import distributed_c10d
-
-    return distributed_c10d._get_default_store()
+    return dist.distributed_c10d._get_default_store()
 
 
 def _key(name: str, rank: int) -> str:

@@ -11,6 +11,7 @@ A ``"backbone": "transformer"`` biLM has ``transformer/...`` datasets instead of
 """
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -240,8 +241,6 @@ def atomic_path(path: Path):
 def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
               dtype: str = "float32", extra_arrays: dict[str, np.ndarray] | None = None) -> None:
     """Write options JSON + HDF5 weights (bilm-tf layout) atomically. dtype 'float16' halves the size."""
-    import json
-
     options_file, weight_file = Path(options_file), Path(weight_file)
     for p in (options_file, weight_file):
         p.parent.mkdir(parents=True, exist_ok=True)

@@ -155,7 +155,7 @@ def cmd_compare(args) -> int:
 
 def cmd_predict(args) -> int:
     from .experiment import load_run, predict_examples
-    from .registry import get_reader
+    from .data import get_reader
 
     check_run_folder(args.run_dir)
     check_input_file(args.input, "predict input")

@@ -20,11 +20,12 @@ from typing import Any
 
 import torch
 
-from .config import (RunConfig, component_config, dump_yaml, load_raw, resolve, write_bytes_atomic,
-                     write_text_atomic)
+from .components import component_config
+from .config import RunConfig, dump_yaml, load_raw, resolve, write_bytes_atomic, write_text_atomic
+from .data import get_reader
 from .features.base import FeatureContext, build_features
 from .heads.base import Head
-from .registry import HEADS, get_reader
+from .registry import HEADS
 from .training import Split, TaskModel, evaluate, predict, set_seed, train
 
 CHECKPOINT_FORMAT = 1

@@ -23,7 +23,9 @@ from .config import RunConfig, write_text_atomic
 from .crossval import fold_indices, fold_split, paired_tests
 from .experiment import git_commit, machine, read_examples, run_experiment
 from .features.base import FeatureContext
-from .parallel import shared_value, torchrun_ranks
+from .parallel import (cpu_cores, precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value,
+                       threads_per_job, torchrun_ranks)
+from .plots import plot_mix_weights, plot_scores
 from .registry import HEADS
 
 
@@ -172,8 +174,6 @@ def write_summary(s: dict, results_dir: Path, plots: bool = True) -> None:
     write_text_atomic(results_dir / "summary.csv", to_csv(s))
     write_text_atomic(results_dir / "summary.md", to_markdown(s))
     if plots:
-        from .plots import plot_mix_weights, plot_scores
-
         plot_scores(s, results_dir / "scores.png")
         plot_mix_weights(s, results_dir / "mix_weights.png")
 
@@ -287,8 +287,6 @@ def _job(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, con
          command: str, folds: int | None) -> dict:
     """One run in a pool worker (no progress bars); a fold run first loads the embedded sentences (from
     the cache the parent filled), as a serial run has them in memory from fold 0."""
-    from .parallel import precompute_sections
-
     pool, fold_sets = None, None
     if k is not None:
         pool = pooled_examples(cfg)
@@ -299,8 +297,6 @@ def _job(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, con
 
 def _run_parallel(cfg: RunConfig, cells: list[tuple], dirs: list[Path], context: FeatureContext, command: str,
                   folds: int | None, pool: list, jobs: int, threads: int | None, info: dict, done) -> None:
-    from .parallel import cpu_cores, precompute_sections, prepare_features, run_jobs, run_on_ranks, threads_per_job
-
     names = list(dict.fromkeys(c[0] for c in cells))
     label = lambda i: f"{cfg.name}: run {_cell_label(cells[i], folds)}"
     job_args = [(cfg, n, s, k, d, context, command, folds) for (n, s, k), d in zip(cells, dirs)]

@@ -24,7 +24,7 @@ def span_f1(gold: list[list[str]], pred: list[list[str]], scheme: str) -> dict[s
 
     IOB1 sequences are converted to BIO first. Ill-formed predicted spans count as errors (strict mode).
     """
-    from seqeval.metrics import f1_score, precision_score, recall_score
+    from seqeval.metrics import f1_score, precision_score, recall_score  # lazy: seqeval imports scikit-learn (slow)
     from seqeval.scheme import IOB2, IOBES
 
     if scheme not in SCHEMES:
@@ -51,7 +51,7 @@ def token_accuracy(gold: list[list[str]], pred: list[list[str]]) -> float:
 
 def classification_scores(gold: list[str], pred: list[str]) -> dict[str, float]:
     """Accuracy and macro-F1 over the union of gold and predicted labels (sklearn)."""
-    from sklearn.metrics import accuracy_score, f1_score
+    from sklearn.metrics import accuracy_score, f1_score  # lazy: scikit-learn is slow to import
 
     if not gold:
         raise ValueError("classification_scores: no examples")

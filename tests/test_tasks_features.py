@@ -6,7 +6,7 @@ import torch
 
 from elmo_features import load_bilm
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
-from tasks.config import resolve_component
+from tasks.components import resolve_component
 from tasks.features import elmo as elmo_module
 from tasks.features.base import FeatureContext, build_features
 from tasks.metrics import classification_scores, iob1_to_bio, span_f1, token_accuracy

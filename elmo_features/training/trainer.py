@@ -8,16 +8,19 @@ import signal
 import time
 from pathlib import Path
 
+import h5py
 import numpy as np
 import torch
 import yaml
 from tqdm import tqdm
 
+from .. import distributed as D
 from ..errors import CheckpointError, MissingPathError, OutputExistsError, StaleCacheError
 from ..locking import OutputLock
 from ..options import BiLMOptions
 from ..text_input import iter_lines
 from .config import TrainConfig
+from .ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
 from .data import (Corpus, batches_for_epoch, build_corpus, build_vocab, make_batch, read_sentences,
                    read_vocab, type_char_ids, type_targets, write_vocab)
 from .evaluate import perplexity
@@ -26,6 +29,7 @@ from .export import export_model
 from .lm import BiLanguageModel
 from .vectors import read_vector_table, table_digest
 from ..token_vectors import TokenVectors, select_vectors
+from ..weights import load_weights_into
 
 
 def _atomic_json(obj, path: Path) -> None:
@@ -127,8 +131,6 @@ class Trainer:
         except BaseException as e:
             error = e
         if self.world > 1:  # the other ranks set up after rank 0 (reading its corpus cache and vocab)
-            from .. import distributed as D
-
             failed = D.broadcast(None if error is None else " ".join(str(error).split()) or type(error).__name__)
             if failed is not None and error is None:
                 error = D.DistributedError(f"rank 0: {failed}")
@@ -195,10 +197,6 @@ class Trainer:
 
     def _init_from(self, folder: Path) -> None:
         """Warm start from an exported biLM: same model options required; softmax too when present."""
-        import h5py
-
-        from ..weights import load_weights_into
-
         opts, weights = folder / "options.json", folder / "weights.hdf5"
         if not opts.exists() or not weights.exists():
             raise FileNotFoundError(f"init_from: {folder} needs options.json and weights.hdf5")
@@ -237,8 +235,6 @@ class Trainer:
         """Write the checkpoint (rank 0; under torchrun every rank calls this together: RNG states)."""
         rng_ranks = None
         if self.world > 1:
-            from .ddp import gather_rng_states
-
             rng_ranks = gather_rng_states()
             if not self.main:
                 return
@@ -319,8 +315,6 @@ class Trainer:
         return float(loss.detach()), int((lengths - 2).sum())
 
     def _train_step_ddp(self, idx: np.ndarray) -> tuple[float, int]:
-        from .ddp import allreduce_grads, count_predictions, slice_for_rank
-
         cfg = self.cfg
         idx = slice_for_rank(idx, self.rank, self.world)
         self.model.train()
@@ -378,8 +372,6 @@ class Trainer:
                     loss, n = self.train_step(batches[st["batch_in_epoch"]])
                     save_now = time.time() - last_ckpt > 60 * cfg.checkpoint_minutes
                     if self.world > 1:  # global loss and tokens; checkpoint (rank 0's clock) / stop together
-                        from .ddp import reduce_step
-
                         _, loss, n, save_now, self._stop = reduce_step(0, loss, n, save_now and self.main,
                                                                         self._stop)
                     st["batch_in_epoch"] += 1

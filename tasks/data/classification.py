@@ -6,6 +6,7 @@ from pathlib import Path
 
 from elmo_features.text_input import iter_lines
 
+from ..registry import READERS
 from .tokenizer import get_tokenizer
 from .types import DataFormatError, LabeledSentence
 
@@ -91,12 +92,14 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
     return out
 
 
+@READERS.register("tsv")
 def read_tsv(path: str | Path, label_column: int | str = 0, text_column: int | str = 1,
              header: bool | str = "auto", tokenizer: str = "whitespace") -> list[LabeledSentence]:
     """Tab-separated ``label<TAB>text`` (no quoting: quotes are part of the text)."""
     return read_delimited(path, "\t", label_column, text_column, header, tokenizer, quoting=False)
 
 
+@READERS.register("csv")
 def read_csv(path: str | Path, label_column: int | str = 0, text_column: int | str = 1,
              header: bool | str = "auto", tokenizer: str = "whitespace") -> list[LabeledSentence]:
     """Comma-separated ``label,text`` with standard CSV quoting (``"..."``, ``""`` escapes)."""

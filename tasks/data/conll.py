@@ -6,6 +6,7 @@ from pathlib import Path
 
 from elmo_features.text_input import iter_lines
 
+from ..registry import READERS
 from .tag_schemes import TagSchemeError, check_scheme_name, convert_tags, detect_scheme
 from .types import DataFormatError, TaggedSentence
 
@@ -35,6 +36,7 @@ def _read_blocks(path: Path, columns: Sequence[str]) -> list[tuple[list[int], li
     return blocks
 
 
+@READERS.register("conll2003")
 def read_conll2003(path: str | Path, tag_column: str = "ner", scheme: str = "BIO",
                    input_scheme: str = "auto", columns: Sequence[str] = CONLL2003_COLUMNS,
                    ) -> list[TaggedSentence]:

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from collections.abc import Sequence
 
+from ..registry import READERS
 from .tokenizer import get_tokenizer
 from .types import DataFormatError, LabeledSentence, TaggedSentence
 
@@ -18,7 +19,7 @@ TAGS_COLUMNS = ("tags", "ner_tags", "ner", "pos_tags", "chunk_tags")
 
 
 def _load(path: str, split: str, config: str | None):
-    import datasets
+    import datasets  # lazy: HF datasets is slow to import and only the hf reader needs it
 
     p = Path(path)
     if p.is_dir():
@@ -65,6 +66,7 @@ def _decoder(feature):
     return str
 
 
+@READERS.register("hf")
 def read_hf(path: str | Path, split: str = "train", config: str | None = None, kind: str = "auto",
             text_column: str | None = None, tokens_column: str | None = None,
             label_column: str | None = None, tags_column: str | None = None,
@@ -124,7 +126,7 @@ def read_hf(path: str | Path, split: str = "train", config: str | None = None, k
 
 def to_hf_dataset(examples: Sequence[LabeledSentence] | Sequence[TaggedSentence]):
     """An in-memory ``datasets.Dataset``: columns tokens+label, or tokens+tags+the extra columns."""
-    import datasets
+    import datasets  # lazy: HF datasets is slow to import and only the hf reader needs it
 
     if not examples:
         raise ValueError("to_hf_dataset: no examples")

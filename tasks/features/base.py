@@ -15,6 +15,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..components import component_config
+from ..registry import FEATURES
+
 
 @dataclass
 class FeatureContext:
@@ -78,8 +81,5 @@ def pad_tokens(items: list[np.ndarray], T: int) -> torch.Tensor:
 
 def build_features(resolved: dict, context: FeatureContext) -> FeatureSource:
     """A feature source from a resolved ``{name: ..., **hparams}`` section."""
-    from ..config import component_config
-    from ..registry import FEATURES
-
     cls = FEATURES.get(resolved["name"])
     return cls(component_config(FEATURES, resolved), context)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ..config import ConfigError
+from ..components import ConfigError
+from ..registry import FEATURES
 from .base import FeatureContext, FeatureSource, build_features
 
 
@@ -19,6 +20,7 @@ class ConcatConfig:
             raise ConfigError(f"{where}.sources: list at least two feature sources to concatenate")
 
 
+@FEATURES.register("concat")
 class ConcatFeatures(FeatureSource):
     """Concatenates its sources' features along D. Output (B, T, sum of D)."""
 

@@ -17,8 +17,10 @@ import torch
 from elmo_features import Embedder, FeatureCache, bilm_fingerprint, resolve_bilm
 from elmo_features.feature_cache import cache_key
 
-from ..config import ConfigError
+from ..components import ConfigError
+from ..registry import FEATURES
 from .base import FeatureContext, FeatureSource, pad_tokens
+from .fusion import build_fusion
 
 _BILMS: dict[str, object] = {}  # spec -> loaded BiLM (frozen; shared by every source in the process)
 _FEATURES: "OrderedDict[str, list[np.ndarray]]" = OrderedDict()  # cache key -> per-sentence (L, n, D)
@@ -62,6 +64,7 @@ def load_frozen_bilm(config: ElmoConfig):
     return _BILMS[key]
 
 
+@FEATURES.register("elmo")
 class ElmoFeatures(FeatureSource):
     """All biLM layers through a trainable fusion (``mix``), or one fixed layer. Output (B, T, output_dim)."""
 
@@ -70,8 +73,6 @@ class ElmoFeatures(FeatureSource):
 
     def __init__(self, config: ElmoConfig, context: FeatureContext):
         super().__init__(config, context)
-        from .fusion import build_fusion
-
         self._frozen = (load_frozen_bilm(config),)  # in a tuple: not a submodule, never in the state_dict
         self.num_layers = self._bilm.num_output_layers
         self.output_dim = self._bilm.output_dim

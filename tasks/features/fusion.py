@@ -27,7 +27,8 @@ from torch import nn
 
 from elmo_features.scalar_mix import _batch_norm, _token_norm
 
-from ..config import ConfigError
+from ..components import ConfigError, component_config
+from ..registry import FUSIONS
 
 
 def normalize_layers(layers: torch.Tensor, mask: torch.Tensor, layer_norm: str | None) -> torch.Tensor:
@@ -46,9 +47,6 @@ def count_parameters(module: nn.Module) -> int:
 
 def build_fusion(section: dict, num_layers: int, dim: int) -> nn.Module:
     """A fusion from a resolved ``{name: ..., **hparams}`` section, for ``num_layers`` layers of size ``dim``."""
-    from ..config import component_config
-    from ..registry import FUSIONS
-
     return FUSIONS.get(section["name"])(component_config(FUSIONS, section), num_layers, dim)
 
 
@@ -97,6 +95,7 @@ class LayerAttentionConfig:
     l2_coef: float = 0.0  # l2_coef * (|q|^2 + |b|^2): pulls every token toward equal layer weights
 
 
+@FUSIONS.register("layer_attention")
 class LayerAttention(Fusion):
     """Each token picks its own layer weights: a_t = softmax_l(q . h_tl / sqrt(D) + b_l) from a learned query q.
 
@@ -174,6 +173,7 @@ class GatedConfig:
     l2_coef: float = 0.0  # l2_coef * |g|^2 on the gate logits: pulls toward the average (g = 0)
 
 
+@FUSIONS.register("gated")
 class GatedFusion(Fusion):
     """Per-dimension sigmoid gates over layers: gamma * (2/L) * sum_l sigmoid(g_l) ⊙ h_l, g (L, D).
 
@@ -227,6 +227,7 @@ class ConcatProjectConfig:
             raise ConfigError(f"{where}.output_dim: must be >= 1 (or null for the layer size)")
 
 
+@FUSIONS.register("concat_project")
 class ConcatProject(Fusion):
     """All layers concatenated, then one linear map: W [h_1; ...; h_L] + c, W (D', L * D).
 

@@ -8,6 +8,8 @@ from typing import Literal
 import numpy as np
 import torch
 
+from ..data.static_vectors import load_static_vectors
+from ..registry import FEATURES
 from .base import FeatureContext, FeatureSource, pad_tokens
 
 _VECTORS: dict[str, object] = {}  # loader arguments -> StaticVectors (shared in the process)
@@ -24,8 +26,6 @@ class StaticConfig:
 
 def load_vectors(config: StaticConfig):
     """The (memoised) StaticVectors a config names."""
-    from tasks.data.static_vectors import load_static_vectors
-
     args = dict(path=config.path, format=config.format, words_path=config.words_path,
                 lowercase=config.lowercase, max_vectors=config.max_vectors)
     key = json.dumps(args, sort_keys=True)
@@ -34,6 +34,7 @@ def load_vectors(config: StaticConfig):
     return _VECTORS[key]
 
 
+@FEATURES.register("static")
 class StaticFeatures(FeatureSource):
     """One frozen vector per token (OOV policy: tasks.data.static_vectors). Output (B, T, d)."""
 

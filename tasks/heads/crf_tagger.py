@@ -7,7 +7,9 @@ from typing import Literal
 import torch
 from torch import nn
 
+from ..data.types import TaggedSentence
 from ..metrics import span_f1, token_accuracy
+from ..registry import HEADS
 from .base import Head
 from .crf import ConditionalRandomField, allowed_transitions, split_tag
 from .output_mix import OutputMixOption
@@ -39,6 +41,7 @@ def detect_scheme(labels: list[str]) -> str:
     return "BIOES" if any(t[:2] in ("S-", "E-") for t in labels) else "BIO"
 
 
+@HEADS.register("crf_tagger")
 class CrfTagger(OutputMixOption, Head):
     """BiLSTM over the features -> per-tag emission scores -> CRF (forward algorithm loss, Viterbi decoding).
 
@@ -84,8 +87,6 @@ class CrfTagger(OutputMixOption, Head):
 
     @classmethod
     def demo_examples(cls) -> list:
-        from tasks.data.types import TaggedSentence
-
         rows = [
             ("John lives in Paris", "B-PER O O B-LOC"),
             ("Mary Ann Smith visited Berlin yesterday", "B-PER I-PER I-PER O B-LOC O"),
@@ -97,8 +98,6 @@ class CrfTagger(OutputMixOption, Head):
         return [TaggedSentence(s.split(), t.split(), {}) for s, t in rows]
 
     def blank_example(self, tokens: list[str]):
-        from tasks.data.types import TaggedSentence
-
         return TaggedSentence(list(tokens), ["O"] * len(tokens), {})
 
     # ------------------------------------------------------------ model

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..config import ConfigError
+from ..components import ConfigError
 from ..features.base import FeatureSource
 from ..features.fusion import build_fusion
 

@@ -7,7 +7,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..data.types import TaggedSentence
 from ..metrics import token_accuracy
+from ..registry import HEADS
 from .base import BiLSTMEncoder, Head
 
 
@@ -17,6 +19,7 @@ class TokenTaggerConfig:
     dropout: float = 0.0
 
 
+@HEADS.register("token_tagger")
 class TokenTagger(Head):
     """Features -> (optional BiLSTM) -> linear -> softmax over the tag set, independently per token."""
 
@@ -42,15 +45,11 @@ class TokenTagger(Head):
 
     @classmethod
     def demo_examples(cls) -> list:
-        from tasks.data.types import TaggedSentence
-
         rows = [("the cat sat", "DT NN VBD"), ("a dog ran home", "DT NN VBD NN"), ("John sat", "NNP VBD"),
                 ("the dog sat", "DT NN VBD")]
         return [TaggedSentence(s.split(), t.split(), {}) for s, t in rows]
 
     def blank_example(self, tokens: list[str]):
-        from tasks.data.types import TaggedSentence
-
         return TaggedSentence(list(tokens), [self.labels[0]] * len(tokens), {})
 
     def logits(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -3,7 +3,7 @@
 Every sense key seen in training has a weight vector and a bias. A target (a span of tokens; a
 multiword target is the mean of its token features) is scored against the WordNet candidates of its
 lemma+pos that have weights; with none, the prediction is the WordNet first sense. Examples are
-``tasks.wsd.examples.WsdSentence`` (reader ``raganato``). Metrics follow the framework's scorer:
+``tasks.data.wsd_examples.WsdSentence`` (reader ``raganato``). Metrics follow the framework's scorer:
 precision, recall and F1 over targets (one answer each; targets without an answer are unanswered).
 """
 from __future__ import annotations
@@ -13,6 +13,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..data.wsd_examples import WsdSentence, WsdTarget
+from ..data.wsd_scorer import score
+from ..registry import HEADS
 from .base import Head
 
 
@@ -21,6 +24,7 @@ class WsdLinearConfig:
     dropout: float = 0.0  # on the target vectors during training
 
 
+@HEADS.register("wsd_linear")
 class WsdLinear(Head):
     """Per-sense linear scores on target vectors, softmax over the target's seen candidates."""
 
@@ -57,8 +61,6 @@ class WsdLinear(Head):
 
     @classmethod
     def demo_examples(cls) -> list:
-        from tasks.wsd.examples import WsdSentence, WsdTarget
-
         fin, river = "bank%1:14:00::", "bank%1:17:01::"
         rows = [("the bank lent money", fin), ("the river bank was muddy", river), ("money from the bank", fin),
                 ("we sat on the bank of the river", river)]
@@ -145,8 +147,6 @@ class WsdLinear(Head):
         return [[answers[t.id] for t in ex.targets] for ex in examples]
 
     def evaluate(self, examples: list, predictions: list) -> dict[str, float]:
-        from tasks.wsd.scorer import score
-
         gold = {t.id: t.gold for ex in examples for t in ex.targets if t.gold}
         system = {t.id: p for ex, preds in zip(examples, predictions) for t, p in zip(ex.targets, preds) if p}
         s = score(gold, system)

@@ -10,7 +10,7 @@ from .table import PUBLISHED
 
 def plot_f1_per_layer(summary: dict, path: str | Path) -> None:
     """F1 on ALL (or the only test set) against layer, one line per (source, method)."""
-    import matplotlib
+    import matplotlib  # lazy: a heavy import only plotting needs (the Agg backend is set before pyplot)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

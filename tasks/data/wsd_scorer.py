@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from .wsd_reader import read_gold_keys
+
 
 @dataclass(frozen=True)
 class Score:
@@ -65,9 +67,7 @@ def merge_scores(scores: Iterable[Score]) -> Score:
 
 
 def read_key_file(path: str | os.PathLike) -> dict[str, list[str]]:
-    """Read an answer/gold key file (``instance_id key [key ...]``); repeated ids are merged."""
-    from .reader import read_gold_keys  # same format
-
+    """Read an answer/gold key file (``instance_id key [key ...]``, the gold format); repeated ids are merged."""
     return read_gold_keys(path, check_keys=False)
 
 
