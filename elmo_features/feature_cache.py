@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import weakref
 from pathlib import Path
@@ -26,7 +25,7 @@ import numpy as np
 
 from .bilm import BiLM
 from .locking import OutputLock, lock_path_for
-from .weights import atomic_path
+from .provenance import atomic_path
 
 DTYPES = ("float32", "float16")
 FORMAT_VERSION = 1
@@ -167,20 +166,15 @@ class FeatureCache:
             return False
 
     def _write(self, embedder, sentences, dtype: str, path: Path) -> None:
-        tmp = atomic_path(path)
-        try:
-            with h5py.File(tmp, "w") as f:
-                f.attrs.update({"format_version": FORMAT_VERSION, "n_sentences": len(sentences), "dtype": dtype,
-                                "bilm_fingerprint": bilm_fingerprint(embedder.bilm),
-                                "num_output_layers": embedder.num_output_layers,
-                                "output_dim": embedder.output_dim})
-                for idx, arrays in embedder.embed_batches(sentences):
-                    for i, a in zip(idx, arrays):
-                        f.create_dataset(str(i), data=a.astype(dtype, copy=False))  # (L, n_i, D)
-            os.replace(tmp, path)
-            self.computed += 1
-        finally:
-            tmp.unlink(missing_ok=True)
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+            f.attrs.update({"format_version": FORMAT_VERSION, "n_sentences": len(sentences), "dtype": dtype,
+                            "bilm_fingerprint": bilm_fingerprint(embedder.bilm),
+                            "num_output_layers": embedder.num_output_layers,
+                            "output_dim": embedder.output_dim})
+            for idx, arrays in embedder.embed_batches(sentences):
+                for i, a in zip(idx, arrays):
+                    f.create_dataset(str(i), data=a.astype(dtype, copy=False))  # (L, n_i, D)
+        self.computed += 1
 
     def embed(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> list[np.ndarray]:
         """Float32 arrays (L, n_i, D) in input order; ``dtype`` is the on-disk precision."""

@@ -9,9 +9,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from datetime import datetime
@@ -20,8 +17,9 @@ from typing import Any
 
 import torch
 
-from .config import (RunConfig, component_config, dump_yaml, load_raw, resolve, write_bytes_atomic,
-                     write_text_atomic)
+from elmo_features.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
+
+from .config import RunConfig, component_config, dump_yaml, load_raw, resolve
 from .features.base import FeatureContext, build_features
 from .heads.base import Head
 from .registry import HEADS, get_reader
@@ -86,25 +84,7 @@ def make_split(model: TaskModel, name: str, examples: list) -> Split:
     return Split(name, examples, model.features.precompute([list(ex.tokens) for ex in examples], name))
 
 
-# ---------------------------------------------------------------- provenance
-
-def git_commit() -> str:
-    """Short commit of the working tree (+ "-dirty" when it has uncommitted changes), or "unknown"."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def machine() -> dict:
-    return {"cpu_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
-            "torch": torch.__version__, "platform": platform.platform()}
-
+# ---------------------------------------------------------------- run folder
 
 def default_run_dir(cfg: RunConfig, runs_dir: str | Path = "runs") -> Path:
     digest = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:8]

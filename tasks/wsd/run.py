@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from elmo_features.provenance import git_commit, machine
+
 from ..config import DataConfig, RunConfig, component_config, dump_yaml, to_dict
-from ..experiment import build_model, git_commit, machine, save_json, save_state
+from ..experiment import build_model, save_json, save_state
 from ..features.base import FeatureContext, build_features
 from ..registry import HEADS
 from ..training import Split, predict, train

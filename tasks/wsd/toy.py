@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
+from elmo_features.provenance import write_text_atomic
+
 from .reader import WsdDataset
-from .scorer import write_text_atomic
 
 
 @dataclass
