@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-import weakref
 from pathlib import Path
 from typing import Sequence
 
@@ -29,14 +28,14 @@ from .provenance import atomic_path
 
 DTYPES = ("float32", "float16")
 FORMAT_VERSION = 1
-_FINGERPRINTS: "weakref.WeakKeyDictionary[BiLM, tuple[tuple[int, ...], str]]" = weakref.WeakKeyDictionary()  # memo
 
 
 def bilm_fingerprint(bilm: BiLM) -> str:
     """sha256 over the options, the stateful/boundary flags, every state_dict tensor's bytes and the
     frozen token vectors, if any.
 
-    Memoised per model object; recomputed when any parameter was modified in place since.
+    Memoised on the model object (``_fingerprint_memo``); recomputed when any parameter was modified in place
+    since.
     """
     sd = bilm.state_dict(keep_vars=True)
     try:
@@ -44,7 +43,7 @@ def bilm_fingerprint(bilm: BiLM) -> str:
         versions: tuple[int, ...] | None = tuple(t._version for t in tensors)
     except RuntimeError:  # inference tensors (a model built under inference_mode) have no version counter
         versions = None
-    memo = _FINGERPRINTS.get(bilm)
+    memo = getattr(bilm, "_fingerprint_memo", None)
     if versions is not None and memo is not None and memo[0] == versions:
         return memo[1]
     h = hashlib.sha256()
@@ -60,7 +59,7 @@ def bilm_fingerprint(bilm: BiLM) -> str:
         h.update(tv.table.detach().cpu().contiguous().numpy().tobytes())
     fp = h.hexdigest()
     if versions is not None:
-        _FINGERPRINTS[bilm] = (versions, fp)
+        bilm._fingerprint_memo = (versions, fp)  # (tensor versions, fingerprint)
     return fp
 
 

@@ -30,24 +30,24 @@ CHECKPOINT_FORMAT = 1
 
 # ---------------------------------------------------------------- data
 
-_READ: dict[str, list] = {}  # (reader, path, mtime, options) -> examples: a comparison reads each file once
-
-
-def read_file(reader: str, path: str | Path, options: dict) -> list:
-    """Examples of a data file via the named reader (memoised per file version within the process)."""
+def read_file(reader: str, path: str | Path, options: dict, memo: dict | None = None) -> list:
+    """Examples of a data file via the named reader; with ``memo`` (a FeatureContext's ``memo.examples``) each
+    file version is read once (e.g. once per comparison)."""
+    if memo is None:
+        return list(get_reader(reader)(path, **options))
     p = Path(path)
     stamp = p.stat().st_mtime_ns if p.exists() else None
     key = json.dumps([reader, str(p.resolve()), stamp, options], sort_keys=True, default=str)
-    if key not in _READ:
-        _READ[key] = get_reader(reader)(path, **options)
-    return list(_READ[key])
+    if key not in memo:
+        memo[key] = get_reader(reader)(path, **options)
+    return list(memo[key])
 
 
-def read_examples(cfg: RunConfig, split: str, head_cls: type[Head]) -> tuple[list, dict]:
+def read_examples(cfg: RunConfig, split: str, head_cls: type[Head], memo: dict | None = None) -> tuple[list, dict]:
     """Examples of one split (empty sentences dropped and counted; malformed ones rejected) + stats."""
     path = getattr(cfg.data, split)
     try:
-        examples = read_file(cfg.data.reader, path, cfg.data.reader_options)
+        examples = read_file(cfg.data.reader, path, cfg.data.reader_options, memo)
     except FileNotFoundError as e:
         hint = " (fetch the public data sets with `elmo-tasks data get NAME`)" if "data" in Path(path).parts else ""
         raise FileNotFoundError(f"{cfg.name}: data.{split}: {e}{hint}") from None
@@ -121,7 +121,7 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
             if split in examples:
                 data[split], stats[split] = check_examples(examples[split], f"<{split} examples>", split, head_cls)
         elif getattr(cfg.data, split) is not None:
-            data[split], stats[split] = read_examples(cfg, split, head_cls)
+            data[split], stats[split] = read_examples(cfg, split, head_cls, context.memo.examples)
     if "train" not in data:
         raise ValueError(f"{cfg.name}: no training data")
     vocab = head_cls.build_vocab(component_config(HEADS, cfg.head), data["train"], dict(cfg.data.reader_options))

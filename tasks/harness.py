@@ -190,6 +190,7 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     job (default: cores // jobs); the summary is the same as a serial run's."""
     t0 = time.perf_counter()
     results_dir = Path(results_dir)
+    context = context or FeatureContext()  # one memo for all runs: each sentence is embedded once
     names = sources or list(cfg.compare.sources)
     seeds = seeds or list(cfg.compare.seeds)
     stamp = shared_value(datetime.now().strftime("%Y%m%d-%H%M%S"))  # rank 0's under torchrun
