@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ from .errors import TextInputError, UsageError
 from .feature_cache import bilm_fingerprint
 from .locking import OutputLock, lock_path_for
 from .paths import check_input_file, check_output_file
+from .provenance import commit_file
 from .text_input import decode_line
 from .weights import load_bilm
 
@@ -160,7 +160,7 @@ def _embed_locked(lines, sentences, input_hash, output_path: Path, embedder: Emb
             write_sentence_index(f, lines)
         for key in _RESUME_ATTRS:
             del f.attrs[key]
-    os.replace(partial, output_path)
+    commit_file(partial, output_path)
     return {"sentences": n, "tokens": sum(len(s) for s in sentences), "resumed_from": start,
             "seconds": time.time() - t0, "output": str(output_path)}
 

@@ -12,8 +12,6 @@ A ``"backbone": "transformer"`` biLM has ``transformer/...`` datasets instead of
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import h5py
@@ -23,6 +21,7 @@ import torch
 from .bilm import BiLM
 from .errors import ElmoTasksError, MissingPathError
 from .options import BiLMOptions, TransformerOptions
+from .provenance import atomic_path, write_text_atomic
 from .token_vectors import TokenVectors
 
 
@@ -231,13 +230,6 @@ def bilm_to_hdf5_arrays(bilm: BiLM) -> dict[str, np.ndarray]:
     return out
 
 
-def atomic_path(path: Path):
-    """A temporary path in the same folder; ``os.replace`` it onto ``path`` when complete."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    os.close(fd)
-    return Path(tmp)
-
-
 def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
               dtype: str = "float32", extra_arrays: dict[str, np.ndarray] | None = None) -> None:
     """Write options JSON + HDF5 weights (bilm-tf layout) atomically. dtype 'float16' halves the size."""
@@ -247,17 +239,10 @@ def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     arrays = bilm_to_hdf5_arrays(bilm)
     if extra_arrays:
         arrays.update(extra_arrays)
-    tmp = atomic_path(weight_file)
-    try:
-        with h5py.File(tmp, "w") as f:
-            for name, arr in arrays.items():
-                if arr.dtype == object:  # strings (token_vectors/words)
-                    f.create_dataset(name, data=arr, dtype=h5py.string_dtype("utf-8"))
-                else:
-                    f.create_dataset(name, data=arr.astype(dtype))
-        os.replace(tmp, weight_file)
-    finally:
-        tmp.unlink(missing_ok=True)
-    tmp = atomic_path(options_file)
-    tmp.write_text(json.dumps(bilm.options.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, options_file)
+    with atomic_path(weight_file) as tmp, h5py.File(tmp, "w") as f:
+        for name, arr in arrays.items():
+            if arr.dtype == object:  # strings (token_vectors/words)
+                f.create_dataset(name, data=arr, dtype=h5py.string_dtype("utf-8"))
+            else:
+                f.create_dataset(name, data=arr.astype(dtype))
+    write_text_atomic(options_file, json.dumps(bilm.options.to_dict(), indent=2, sort_keys=True) + "\n")

@@ -13,9 +13,10 @@ import torch
 from elmo_features.cli_embed import positive_int
 from elmo_features.errors import CheckpointError, ElmoTasksError, UsageError
 from elmo_features.paths import check_input_file, check_output_file
+from elmo_features.provenance import write_text_atomic
 from elmo_features.text_input import read_sentences
 
-from .config import ConfigError, load_config, write_text_atomic
+from .config import ConfigError, load_config
 from .features.base import FeatureContext
 from .preflight import check_output_dirs, check_run_folder, check_run_inputs
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import copy
 import inspect
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+
+from elmo_features.provenance import write_text_atomic
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from .components import ConfigError, coerce, from_dict, resolve_component, to_dict
@@ -221,27 +221,5 @@ def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -
 
 
 def dump_yaml(data: Any, path: str | Path) -> None:
-    """Write YAML atomically (temp file + os.replace)."""
+    """Write YAML atomically."""
     write_text_atomic(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
-
-
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write a text file atomically (temp file in the same folder + os.replace)."""
-    write_bytes_atomic(path, text.encode("utf-8"))
-
-
-def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file ordinary permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

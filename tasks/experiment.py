@@ -9,9 +9,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from datetime import datetime
@@ -20,8 +17,10 @@ from typing import Any
 
 import torch
 
+from elmo_features.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
+
 from .components import component_config
-from .config import RunConfig, dump_yaml, load_raw, resolve, write_bytes_atomic, write_text_atomic
+from .config import RunConfig, dump_yaml, load_raw, resolve
 from .data import get_reader
 from .features.base import FeatureContext, build_features
 from .heads.base import Head
@@ -33,24 +32,24 @@ CHECKPOINT_FORMAT = 1
 
 # ---------------------------------------------------------------- data
 
-_READ: dict[str, list] = {}  # (reader, path, mtime, options) -> examples: a comparison reads each file once
-
-
-def read_file(reader: str, path: str | Path, options: dict) -> list:
-    """Examples of a data file via the named reader (memoised per file version within the process)."""
+def read_file(reader: str, path: str | Path, options: dict, memo: dict | None = None) -> list:
+    """Examples of a data file via the named reader; with ``memo`` (a FeatureContext's ``memo.examples``) each
+    file version is read once (e.g. once per comparison)."""
+    if memo is None:
+        return list(get_reader(reader)(path, **options))
     p = Path(path)
     stamp = p.stat().st_mtime_ns if p.exists() else None
     key = json.dumps([reader, str(p.resolve()), stamp, options], sort_keys=True, default=str)
-    if key not in _READ:
-        _READ[key] = get_reader(reader)(path, **options)
-    return list(_READ[key])
+    if key not in memo:
+        memo[key] = get_reader(reader)(path, **options)
+    return list(memo[key])
 
 
-def read_examples(cfg: RunConfig, split: str, head_cls: type[Head]) -> tuple[list, dict]:
+def read_examples(cfg: RunConfig, split: str, head_cls: type[Head], memo: dict | None = None) -> tuple[list, dict]:
     """Examples of one split (empty sentences dropped and counted; malformed ones rejected) + stats."""
     path = getattr(cfg.data, split)
     try:
-        examples = read_file(cfg.data.reader, path, cfg.data.reader_options)
+        examples = read_file(cfg.data.reader, path, cfg.data.reader_options, memo)
     except FileNotFoundError as e:
         hint = " (fetch the public data sets with `elmo-tasks data get NAME`)" if "data" in Path(path).parts else ""
         raise FileNotFoundError(f"{cfg.name}: data.{split}: {e}{hint}") from None
@@ -87,25 +86,7 @@ def make_split(model: TaskModel, name: str, examples: list) -> Split:
     return Split(name, examples, model.features.precompute([list(ex.tokens) for ex in examples], name))
 
 
-# ---------------------------------------------------------------- provenance
-
-def git_commit() -> str:
-    """Short commit of the working tree (+ "-dirty" when it has uncommitted changes), or "unknown"."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def machine() -> dict:
-    return {"cpu_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
-            "torch": torch.__version__, "platform": platform.platform()}
-
+# ---------------------------------------------------------------- run folder
 
 def default_run_dir(cfg: RunConfig, runs_dir: str | Path = "runs") -> Path:
     digest = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
@@ -142,7 +123,7 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
             if split in examples:
                 data[split], stats[split] = check_examples(examples[split], f"<{split} examples>", split, head_cls)
         elif getattr(cfg.data, split) is not None:
-            data[split], stats[split] = read_examples(cfg, split, head_cls)
+            data[split], stats[split] = read_examples(cfg, split, head_cls, context.memo.examples)
     if "train" not in data:
         raise ValueError(f"{cfg.name}: no training data")
     vocab = head_cls.build_vocab(component_config(HEADS, cfg.head), data["train"], dict(cfg.data.reader_options))

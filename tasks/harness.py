@@ -13,15 +13,17 @@ import json
 import statistics
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .config import RunConfig, write_text_atomic
+from elmo_features.provenance import git_commit, machine, timestamp, write_text_atomic
+
+from .config import RunConfig
 from .crossval import fold_indices, fold_split, paired_tests
-from .experiment import git_commit, machine, read_examples, run_experiment
+from .experiment import read_examples, run_experiment
 from .features.base import FeatureContext
 from .parallel import (cpu_cores, precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value,
                        threads_per_job, torchrun_ranks)
@@ -188,6 +190,7 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     job (default: cores // jobs); the summary is the same as a serial run's."""
     t0 = time.perf_counter()
     results_dir = Path(results_dir)
+    context = context or FeatureContext()  # one memo for all runs: each sentence is embedded once
     names = sources or list(cfg.compare.sources)
     seeds = seeds or list(cfg.compare.seeds)
     stamp = shared_value(datetime.now().strftime("%Y%m%d-%H%M%S"))  # rank 0's under torchrun
@@ -209,7 +212,7 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
         nonlocal summary
         runs[i] = record
         info.update(wall_seconds=round(time.perf_counter() - t0, 1),
-                    finished=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+                    finished=timestamp())
         summary = summarize(cfg, [runs[j] for j in sorted(runs)], info)
         write_summary(summary, results_dir, plots=False)  # kept up to date if the comparison is interrupted
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from .. import distributed as D
 from ..errors import CheckpointError, MissingPathError, OutputExistsError, StaleCacheError
 from ..locking import OutputLock
 from ..options import BiLMOptions
+from ..provenance import atomic_open, write_text_atomic
 from ..text_input import iter_lines
 from .config import TrainConfig
 from .ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
@@ -30,18 +30,6 @@ from .lm import BiLanguageModel
 from .vectors import read_vector_table, table_digest
 from ..token_vectors import TokenVectors, select_vectors
 from ..weights import load_weights_into
-
-
-def _atomic_json(obj, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _atomic_text(text: str, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
@@ -69,10 +57,9 @@ def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
     corpus = build_corpus(cfg.train_files, cfg.max_sentence_length)
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in corpus.sentences])]).astype(np.int64)
     write_prep_key(out, prep_key(cfg, with_hashes=True))  # first: prep.npz (written last) marks a complete cache
-    _atomic_text("\n".join(corpus.types) + "\n", out / "types.txt")
-    tmp = out / "prep.tmp.npz"
-    np.savez(tmp, flat=np.concatenate(corpus.sentences), offsets=offsets, counts=corpus.counts)
-    os.replace(tmp, prep)
+    write_text_atomic(out / "types.txt", "\n".join(corpus.types) + "\n")
+    with atomic_open(prep) as f:
+        np.savez(f, flat=np.concatenate(corpus.sentences), offsets=offsets, counts=corpus.counts)
     return corpus
 
 
@@ -192,7 +179,7 @@ class Trainer:
         self.state["corpus_digest"] = corpus_key
         self.state["world_size"] = self.world
         if self.main:
-            _atomic_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), self.out / "config.yaml")
+            write_text_atomic(self.out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         self._stop = False
 
     def _init_from(self, folder: Path) -> None:
@@ -244,9 +231,8 @@ class Trainer:
         }
         if rng_ranks is not None:
             ckpt["torch_rng_ranks"] = rng_ranks
-        tmp = self.out / "checkpoint.pt.tmp"
-        torch.save(ckpt, tmp)
-        os.replace(tmp, self.out / "checkpoint.pt")
+        with atomic_open(self.out / "checkpoint.pt") as f:
+            torch.save(ckpt, f)
 
     def _load(self, path: Path) -> None:
         try:
@@ -416,7 +402,7 @@ class Trainer:
         ppl = self.evaluate()
         st["history"].append({"tokens": st["tokens"], "step": st["step"], "elapsed": st["elapsed"], **ppl})
         st["next_eval"] = st["tokens"] + self.cfg.eval_every_tokens
-        _atomic_json(st["history"], self.out / "curve.json")
+        write_text_atomic(self.out / "curve.json", json.dumps(st["history"], indent=2) + "\n")
         export_model(self.model, self.vocab, self.out / "export")
         tqdm.write(f"[{st['tokens']:,} tokens, {st['elapsed'] / 60:.1f} min] held-out ppl "
                    f"fwd {ppl['forward']:.1f} bwd {ppl['backward']:.1f} mean {ppl['mean']:.1f}")

@@ -7,7 +7,7 @@ from pathlib import Path
 from elmo_features.text_input import iter_lines
 
 from ..registry import READERS
-from .tag_schemes import TagSchemeError, check_scheme_name, convert_tags, detect_scheme
+from .tag_schemes import TagSchemeError, check_scheme_name, convert_data
 from .types import DataFormatError, TaggedSentence
 
 CONLL2003_COLUMNS = ("word", "pos", "chunk", "ner")
@@ -62,27 +62,15 @@ def read_conll2003(path: str | Path, tag_column: str = "ner", scheme: str = "BIO
     if not blocks:
         raise DataFormatError("no sentences found (empty file?)", path)
     col = columns.index(tag_column)
-    raw_tags = [[r[col] for r in rows] for _, rows in blocks]
-    convert = tag_column in SPAN_COLUMNS
-    if convert:
+    all_tags = [[r[col] for r in rows] for _, rows in blocks]
+    if tag_column in SPAN_COLUMNS:
         try:
-            source = detect_scheme(raw_tags) if input_scheme == "auto" else input_scheme
+            all_tags, _ = convert_data(all_tags, input_scheme, scheme)
         except TagSchemeError as e:
-            for (lines, _), tags in zip(blocks, raw_tags):  # find the first malformed tag's line
-                try:
-                    detect_scheme([tags])
-                except TagSchemeError as e2:
-                    raise DataFormatError(f"{tag_column} column: {e2}", path, lines[e2.index]) from None
-            raise
+            how = f" ({e.scheme} scheme{', detected' if input_scheme == 'auto' else ''})" if e.scheme else ""
+            raise DataFormatError(f"{tag_column} column{how}: {e}", path, blocks[e.sentence][0][e.index]) from None
     sentences = []
-    for (lines, rows), tags in zip(blocks, raw_tags):
-        if convert:
-            try:
-                tags = convert_tags(tags, source, scheme)
-            except TagSchemeError as e:
-                raise DataFormatError(f"{tag_column} column ({source} scheme"
-                                      f"{', detected' if input_scheme == 'auto' else ''}): {e}",
-                                      path, lines[e.index]) from None
+    for (_, rows), tags in zip(blocks, all_tags):
         others = {name: [r[j] for r in rows] for j, name in enumerate(columns) if j > 0}
         sentences.append(TaggedSentence(tokens=[r[0] for r in rows], tags=tags, columns=others))
     return sentences

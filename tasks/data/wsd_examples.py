@@ -65,15 +65,9 @@ def gold_map(examples: list[WsdSentence]) -> dict[str, list[str]]:
     return {t.id: t.gold for t in all_targets(examples) if t.gold}
 
 
-_INVENTORIES: dict[str, SenseInventory] = {}
-
-
 def load_inventory(wordnet: str | os.PathLike) -> SenseInventory:
-    """The (memoised) sense inventory of a WordNet 3.0 folder or index.sense file."""
-    key = os.path.abspath(wordnet)
-    if key not in _INVENTORIES:
-        _INVENTORIES[key] = SenseInventory.from_path(wordnet)
-    return _INVENTORIES[key]
+    """The sense inventory of a WordNet 3.0 folder or index.sense file (callers keep it: no module cache)."""
+    return SenseInventory.from_path(wordnet)
 
 
 @READERS.register("raganato")

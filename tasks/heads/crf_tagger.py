@@ -7,11 +7,13 @@ from typing import Literal
 import torch
 from torch import nn
 
+from ..data.tag_schemes import (TagSchemeError, allowed_transitions, check_scheme_name, detect_scheme,
+                                scheme_tag)
 from ..data.types import TaggedSentence
 from ..metrics import span_f1, token_accuracy
 from ..registry import HEADS
 from .base import Head
-from .crf import ConditionalRandomField, allowed_transitions, split_tag
+from .crf import ConditionalRandomField
 from .output_mix import OutputMixOption
 from .token_input import TokenInput, check_token_input, token_input_vocab, uses_token_input
 from .variational import make_encoder
@@ -22,7 +24,7 @@ class CrfTaggerConfig:
     hidden_dim: int = 100  # BiLSTM hidden size per direction (0 = no LSTM: a linear-chain CRF on the features)
     num_layers: int = 1
     dropout: float = 0.5
-    scheme: Literal["auto", "BIO", "IOB1", "BIOES"] = "auto"  # auto: the reader's scheme, else from the tags
+    scheme: Literal["auto", "BIO", "IOB1", "BIOES"] = "auto"  # auto: the reader's scheme, else detected from the tags
     constrained_decoding: bool = True  # Viterbi obeys the scheme's allowed transitions
     # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
     output_mix: dict | None = field(default=None, metadata={"component": "mix"})
@@ -34,11 +36,6 @@ class CrfTaggerConfig:
 
     def check(self, where: str) -> None:
         check_token_input(self, where)
-
-
-def detect_scheme(labels: list[str]) -> str:
-    """BIOES if any S-/E- tag occurs, else BIO."""
-    return "BIOES" if any(t[:2] in ("S-", "E-") for t in labels) else "BIO"
 
 
 @HEADS.register("crf_tagger")
@@ -77,12 +74,13 @@ class CrfTagger(OutputMixOption, Head):
     @classmethod
     def build_vocab(cls, config: CrfTaggerConfig, train_examples: list, data_options: dict) -> dict:
         labels = super().build_vocab(config, train_examples, data_options)["labels"]
-        scheme = config.scheme if config.scheme != "auto" else data_options.get("scheme") or detect_scheme(labels)
-        for t in labels:
-            try:
-                split_tag(t, scheme)
-            except ValueError as e:
-                raise ValueError(f"training data: {e}; set head.scheme or the reader's scheme option") from None
+        try:  # the scheme the reader declares, else the one the training tag sequences are in
+            scheme = check_scheme_name(config.scheme if config.scheme != "auto" else data_options.get("scheme")
+                                       or detect_scheme([ex.tags for ex in train_examples]))
+            for i, t in enumerate(labels):
+                scheme_tag(t, scheme, i)
+        except TagSchemeError as e:
+            raise ValueError(f"training data: {e}; set head.scheme or the reader's scheme option") from None
         return {"labels": labels, "scheme": scheme, **token_input_vocab(config, train_examples)}
 
     @classmethod

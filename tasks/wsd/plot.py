@@ -4,7 +4,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from ..config import write_bytes_atomic
+from elmo_features.provenance import write_bytes_atomic
+
 from .table import PUBLISHED
 
 

@@ -12,11 +12,13 @@ from typing import Any
 
 import numpy as np
 
+from elmo_features.provenance import git_commit, machine
+
 from ..config import DataConfig, RunConfig
 from ..data.wsd_examples import WsdSentence, all_targets, load_inventory, to_examples
 from ..data.wsd_reader import WsdFormatError, load_dataset
 from ..data.wsd_scorer import Score, merge_scores, score, write_key_file
-from ..experiment import git_commit, load_run, machine, make_split, run_experiment, save_json
+from ..experiment import load_run, make_split, run_experiment, save_json
 from ..features.base import FeatureContext, build_features
 from ..training import predict
 from .baselines import MostFrequentSense, first_sense_answers
