@@ -15,13 +15,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from elmo_features.devices import module_device
+
 
 @dataclass
 class FeatureContext:
-    """Run settings that are not hyperparameters: where frozen features are cached, progress bars."""
+    """Run settings that are not hyperparameters: where frozen features are cached, progress bars, and the
+    torch device ("cpu", "cuda:0", ...) the frozen models compute on."""
 
     cache_dir: Path | None = None
     progress: bool | None = None
+    device: str = "cpu"
 
 
 class FeatureSource(nn.Module):
@@ -58,7 +62,7 @@ class FeatureSource(nn.Module):
 
     def regularization(self) -> torch.Tensor:
         """A penalty added to the training loss (e.g. the mix weights' L2); 0 by default."""
-        return torch.zeros(())
+        return torch.zeros((), device=module_device(self))
 
     def report(self) -> dict:
         """JSON-able facts for results (mix weights, gamma, OOV rates, model fingerprints)."""

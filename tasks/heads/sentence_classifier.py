@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..data.types import DataFormatError
 from ..metrics import classification_scores
 from .base import Head
 from .output_mix import OutputMixOption
@@ -59,7 +60,7 @@ class SentenceClassifier(OutputMixOption, Head):
     @classmethod
     def check_example(cls, example, where: str) -> None:
         if example.label is None or str(example.label) == "":
-            raise ValueError(f"{where}: the example has no label")
+            raise DataFormatError(f"{where}: the example has no label")
 
     @classmethod
     def build_vocab(cls, config: SentenceClassifierConfig, train_examples: list, data_options: dict) -> dict:
@@ -100,7 +101,7 @@ class SentenceClassifier(OutputMixOption, Head):
 
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
              layers: torch.Tensor | None = None) -> torch.Tensor:
-        gold = torch.tensor([self.index[ex.label] for ex in examples], dtype=torch.long)  # (B,)
+        gold = torch.tensor([self.index[ex.label] for ex in examples], dtype=torch.long, device=x.device)  # (B,)
         return F.cross_entropy(self.logits(x, mask, layers, examples), gold)
 
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
