@@ -18,7 +18,6 @@ from elmo_features.text_input import read_sentences
 
 from .config import ConfigError, load_config, write_text_atomic
 from .features.base import FeatureContext
-from .harness import ComparisonInterrupted
 from .preflight import check_output_dirs, check_run_folder, check_run_inputs
 
 DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
@@ -133,7 +132,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .harness import run_comparison
+    from .harness import ComparisonInterrupted, run_comparison
 
     cfg = load_config(args.config, args.overrides)
     if cfg.compare is None:
@@ -175,8 +174,9 @@ def cmd_compare(args) -> int:
     return 0
 
 
-def interrupted_compare_hint(args, e: ComparisonInterrupted) -> str:
-    """What finished, where the summary is, and the full command that continues the comparison."""
+def interrupted_compare_hint(args, e) -> str:
+    """What finished, where the summary is, and the full command that continues the comparison (``e``: a
+    ``tasks.harness.ComparisonInterrupted``)."""
     saved = f"summary of the finished runs: {e.summary}" if e.summary else "no run finished, no summary written"
     args.resume = str(e.grid_dir)
     return (f"{e.finished} of {e.total} runs finished ({saved}); to continue (the finished runs are reused): "

@@ -24,7 +24,7 @@ from elmo_features.errors import CheckpointError
 
 from .config import (ConfigError, RunConfig, component_config, dump_yaml, load_raw, resolve, write_bytes_atomic,
                      write_text_atomic)
-from .data.types import DataFormatError
+from .data.types import DataFormatError, ReaderOptionError
 from .features.base import FeatureContext, build_features
 from .heads.base import Head
 from .registry import HEADS, get_reader
@@ -56,6 +56,8 @@ def read_examples(cfg: RunConfig, split: str, head_cls: type[Head]) -> tuple[lis
     except FileNotFoundError as e:
         hint = " (fetch the public data sets with `elmo-tasks data get NAME`)" if "data" in Path(path).parts else ""
         raise FileNotFoundError(f"{cfg.name}: data.{split}: {e}{hint}") from None
+    except ReaderOptionError as e:
+        raise ReaderOptionError(f"{cfg.name}: data.reader_options: {e}") from None
     limit = getattr(cfg.data, f"max_{split}")
     if limit is not None:
         examples = examples[:limit]

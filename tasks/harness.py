@@ -289,7 +289,7 @@ def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir
         raise CheckpointError(f"{run_dir}: a finished run of the comparison is damaged ({' '.join(str(e).split())}"
                               f"); delete that folder to run it again") from None
     if saved != expected:
-        keys = sorted(k for k in set(saved) | set(expected) if saved.get(k) != expected.get(k))
+        keys = sorted(key for key in set(saved) | set(expected) if saved.get(key) != expected.get(key))
         raise ConfigError(f"{run_dir}: finished with another config ({', '.join(keys)} differ) than this command "
                           "gives; resume with the command that started the comparison, or drop --resume")
     return run_record(name, seed, k, run_dir, m, pool, fold_sets)

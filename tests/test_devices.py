@@ -11,15 +11,16 @@ import copy
 
 import pytest
 import torch
+import yaml
 
 from elmo_features import BiLM, BiLMOptions, TokenCache, batch_to_ids
 from elmo_features.devices import module_device, move_to, parse_device
 from elmo_features.errors import UsageError
 from tasks.cli import main
-from tasks.config import resolve
+from tasks.config import component_config, resolve
 from tasks.experiment import build_model, make_split
 from tasks.features.base import FeatureContext
-from tasks.registry import HEADS
+from tasks.registry import FUSIONS, HEADS
 from tasks.training import predict
 from test_tasks_helpers import TINY_OPTIONS, elmo_section, make_bilm, make_env, make_glove, tagging_config
 
@@ -77,15 +78,24 @@ def test_every_head_is_covered():
     assert {v["name"] for v in HEAD_VARIANTS.values()} == set(HEADS.names())
 
 
+FUSION_OF = {"crf_tagger": "scalar", "crf_tagger-lstm-chars": "layer_attention", "sentence_classifier": "gated",
+             "token_tagger": "concat_project", "wsd_linear": "average"}  # every head, every fusion, once
+
+
+def test_every_fusion_is_covered():
+    assert set(FUSION_OF.values()) == set(FUSIONS.names())
+
+
 @pytest.mark.parametrize("variant", list(HEAD_VARIANTS))
-@pytest.mark.parametrize("fusion", ["scalar", "attention", "concat_project"])
-def test_head_and_mix_make_every_tensor_on_the_input_device(feature_env, variant, fusion, tmp_path):
+def test_head_and_mix_make_every_tensor_on_the_input_device(feature_env, variant, tmp_path):
+    fusion = FUSION_OF[variant]
+    mix = {"name": fusion, "layer_norm": "batch"} if fusion == "average" else {"name": fusion, "l2_coef": 0.01}
     torch.set_num_threads(1)
     head = HEAD_VARIANTS[variant]
     head_cls = HEADS.get(head["name"])
     examples = head_cls.demo_examples()
     features = {"name": "concat", "sources": [{"name": "static", "path": str(feature_env["glove"])},
-                                              elmo_section(feature_env, mix={"name": fusion, "l2_coef": 0.01})]}
+                                              elmo_section(feature_env, mix=mix)]}
     cfg = resolve({"name": "dev", "data": {"reader": "tsv", "train": "unused"}, "features": features, "head": head,
                    "training": {"max_epochs": 1, "batch_size": 3, "lr": 0.01}})
     vocab = head_cls.build_vocab(resolve_head(cfg), examples, {})
@@ -110,8 +120,6 @@ def test_head_and_mix_make_every_tensor_on_the_input_device(feature_env, variant
 
 
 def resolve_head(cfg):
-    from tasks.config import component_config
-
     return component_config(HEADS, cfg.head)
 
 
@@ -170,8 +178,6 @@ def test_unavailable_device_is_one_line_exit_2_in_every_command(tmp_path, capsys
     conf = tmp_path / "run.yaml"
     cfg = tagging_config(env)
     cfg["compare"] = {"sources": {"mix": elmo_section(env)}, "seeds": [1]}
-    import yaml
-
     conf.write_text(yaml.safe_dump(cfg))
     commands = {
         "embed": ["embed", str(text), str(tmp_path / "out.hdf5"), "--options", str(env["options"]),

@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 
 from elmo_features.errors import ElmoTasksError
 
+from .types import ReaderOptionError
+
 SCHEMES = ("IOB1", "BIO", "BIOES")
 Span = tuple[str, int, int]  # (type, start, end) with end exclusive
 
@@ -29,7 +31,7 @@ def check_scheme_name(scheme: str) -> str:
     if name == "IOB2":
         name = "BIO"
     if name not in SCHEMES:
-        raise ValueError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)} (IOB2 = BIO)")
+        raise ReaderOptionError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)} (IOB2 = BIO)")
     return name
 
 
