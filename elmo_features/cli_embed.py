@@ -27,6 +27,7 @@ import h5py
 import numpy as np
 from tqdm.auto import tqdm
 
+from .devices import add_device_argument, parse_device
 from .embedder import Embedder
 from .errors import TextInputError, UsageError
 from .feature_cache import bilm_fingerprint
@@ -184,7 +185,8 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("options", "weights"):
         if getattr(args, flag):
             check_input_file(getattr(args, flag), f"--{flag}")
-    bilm = _load_bilm(args)
+    device = parse_device(args.device)  # (an unavailable device is an error before any work)
+    bilm = _load_bilm(args).to(device)
     embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
                         progress=False)
     from . import distributed
@@ -242,5 +244,6 @@ def register(subparsers) -> None:
     p.add_argument("--chunk-size", type=positive_int, default=1000, help="sentences per flush of the resumable output")
     p.add_argument("--forget-sentences", action="store_true", help="do not write the sentence_to_index dataset")
     p.add_argument("--restart", action="store_true", help="ignore OUTPUT.partial from an interrupted run")
+    add_device_argument(p)
     p.set_defaults(func=run, output_format="all",
                    interrupt_hint="rerun the same command to continue from the last flushed chunk")

@@ -17,11 +17,13 @@ from typing import Any
 
 import torch
 
+from elmo_features.errors import CheckpointError
 from elmo_features.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
-from .components import component_config
+from .components import ConfigError, component_config
 from .config import RunConfig, dump_yaml, load_raw, resolve
 from .data import get_reader
+from .data.types import DataFormatError, ReaderOptionError
 from .features.base import FeatureContext, build_features
 from .heads.base import Head
 from .registry import HEADS
@@ -53,6 +55,8 @@ def read_examples(cfg: RunConfig, split: str, head_cls: type[Head], memo: dict |
     except FileNotFoundError as e:
         hint = " (fetch the public data sets with `elmo-tasks data get NAME`)" if "data" in Path(path).parts else ""
         raise FileNotFoundError(f"{cfg.name}: data.{split}: {e}{hint}") from None
+    except ReaderOptionError as e:
+        raise ReaderOptionError(f"{cfg.name}: data.reader_options: {e}") from None
     limit = getattr(cfg.data, f"max_{split}")
     if limit is not None:
         examples = examples[:limit]
@@ -67,19 +71,21 @@ def check_examples(examples: list, path: str | Path, split: str, head_cls: type[
         if len(ex.tokens) > 0:
             kept.append(ex)
     if not kept:
-        raise ValueError(f"{path}: no non-empty {split} examples")
+        raise DataFormatError(f"{path}: no non-empty {split} examples (an empty file, or only blank lines?); "
+                              f"give a {split} file with data")
     stats = {"path": str(path), "examples": len(kept), "tokens": sum(len(ex.tokens) for ex in kept),
              "empty_dropped": len(examples) - len(kept)}
     return kept, stats
 
 
 def build_model(cfg: RunConfig, vocab: dict, context: FeatureContext) -> TaskModel:
-    """Feature source + head from a resolved config and the head's vocab (seeded: deterministic init)."""
+    """Feature source + head from a resolved config and the head's vocab (seeded: deterministic init), on
+    ``context.device``."""
     set_seed(cfg.training.seed)
     features = build_features(cfg.features, context)
     head_cls = HEADS.get(cfg.head["name"])
     head = head_cls(component_config(HEADS, cfg.head), features.output_dim, vocab)
-    return TaskModel(features, head)
+    return TaskModel(features, head).to(context.device)
 
 
 def make_split(model: TaskModel, name: str, examples: list) -> Split:
@@ -125,7 +131,7 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
         elif getattr(cfg.data, split) is not None:
             data[split], stats[split] = read_examples(cfg, split, head_cls, context.memo.examples)
     if "train" not in data:
-        raise ValueError(f"{cfg.name}: no training data")
+        raise ConfigError(f"{cfg.name}: no training data; set data.train")
     vocab = head_cls.build_vocab(component_config(HEADS, cfg.head), data["train"], dict(cfg.data.reader_options))
     seconds["data"] = round(time.perf_counter() - t_start, 2)
 
@@ -179,7 +185,7 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
     model = build_model(cfg, vocab, context or FeatureContext())
     ckpt = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
     if ckpt.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{run_dir / 'model.pt'}: unknown checkpoint format {ckpt.get('format')!r}")
+        raise CheckpointError(f"{run_dir / 'model.pt'}: unknown checkpoint format {ckpt.get('format')!r}; rerun the run")
     model.load_state_dict(ckpt["state_dict"])
     model.eval()
     _check_frozen_features(run_dir, model)

@@ -6,6 +6,8 @@ jobs x threads stays within the CPU cores. Results come back in job order whatev
 A job that raises stops the pool: the jobs not yet started are cancelled, the running ones terminated,
 and the error is raised in the parent naming the job (a user error as one line; a bug with the worker's
 traceback). A worker that dies (killed, out of memory) is reported the same way, never waited for.
+Workers ignore SIGINT: on Ctrl-C (or SIGTERM) the parent gets KeyboardInterrupt, cancels the queued jobs
+and terminates the running workers within seconds; the jobs finished before stay reported (``on_done``).
 
 Frozen features are computed once before the pool starts (``prepare_features``) into the on-disk
 feature cache, so workers only read them.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -47,6 +50,7 @@ def threads_per_job(jobs: int, cores: int | None = None) -> int:
 
 
 def _init_worker(threads: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
     os.environ["OMP_NUM_THREADS"] = str(threads)  # for libraries that read it late (e.g. a BLAS pool)
     torch.set_num_threads(threads)
 

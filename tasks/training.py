@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from elmo_features.devices import module_device, move_to
+
 from .config import TrainingConfig
 from .features.base import FeatureSource
 from .heads.base import Head
@@ -51,11 +53,12 @@ class TaskModel(nn.Module):
     def inputs(self, split: Split, idx: list[int]) -> tuple[torch.Tensor, torch.Tensor, list, dict]:
         """Features x (B, T, D), mask (B, T), the examples of the batch ``idx`` and extra head inputs
         (``layers`` (L, B, T, D) when the head uses them, else nothing): call ``head.loss(x, mask, ex, **extra)``."""
+        device = module_device(self)  # the batch goes where the model is (``model.to(device)``)
         examples = [split.examples[i] for i in idx]
-        lengths = torch.tensor([len(ex.tokens) for ex in examples])  # (B,)
+        lengths = torch.tensor([len(ex.tokens) for ex in examples], device=device)  # (B,)
         T = int(lengths.max())
-        mask = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
-        batch = self.features.collate([split.features[i] for i in idx], T)
+        mask = torch.arange(T, device=device).unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
+        batch = move_to(self.features.collate([split.features[i] for i in idx], T), device)
         extra = {"layers": self.features.layers(batch)} if self.head.uses_layers else {}
         return self.features(batch, mask), mask, examples, extra
 

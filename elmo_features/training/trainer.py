@@ -271,6 +271,7 @@ class Trainer:
 
     def _on_signal(self, signum, frame) -> None:
         self._stop = True
+        self.stop_signal = signum  # (the command exits with 128 + signum after saving)
 
     # -- training ----------------------------------------------------------------------------
     def train_step(self, idx: np.ndarray) -> tuple[float, int]:

@@ -8,7 +8,7 @@ from elmo_features.text_input import iter_lines
 
 from ..registry import READERS
 from .tokenizer import get_tokenizer
-from .types import DataFormatError, LabeledSentence
+from .types import DataFormatError, LabeledSentence, ReaderOptionError
 
 LABEL_NAMES = {"label", "labels", "class", "category", "sentiment", "polarity", "target", "y", "gold"}
 TEXT_NAMES = {"text", "sentence", "sentences", "review", "content", "document", "x", "tokens", "phrase"}
@@ -45,7 +45,7 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
     path = Path(path)
     tok = get_tokenizer(tokenizer)
     if header not in (True, False, "auto"):
-        raise ValueError(f"header must be true, false or 'auto', got {header!r}")
+        raise ReaderOptionError(f"header: must be true, false or 'auto', got {header!r}")
     if not path.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
     for _ in iter_lines(path):  # the text policy of elmo_features.text_input: UTF-8, no NUL (exact line on error)

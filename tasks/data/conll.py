@@ -8,7 +8,7 @@ from elmo_features.text_input import iter_lines
 
 from ..registry import READERS
 from .tag_schemes import TagSchemeError, check_scheme_name, convert_data
-from .types import DataFormatError, TaggedSentence
+from .types import DataFormatError, ReaderOptionError, TaggedSentence
 
 CONLL2003_COLUMNS = ("word", "pos", "chunk", "ner")
 SPAN_COLUMNS = ("chunk", "ner")  # columns holding span tags (scheme conversion applies)
@@ -50,9 +50,9 @@ def read_conll2003(path: str | Path, tag_column: str = "ner", scheme: str = "BIO
     path = Path(path)
     columns = tuple(columns)
     if not columns or columns[0] != "word":
-        raise ValueError(f"columns must start with 'word', got {list(columns)}")
+        raise ReaderOptionError(f"columns: must start with 'word', got {list(columns)}")
     if tag_column not in columns[1:]:
-        raise ValueError(f"unknown tag_column {tag_column!r}; valid: {', '.join(columns[1:])}")
+        raise ReaderOptionError(f"tag_column: unknown column {tag_column!r}; valid: {', '.join(columns[1:])}")
     scheme = check_scheme_name(scheme)
     if input_scheme != "auto":
         input_scheme = check_scheme_name(input_scheme)

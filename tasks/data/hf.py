@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ..registry import READERS
 from .tag_schemes import TagSchemeError, check_scheme_name, convert_data, split_tag
 from .tokenizer import get_tokenizer
-from .types import DataFormatError, LabeledSentence, TaggedSentence
+from .types import DataFormatError, LabeledSentence, ReaderOptionError, TaggedSentence
 
 _LOCAL_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet",
                    ".arrow": "arrow"}
@@ -28,15 +28,15 @@ def _load(path: str, split: str, config: str | None):
             ds = datasets.load_from_disk(str(p))
             if isinstance(ds, datasets.DatasetDict):
                 if split not in ds:
-                    raise ValueError(f"{p}: no split {split!r}; splits: {', '.join(ds)}")
+                    raise DataFormatError(f"no split {split!r}; splits: {', '.join(ds)} (reader option split)", p)
                 ds = ds[split]
             return ds
         return datasets.load_dataset(str(p), config, split=split)
     if p.is_file():
         builder = _LOCAL_BUILDERS.get(p.suffix.lower())
         if builder is None:
-            raise ValueError(f"{p}: unsupported file type {p.suffix!r} for the hf reader; valid: "
-                             f"{', '.join(sorted(_LOCAL_BUILDERS))} or a save_to_disk folder")
+            raise DataFormatError(f"unsupported file type {p.suffix!r} for the hf reader; valid: "
+                                  f"{', '.join(sorted(_LOCAL_BUILDERS))} or a save_to_disk folder", p)
         kwargs = {"delimiter": "\t"} if p.suffix.lower() == ".tsv" else {}
         return datasets.load_dataset(builder, data_files=str(p), split="train", **kwargs)
     if os.sep in path or p.suffix.lower() in _LOCAL_BUILDERS:
@@ -45,7 +45,7 @@ def _load(path: str, split: str, config: str | None):
         return datasets.load_dataset(path, config, split=split)
     except Exception as e:  # offline mode / unknown name / no network: say what to do instead
         offline = os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1"
-        raise RuntimeError(
+        raise DataFormatError(
             f"could not load hub data set {path!r} (config {config!r}, split {split!r})"
             f"{' in offline mode (HF_DATASETS_OFFLINE=1)' if offline else ''}: {type(e).__name__}: {e}. "
             f"Use a local file (.json/.jsonl/.csv/.tsv/.parquet) or folder, or `elmo-tasks data get`.") from e
@@ -54,7 +54,7 @@ def _load(path: str, split: str, config: str | None):
 def _pick(names: Sequence[str], given: str | None, candidates: Sequence[str], what: str) -> str | None:
     if given is not None:
         if given not in names:
-            raise ValueError(f"{what} {given!r} not found; columns: {', '.join(names)}")
+            raise ReaderOptionError(f"{what}: column {given!r} not found; columns: {', '.join(names)}")
         return given
     return next((c for c in candidates if c in names), None)
 
@@ -110,7 +110,7 @@ def read_hf(path: str | Path, split: str = "train", config: str | None = None, k
     tags, are returned as read).
     """
     if kind not in ("auto", "classification", "tagging"):
-        raise ValueError(f"unknown kind {kind!r}; valid: auto, classification, tagging")
+        raise ReaderOptionError(f"kind: unknown kind {kind!r}; valid: auto, classification, tagging")
     scheme = check_scheme_name(scheme)
     if input_scheme != "auto":
         input_scheme = check_scheme_name(input_scheme)
@@ -123,7 +123,8 @@ def read_hf(path: str | Path, split: str = "train", config: str | None = None, k
         kind = "tagging" if tokens_c and tags_c else "classification"
     if kind == "tagging":
         if not (tokens_c and tags_c):
-            raise ValueError(f"{path}: tagging needs a tokens and a tags column; columns: {', '.join(names)}")
+            raise DataFormatError(f"tagging needs a tokens and a tags column; columns: {', '.join(names)} "
+                                  "(set tokens_column= / tags_column=)", path)
         decode = _decoder(getattr(ds.features[tags_c], "feature", None))
         others = [c for c in names if c not in (tokens_c, tags_c)]
         out_t, rows = [], []
@@ -145,8 +146,8 @@ def read_hf(path: str | Path, split: str = "train", config: str | None = None, k
     text_c = _pick(names, text_column, TEXT_COLUMNS, "text_column")
     label_c = _pick(names, label_column, LABEL_COLUMNS, "label_column")
     if label_c is None or (text_c is None and tokens_c is None):
-        raise ValueError(f"{path}: classification needs a label and a text (or tokens) column; columns: "
-                         f"{', '.join(names)} (set text_column= / label_column=)")
+        raise DataFormatError(f"classification needs a label and a text (or tokens) column; columns: "
+                              f"{', '.join(names)} (set text_column= / label_column=)", path)
     decode = _decoder(ds.features[label_c])
     out: list[LabeledSentence] = []
     for i, ex in enumerate(ds):

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 
 from elmo_features.errors import ElmoTasksError
 
+from .types import ReaderOptionError
+
 SCHEMES = ("IOB1", "BIO", "BIOES")
 PREFIXES = {"IOB1": "BI", "BIO": "BI", "BIOES": "BIES"}  # chunk prefixes of each scheme (besides "O")
 START, END = "START", "END"  # pseudo-tags before the first and after the last tag (transitions)
@@ -38,7 +40,7 @@ def check_scheme_name(scheme: str) -> str:
     if name == "IOB2":
         name = "BIO"
     if name not in SCHEMES:
-        raise ValueError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)} (IOB2 = BIO)")
+        raise ReaderOptionError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)} (IOB2 = BIO)")
     return name
 
 

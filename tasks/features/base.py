@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from elmo_features.devices import module_device
+
 from ..components import component_config
 from ..registry import FEATURES
 
@@ -66,11 +68,13 @@ class Memo:
 
 @dataclass
 class FeatureContext:
-    """Run settings that are not hyperparameters: where frozen features are cached, progress bars; and the
-    in-memory caches (``memo``) shared by every run given this context (``dataclasses.replace`` keeps it)."""
+    """Run settings that are not hyperparameters: where frozen features are cached, progress bars, the torch
+    device ("cpu", "cuda:0", ...) the frozen models compute on; and the in-memory caches (``memo``) shared by
+    every run given this context (``dataclasses.replace`` keeps it)."""
 
     cache_dir: Path | None = None
     progress: bool | None = None
+    device: str = "cpu"
     memo: Memo = field(default_factory=Memo, compare=False, repr=False)
 
 
@@ -108,7 +112,7 @@ class FeatureSource(nn.Module):
 
     def regularization(self) -> torch.Tensor:
         """A penalty added to the training loss (e.g. the mix weights' L2); 0 by default."""
-        return torch.zeros(())
+        return torch.zeros((), device=module_device(self))
 
     def report(self) -> dict:
         """JSON-able facts for results (mix weights, gamma, OOV rates, model fingerprints)."""

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from elmo_features.devices import module_device
+
 from ..components import ConfigError
 from ..registry import FEATURES
 from .base import FeatureContext, FeatureSource, build_features
@@ -58,7 +60,7 @@ class ConcatFeatures(FeatureSource):
         return self.sources[k].layers(batch[k])  # (L, B, T, D)
 
     def regularization(self) -> torch.Tensor:
-        return sum((s.regularization() for s in self.sources), torch.zeros(()))
+        return sum((s.regularization() for s in self.sources), torch.zeros((), device=module_device(self)))
 
     def report(self) -> dict:
         return {"sources": [{"name": c["name"], **s.report()} for c, s in zip(self.config.sources, self.sources)]}

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from elmo_features import Embedder, FeatureCache, bilm_fingerprint, resolve_bilm
+from elmo_features.devices import module_device
 from elmo_features.feature_cache import cache_key
 
 from ..components import ConfigError
@@ -91,7 +92,7 @@ class ElmoFeatures(FeatureSource):
         arrays = self.context.memo.recall(key, model_key, sentences)  # e.g. a cross-validation fold
         if arrays is not None:
             return arrays
-        embedder = Embedder(self._bilm, progress=self.context.progress)
+        embedder = Embedder(self._bilm.to(self.context.device), progress=self.context.progress)
         if self.context.cache_dir is not None:
             arrays = FeatureCache(self.context.cache_dir).embed(embedder, sentences, dtype=self.config.cache_dtype)
         else:
@@ -122,7 +123,7 @@ class ElmoFeatures(FeatureSource):
         return batch if self.mix is not None else batch.unsqueeze(0)
 
     def regularization(self) -> torch.Tensor:
-        return self.mix.regularization() if self.mix is not None else torch.zeros(())
+        return self.mix.regularization() if self.mix is not None else torch.zeros((), device=module_device(self))
 
     def report(self) -> dict:
         out = {"bilm_fingerprint": self.fingerprint, "num_layers": self.num_layers, "dim": self._bilm.output_dim}

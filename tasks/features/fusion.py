@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import nn
 
+from elmo_features.devices import module_device
 from elmo_features.scalar_mix import _batch_norm, _token_norm
 
 from ..components import ConfigError, component_config
@@ -76,7 +77,7 @@ class Fusion(nn.Module):
 
     def regularization(self) -> torch.Tensor:
         """l2_coef * squared distance of the parameters from the uniform average (0 without l2_coef)."""
-        return torch.zeros(())
+        return torch.zeros((), device=module_device(self))
 
     def report(self) -> dict:
         """JSON-able learned weights; ``layer_weights`` (L values summing to 1) is each layer's share."""
@@ -271,7 +272,7 @@ class ConcatProject(Fusion):
 
     def regularization(self) -> torch.Tensor:
         if not self.config.l2_coef:
-            return torch.zeros(())
+            return torch.zeros((), device=module_device(self))
         dist = ((self.proj.weight - self._average_map()) ** 2).sum() + (self.proj.bias**2).sum()
         return self.config.l2_coef * dist
 

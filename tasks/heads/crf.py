@@ -68,13 +68,13 @@ class ConditionalRandomField(nn.Module):
             B, T, K = emissions.shape
             trans, start, end = self.transitions, self.start, self.end
             if constrained:
-                neg = torch.tensor(float("-inf"))
+                neg = torch.tensor(float("-inf"), dtype=trans.dtype, device=trans.device)
                 trans = torch.where(self.allowed[:K, :K], trans, neg)
                 start = torch.where(self.allowed[K, :K], start, neg)
                 end = torch.where(self.allowed[:K, K + 1], end, neg)
             score = start.unsqueeze(0) + emissions[:, 0]  # (B, K)
             backptr = []
-            identity = torch.arange(K).expand(B, K)  # (B, K)
+            identity = torch.arange(K, device=emissions.device).expand(B, K)  # (B, K)
             for t in range(1, T):
                 cand = score.unsqueeze(2) + trans.unsqueeze(0)  # (B, K, K) [b, from, to]
                 best, idx = cand.max(dim=1)  # (B, K)

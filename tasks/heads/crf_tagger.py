@@ -7,9 +7,9 @@ from typing import Literal
 import torch
 from torch import nn
 
-from ..data.tag_schemes import (TagSchemeError, allowed_transitions, check_scheme_name, detect_scheme,
-                                scheme_tag)
-from ..data.types import TaggedSentence
+from ..data.tag_schemes import (END, START, TagSchemeError, allowed_transitions, check_scheme_name,
+                                detect_scheme, is_transition_allowed, scheme_tag)
+from ..data.types import DataFormatError, TaggedSentence
 from ..metrics import span_f1, token_accuracy
 from ..registry import HEADS
 from .base import Head
@@ -36,6 +36,30 @@ class CrfTaggerConfig:
 
     def check(self, where: str) -> None:
         check_token_input(self, where)
+
+
+MAX_BAD_SENTENCES = 0.05  # a larger share of training sentences with transitions the scheme forbids: a mismatch
+
+
+def check_tag_transitions(examples: list, scheme: str) -> None:
+    """Refuse training data whose tag sequences break ``scheme`` in many sentences (BIO data declared BIOES,
+    IOB1 data declared BIO, ...): the CRF's constrained decoding could never output its entities. A few
+    broken sentences (annotation noise) pass."""
+    bad, first = 0, None
+    for i, ex in enumerate(examples):
+        tags = [START, *ex.tags, END]
+        parts = [(START, None)] + [scheme_tag(t, scheme, k) for k, t in enumerate(ex.tags)] + [(END, None)]
+        for k in range(len(parts) - 1):
+            if not is_transition_allowed(scheme, *parts[k], *parts[k + 1]):
+                bad += 1
+                where = (f"{tags[k + 1]} starts a sentence" if k == 0 else f"{tags[k]} ends a sentence"
+                         if k == len(parts) - 2 else f"{tags[k + 1]} after {tags[k]}")
+                first = first or f"example {i + 1}: {where}"
+                break
+    if bad > MAX_BAD_SENTENCES * len(examples):
+        raise DataFormatError(f"training data: {bad} of {len(examples)} sentences break the {scheme} tag scheme "
+                              f"({first}); the data is in another scheme: set head.scheme or the reader's scheme "
+                              "option to the data's scheme (BIO, IOB1 or BIOES)")
 
 
 @HEADS.register("crf_tagger")
@@ -69,7 +93,7 @@ class CrfTagger(OutputMixOption, Head):
     @classmethod
     def check_example(cls, example, where: str) -> None:
         if len(example.tokens) != len(example.tags):
-            raise ValueError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
+            raise DataFormatError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
 
     @classmethod
     def build_vocab(cls, config: CrfTaggerConfig, train_examples: list, data_options: dict) -> dict:
@@ -80,7 +104,9 @@ class CrfTagger(OutputMixOption, Head):
             for i, t in enumerate(labels):
                 scheme_tag(t, scheme, i)
         except TagSchemeError as e:
-            raise ValueError(f"training data: {e}; set head.scheme or the reader's scheme option") from None
+            raise DataFormatError(f"training data: {e}; set head.scheme or the reader's scheme option to the "
+                                  "data's tag scheme") from None
+        check_tag_transitions(train_examples, scheme)
         return {"labels": labels, "scheme": scheme, **token_input_vocab(config, train_examples)}
 
     @classmethod
@@ -112,9 +138,9 @@ class CrfTagger(OutputMixOption, Head):
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
              layers: torch.Tensor | None = None) -> torch.Tensor:
         B, T = mask.shape
-        tags = torch.zeros(B, T, dtype=torch.long)  # (B, T)
+        tags = torch.zeros(B, T, dtype=torch.long, device=x.device)  # (B, T)
         for b, ex in enumerate(examples):
-            tags[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags], dtype=torch.long)
+            tags[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags], dtype=torch.long, device=x.device)
         return self.crf.neg_log_likelihood(self.emissions(x, mask, layers, examples), tags, mask) / B
 
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list,

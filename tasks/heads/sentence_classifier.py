@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..data.types import LabeledSentence
+from ..data.types import DataFormatError, LabeledSentence
 from ..metrics import classification_scores
 from ..registry import HEADS
 from .base import Head
@@ -62,7 +62,7 @@ class SentenceClassifier(OutputMixOption, Head):
     @classmethod
     def check_example(cls, example, where: str) -> None:
         if example.label is None or str(example.label) == "":
-            raise ValueError(f"{where}: the example has no label")
+            raise DataFormatError(f"{where}: the example has no label")
 
     @classmethod
     def build_vocab(cls, config: SentenceClassifierConfig, train_examples: list, data_options: dict) -> dict:
@@ -99,7 +99,7 @@ class SentenceClassifier(OutputMixOption, Head):
 
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
              layers: torch.Tensor | None = None) -> torch.Tensor:
-        gold = torch.tensor([self.index[ex.label] for ex in examples], dtype=torch.long)  # (B,)
+        gold = torch.tensor([self.index[ex.label] for ex in examples], dtype=torch.long, device=x.device)  # (B,)
         return F.cross_entropy(self.logits(x, mask, layers, examples), gold)
 
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list,

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..data.types import TaggedSentence
+from ..data.types import DataFormatError, TaggedSentence
 from ..metrics import token_accuracy
 from ..registry import HEADS
 from .base import BiLSTMEncoder, Head
@@ -41,7 +41,7 @@ class TokenTagger(Head):
     @classmethod
     def check_example(cls, example, where: str) -> None:
         if len(example.tokens) != len(example.tags):
-            raise ValueError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
+            raise DataFormatError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
 
     @classmethod
     def demo_examples(cls) -> list:
@@ -57,9 +57,9 @@ class TokenTagger(Head):
         return self.out(self.encoder(x, mask))
 
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> torch.Tensor:
-        gold = torch.full(mask.shape, -100, dtype=torch.long)  # (B, T); -100 = padding, ignored
+        gold = torch.full(mask.shape, -100, dtype=torch.long, device=x.device)  # (B, T); -100 = padding, ignored
         for b, ex in enumerate(examples):
-            gold[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags])
+            gold[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags], device=x.device)
         return F.cross_entropy(self.logits(x, mask).transpose(1, 2), gold, ignore_index=-100)
 
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list[list[str]]:

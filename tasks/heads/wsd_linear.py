@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..data.types import DataFormatError
 from ..data.wsd_examples import WsdSentence, WsdTarget
 from ..data.wsd_scorer import score
 from ..registry import HEADS
@@ -49,14 +50,15 @@ class WsdLinear(Head):
     def check_example(cls, example, where: str) -> None:
         for t in example.targets:
             if not 0 <= t.start < t.end <= len(example.tokens):
-                raise ValueError(f"{where}: target {t.id} spans tokens {t.start}:{t.end} of a "
-                                 f"{len(example.tokens)}-token sentence")
+                raise DataFormatError(f"{where}: target {t.id} spans tokens {t.start}:{t.end} of a "
+                                      f"{len(example.tokens)}-token sentence")
 
     @classmethod
     def build_vocab(cls, config, train_examples: list, data_options: dict) -> dict:
         labels = sorted({k for ex in train_examples for k in cls.gold_labels(ex)})
         if not labels:
-            raise ValueError("wsd_linear: the training data has no gold sense keys")
+            raise DataFormatError("wsd_linear: the training data has no gold sense keys (its targets need keys "
+                                  "in the gold key file)")
         return {"labels": labels}
 
     @classmethod
@@ -103,9 +105,12 @@ class WsdLinear(Head):
                 targets.append((t, m))
         if not lengths:
             return None, None, None, None, targets
-        v = x.new_zeros(len(lengths), D).index_add(0, torch.tensor(tok_t), x.reshape(B * T, D)[torch.tensor(tok)])
-        v = v / torch.tensor(lengths, dtype=x.dtype).unsqueeze(1)  # (M, D) mean over each target's tokens
-        return v, torch.tensor(pair_t), torch.tensor(pair_k), torch.tensor(pair_gold), targets
+        dev = x.device
+        v = x.new_zeros(len(lengths), D).index_add(0, torch.tensor(tok_t, device=dev),
+                                                   x.reshape(B * T, D)[torch.tensor(tok, device=dev)])  # (M, D)
+        v = v / torch.tensor(lengths, dtype=x.dtype, device=dev).unsqueeze(1)  # (M, D) mean over each target's tokens
+        return (v, torch.tensor(pair_t, dtype=torch.long, device=dev), torch.tensor(pair_k, dtype=torch.long, device=dev),
+                torch.tensor(pair_gold, dtype=torch.bool, device=dev), targets)
 
     def pair_scores(self, v: torch.Tensor, pair_t: torch.Tensor, pair_k: torch.Tensor) -> torch.Tensor:
         """Logits (P,) of each (target, sense) pair: v[t] . W[k] + b[k]."""
@@ -138,8 +143,8 @@ class WsdLinear(Head):
             logits = self.pair_scores(v, pair_t, pair_k)  # (P,)
             M, P = v.shape[0], logits.shape[0]
             mx = logits.new_full((M,), float("-inf")).scatter_reduce(0, pair_t, logits, "amax")  # (M,)
-            pos = torch.where(logits == mx[pair_t], torch.arange(P), P)  # (P,) pair index at the max, else P
-            first = torch.full((M,), P, dtype=torch.long).scatter_reduce(0, pair_t, pos, "amin")  # (M,)
+            pos = torch.where(logits == mx[pair_t], torch.arange(P, device=logits.device), P)  # (P,) index at the max, else P
+            first = torch.full((M,), P, dtype=torch.long, device=logits.device).scatter_reduce(0, pair_t, pos, "amin")  # (M,)
             best = pair_k[first]  # (M,) sense row of the first best candidate
         answers = {}
         for t, m in targets:
