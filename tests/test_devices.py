@@ -17,7 +17,8 @@ from elmo_features import BiLM, BiLMOptions, TokenCache, batch_to_ids
 from elmo_features.devices import module_device, move_to, parse_device
 from elmo_features.errors import UsageError
 from tasks.cli import main
-from tasks.config import component_config, resolve
+from tasks.components import component_config
+from tasks.config import resolve
 from tasks.experiment import build_model, make_split
 from tasks.features.base import FeatureContext
 from tasks.registry import FUSIONS, HEADS

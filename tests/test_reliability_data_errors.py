@@ -11,7 +11,7 @@ import yaml
 
 from elmo_features.errors import ElmoTasksError
 from tasks.cli import main
-from tasks.config import component_config
+from tasks.components import component_config
 from tasks.data.types import LabeledSentence, TaggedSentence
 from tasks.heads.crf_tagger import check_tag_transitions
 from tasks.registry import HEADS
