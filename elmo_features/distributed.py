@@ -10,10 +10,13 @@ the group's key-value store, polled without a deadline, not through a timed coll
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Iterator
 
 import torch
 import torch.distributed as dist
@@ -69,6 +72,20 @@ def init() -> Dist:
     if not dist.is_initialized():
         dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timeout())
     return Dist(dist.get_rank(), dist.get_world_size(), local_rank)
+
+
+@contextmanager
+def collective(what: str) -> Iterator[None]:
+    """Turn a failed collective (another rank died, a timeout) into one clear error line naming the step."""
+    try:
+        yield
+    except DistributedError:
+        raise
+    except RuntimeError as e:  # gloo/nccl: "Connection closed by peer", "Timed out", ... (DistBackendError)
+        first = re.sub(r"^\[[^\]]*\.(cc|cpp|h):\d+\]\s*", "", " ".join(str(e).split()))  # no C++ source path
+        first = first.split(". ")[0][:200]  # the error, not gloo's advice
+        raise DistributedError(f"{what}: lost the other ranks ({first}); another rank failed or was killed "
+                               "(see its error, or torchrun's report of the failed rank)") from None
 
 
 def finish() -> None:

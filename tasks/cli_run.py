@@ -12,12 +12,14 @@ import torch
 
 from elmo_features.cli_embed import positive_int
 from elmo_features.devices import add_device_argument, parse_device
+from elmo_features.distributed import finish
 from elmo_features.errors import CheckpointError, ElmoTasksError, UsageError
 from elmo_features.paths import check_input_dir, check_input_file, check_output_file
 from elmo_features.provenance import write_text_atomic
 from elmo_features.text_input import read_sentences
 
 from .config import ConfigError, load_config
+from .data_parallel import join
 from .features.base import FeatureContext
 from .preflight import check_output_dirs, check_run_folder, check_run_inputs
 
@@ -108,20 +110,33 @@ def command_line(args) -> str:
 
 def cmd_run(args) -> int:
     from .experiment import default_run_dir, run_experiment
-
     from .parallel import torchrun_ranks
 
-    if torchrun_ranks() > 1:  # N copies would write the same run folder
-        raise UsageError("run: one head trains in one process (the heads are small); launch it without torchrun, "
-                         "or spread a grid of runs with `elmo-tasks compare` under torchrun or with --jobs N")
-    cfg = load_config(args.config, args.overrides)
-    check_run_inputs(cfg, args.config)
-    out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)
-    check_output_dirs(out=out, cache_dir=_cache_dir(args))
-    context, progress = _setup(args)
-    args.interrupt_hint = (f"the run folder {out} is incomplete (no metrics.json; runs do not resume); "
-                           f"to train it again: {command_line(args)}")
-    metrics = run_experiment(cfg, out, context, progress, command=command_line(args))
+    dist = None
+    if torchrun_ranks() > 1:  # data-parallel: a slice of every batch per rank; rank 0 writes the run folder
+        dist = join()
+    try:
+        cfg = load_config(args.config, args.overrides)
+        check_run_inputs(cfg, args.config)
+
+        def run_folder() -> str:
+            out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)
+            check_output_dirs(out=out)
+            return str(out)
+
+        out = Path(run_folder() if dist is None else dist.from_main(run_folder))  # rank 0's: its time stamp
+        check_output_dirs(cache_dir=_cache_dir(args))
+        context, progress = _setup(args)
+        if dist is not None and not dist.is_main:
+            context.progress, progress = False, False
+        args.interrupt_hint = (f"the run folder {out} is incomplete (no metrics.json; runs do not resume); "
+                               f"to train it again: {command_line(args)}")
+        metrics = run_experiment(cfg, out, context, progress, command=command_line(args), dist=dist)
+    finally:
+        if dist is not None:
+            finish()
+    if dist is not None and not dist.is_main:
+        return 0
     print(f"run folder: {out}")
     for split in ("dev", "test"):
         if split in metrics:

@@ -13,7 +13,7 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -28,6 +28,9 @@ from .features.base import FeatureContext, build_features
 from .heads.base import Head
 from .registry import HEADS
 from .training import Split, TaskModel, evaluate, predict, set_seed, train
+
+if TYPE_CHECKING:
+    from .data_parallel import DataParallel
 
 CHECKPOINT_FORMAT = 1
 
@@ -112,12 +115,16 @@ def save_state(model: TaskModel, path: Path) -> None:
 # ---------------------------------------------------------------- run
 
 def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext | None = None,
-                   progress: bool | None = None, command: str = "", examples: dict[str, list] | None = None) -> dict:
+                   progress: bool | None = None, command: str = "", examples: dict[str, list] | None = None,
+                   dist: DataParallel | None = None) -> dict:
     """Train and evaluate one head on one feature source; write the run folder; return metrics.json's dict.
 
     ``examples`` ({"train": [...], "dev": [...], "test": [...]}) replaces reading cfg.data's files
     (programmatic use and tests); they are checked and empty ones dropped the same way.
+    With ``dist`` (torchrun): data-parallel training and evaluation (``tasks.data_parallel``); every rank
+    computes (or reads from the cache) the frozen features; rank 0 alone writes the run folder.
     """
+    main = dist is None or dist.is_main
     t_start = time.perf_counter()
     seconds: dict[str, float] = {}
     context = context or FeatureContext()
@@ -137,25 +144,31 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
 
     t_feat = time.perf_counter()  # loading the biLM / vectors and computing (or reading) frozen features
     model = build_model(cfg, vocab, context)
-    dump_yaml(cfg.to_dict(), out_dir / "config.yaml")  # creates out_dir
-    save_json(vocab, out_dir / "vocab.json")
-    splits = {name: make_split(model, name, ex) for name, ex in data.items()}
+    if main:
+        dump_yaml(cfg.to_dict(), out_dir / "config.yaml")  # creates out_dir
+        save_json(vocab, out_dir / "vocab.json")
+    if dist is None:
+        splits = {name: make_split(model, name, ex) for name, ex in data.items()}
+    else:  # the cache's per-entry lock: one rank computes an entry, the others wait for it and read it
+        with dist.all_ok("run-features", "computing the frozen features"):
+            splits = {name: make_split(model, name, ex) for name, ex in data.items()}
     seconds["features"] = round(time.perf_counter() - t_feat, 2)
 
     ckpt = out_dir / "model.pt"
     result = train(model, splits["train"], splits.get("dev"), cfg.training, progress,
-                   on_improve=lambda epoch, dev: save_state(model, ckpt))
-    save_state(model, ckpt)  # the best state (loaded back by train)
+                   on_improve=(lambda epoch, dev: save_state(model, ckpt)) if main else None, dist=dist)
+    if main:
+        save_state(model, ckpt)  # the best state (loaded back by train)
 
     metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": git_commit(),
                                "machine": machine(), "data": stats}
     predictions = {}
     for name in ("dev", "test"):
         if name in splits:
-            scores, preds = evaluate(model, splits[name], cfg.training.eval_batch_size, progress)
+            scores, preds = evaluate(model, splits[name], cfg.training.eval_batch_size, progress, dist)
             unseen = model.head.unseen(splits[name].examples)
             scores["unseen_labels"] = sum(unseen.values())
-            if unseen:
+            if unseen and main:
                 print(f"{name}: {sum(unseen.values())} gold labels never seen in training (counted as errors): "
                       f"{dict(unseen.most_common(10))}", file=sys.stderr)
             metrics[name] = scores
@@ -167,6 +180,10 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
                     "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
                     "seconds": {**seconds, "train": result.seconds, "train_cpu": result.cpu_seconds,
                                 "total": round(time.perf_counter() - t_start, 2)}})
+    if dist is not None:  # batch_size is per rank: the global batch has batch_size x ranks sentences
+        metrics["ranks"] = dist.world_size
+    if not main:
+        return metrics
     save_json(predictions, out_dir / "predictions.json")
     save_json(metrics, out_dir / "metrics.json")
     return metrics

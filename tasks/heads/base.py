@@ -88,6 +88,11 @@ class Head(nn.Module):
         """Mean training loss of a batch. x: (B, T, D), mask: (B, T) bool."""
         raise NotImplementedError
 
+    def loss_units(self, examples: list) -> int:
+        """How many units the mean of ``loss`` over ``examples`` divides by (default: the examples). Data-parallel
+        training weights each rank's loss by its share of them, so that it equals one process's mean."""
+        return len(examples)
+
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list:
         """One JSON-able prediction per example (label strings)."""
         raise NotImplementedError

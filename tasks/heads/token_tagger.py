@@ -62,6 +62,9 @@ class TokenTagger(Head):
             gold[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags], device=x.device)
         return F.cross_entropy(self.logits(x, mask).transpose(1, 2), gold, ignore_index=-100)
 
+    def loss_units(self, examples: list) -> int:
+        return sum(len(ex.tags) for ex in examples)  # the cross-entropy is a mean over tokens
+
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list[list[str]]:
         best = self.logits(x, mask).argmax(dim=-1)  # (B, T)
         return [[self.labels[i] for i in best[b, : len(ex.tokens)].tolist()] for b, ex in enumerate(examples)]

@@ -134,6 +134,16 @@ class WsdLinear(Head):
         gold_lse = self._segment_logsumexp(logits[pair_gold], pair_t[pair_gold], M)  # (M,)
         return (all_lse - gold_lse).mean()
 
+    def loss_units(self, examples: list) -> int:
+        """The targets ``loss`` averages over: those with a gold key and 2+ known candidates (as in ``_pairs``)."""
+        n = 0
+        for ex in examples:
+            for t in ex.targets:
+                cands = [self.index[k] for k in t.candidates if k in self.index]
+                gold = {self.index[k] for k in t.gold if k in self.index}
+                n += bool(gold) and len(cands) + len(gold - set(cands)) >= 2
+        return n
+
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list[list[str | None]]:
         """Per example, one key per target (first sense when no candidate has weights; None if WordNet
         has no candidate). Ties go to the candidate with the lower sense number."""
