@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from test_tasks_helpers import make_glove
-from tasks.config import component_config, resolve
+from tasks.components import component_config
+from tasks.config import resolve
 from tasks.data_parallel import DataParallel
 from tasks.experiment import build_model, make_split
 from tasks.features.base import FeatureContext
