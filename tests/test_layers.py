@@ -19,6 +19,7 @@ LAYERS = [  # highest first; siblings in one layer
     {"harness", "wsd"},
     {"experiment", "parallel", "preflight"},
     {"training", "crossval", "plots"},
+    {"data_parallel"},
     {"config"},
     {"heads"},
     {"features"},
