@@ -33,6 +33,7 @@ from .errors import TextInputError, UsageError
 from .feature_cache import bilm_fingerprint
 from .locking import OutputLock, lock_path_for
 from .paths import check_input_file, check_output_file
+from .precision import PRECISIONS, check_precision
 from .provenance import commit_file
 from .text_input import decode_line
 from .weights import load_bilm
@@ -186,9 +187,11 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, flag):
             check_input_file(getattr(args, flag), f"--{flag}")
     device = parse_device(args.device)  # (an unavailable device is an error before any work)
+    if device.type == "cpu":
+        check_precision(args.precision, "cpu")  # refuse before a model is loaded (Embedder checks again)
     bilm = _load_bilm(args).to(device)
     embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
-                        progress=False)
+                        progress=False, precision=args.precision)
     from . import distributed
 
     if distributed.torchrun_world() > 1:  # launched by torchrun: this rank's shard (rank 0 also merges)
@@ -245,5 +248,8 @@ def register(subparsers) -> None:
     p.add_argument("--forget-sentences", action="store_true", help="do not write the sentence_to_index dataset")
     p.add_argument("--restart", action="store_true", help="ignore OUTPUT.partial from an interrupted run")
     add_device_argument(p)
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                   help="fp32 (default) or bf16: bf16 matmuls with fp32 accumulation and cell state; needs a CUDA "
+                        "device or a CPU with AVX512-BF16/AMX (docs/precision.md)")
     p.set_defaults(func=run, output_format="all",
                    interrupt_hint="rerun the same command to continue from the last flushed chunk")

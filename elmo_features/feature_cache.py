@@ -24,6 +24,7 @@ import numpy as np
 
 from .bilm import BiLM
 from .locking import OutputLock, lock_path_for
+from .precision import precision_of
 from .provenance import atomic_path
 
 DTYPES = ("float32", "float16")
@@ -31,12 +32,19 @@ FORMAT_VERSION = 1
 
 
 def bilm_fingerprint(bilm: BiLM) -> str:
-    """sha256 over the options, the stateful/boundary flags, every state_dict tensor's bytes and the
-    frozen token vectors, if any.
+    """sha256 over the options, the stateful/boundary flags, every state_dict tensor's bytes, the
+    frozen token vectors, if any, and the inference precision when it is not fp32 (``precision.py``).
 
     Memoised on the model object (``_fingerprint_memo``); recomputed when any parameter was modified in place
     since.
     """
+    fp = _weights_fingerprint(bilm)
+    precision = precision_of(bilm)
+    return fp if precision == "fp32" else hashlib.sha256(f"{fp}\nprecision={precision}".encode()).hexdigest()
+
+
+def _weights_fingerprint(bilm: BiLM) -> str:
+    """bilm_fingerprint without the precision."""
     sd = bilm.state_dict(keep_vars=True)
     try:
         tensors = list(sd.values()) + ([bilm.char_cnn.token_vectors.table] if bilm.char_cnn.token_vectors is not None else [])

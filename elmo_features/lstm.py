@@ -25,6 +25,7 @@ from torch import nn
 
 from .onednn import PackedLinear, param_key
 from .options import LstmOptions
+from .precision import linear_for
 
 
 class LstmCellWithProjection(nn.Module):
@@ -240,9 +241,9 @@ class ElmoLstm(nn.Module):
         with torch.no_grad():
             for cell in cells:
                 lins.append((
-                    PackedLinear(cell.input_linearity.weight[perm], cell.state_linearity.bias[perm]),  # (4C, Din)
-                    PackedLinear(cell.state_linearity.weight[perm]),  # (4C, P)
-                    PackedLinear(cell.state_projection.weight),  # (P, C)
+                    linear_for(self, cell.input_linearity.weight[perm], cell.state_linearity.bias[perm]),  # (4C, Din)
+                    linear_for(self, cell.state_linearity.weight[perm]),  # (4C, P)
+                    linear_for(self, cell.state_projection.weight),  # (P, C)
                 ))
         self._fast_weights[k] = (key, lins)
         return lins

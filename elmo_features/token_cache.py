@@ -18,6 +18,7 @@ import torch
 from .bilm import BiLM
 from .char_ids import word_to_char_ids
 from .devices import module_device
+from .precision import precision_of
 
 
 class TokenCache:
@@ -42,6 +43,7 @@ class TokenCache:
         self._slots: OrderedDict[str, int] = OrderedDict()  # word -> row of _table, in LRU order
         self._free: list[int] = []
         self.cnn_tokens = 0  # how many tokens went through the char CNN (for tests / stats)
+        self._precision = precision_of(bilm)  # a change of the biLM's precision empties the cache
         if vocab is not None:
             words = list(dict.fromkeys(vocab))
             if len(words) > self.max_size:
@@ -97,6 +99,9 @@ class TokenCache:
 
     def lookup(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
         """Token embeddings (B, T, P) for a batch of sentences; zeros at padding (an inference tensor)."""
+        if precision_of(self.bilm) != self._precision:
+            self.clear()
+            self._precision = precision_of(self.bilm)
         with torch.inference_mode():
             return self._lookup(sentences)
 

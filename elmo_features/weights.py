@@ -21,6 +21,7 @@ import torch
 from .bilm import BiLM
 from .errors import ElmoTasksError, MissingPathError
 from .options import BiLMOptions, TransformerOptions
+from .precision import check_precision, set_precision
 from .provenance import atomic_path, write_text_atomic
 from .token_vectors import TokenVectors
 
@@ -179,14 +180,19 @@ def _read_token_vectors(f: h5py.File, o: BiLMOptions, path: str) -> TokenVectors
 
 
 def load_bilm(options_file: str | Path, weight_file: str | Path, stateful: bool = False,
-              keep_sentence_boundaries: bool = False) -> BiLM:
-    """Build a BiLM from an ELMo options JSON and HDF5 weight file; returned in eval mode, frozen."""
+              keep_sentence_boundaries: bool = False, precision: str = "fp32") -> BiLM:
+    """Build a BiLM from an ELMo options JSON and HDF5 weight file; returned in eval mode, frozen.
+
+    precision: "fp32" or "bf16" for the inference path (``elmo_features.precision.set_precision``)."""
+    check_precision(precision)  # before the (possibly large) weights are read
     options = BiLMOptions.from_file(options_file)
     bilm = BiLM(options, stateful=stateful, keep_sentence_boundaries=keep_sentence_boundaries)
     load_weights_into(bilm, weight_file)
     bilm.eval()
     for p in bilm.parameters():
         p.requires_grad_(False)
+    if precision != "fp32":
+        set_precision(bilm, precision)
     return bilm
 
 
