@@ -1,13 +1,9 @@
-"""Shared helpers of the benchmarks: machine facts, matmul peak, timing, batching, atomic writes."""
+"""Shared helpers of the benchmarks: matmul peak, timing, batching; machine facts and atomic writes re-exported
+from ``elmo_features.provenance`` (``write_atomic`` = ``write_text_atomic``, ``now`` = ``timestamp``)."""
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import os
-import platform
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -17,34 +13,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from elmo_features.provenance import git_commit, machine, timestamp, write_text_atomic  # noqa: E402
 
-def machine() -> dict:
-    """nproc, CPU model (from /proc/cpuinfo), torch version and thread settings."""
-    model = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"nproc": os.cpu_count(), "cpu_model": model, "torch": torch.__version__,
-            "python": platform.python_version()}
-
-
-def git_commit() -> str:
-    """``git rev-parse --short HEAD`` of the repo (with '+dirty' if tracked files differ), or 'unknown'."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "elmo_features", "bench"], cwd=REPO).returncode
-        return head + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+now, write_atomic = timestamp, write_text_atomic  # the benchmarks' names
+__all__ = ["REPO", "git_commit", "machine", "now", "write_atomic", "write_json", "matmul_gflops", "make_batches",
+           "time_batches"]
 
 
 def matmul_gflops(threads: int, n: int = 4096, reps: int = 5) -> dict:
@@ -95,19 +68,6 @@ def time_batches(fn, inputs: list, n_tokens: int, warmup=None) -> dict:
         fn(x)
     seconds = time.perf_counter() - t
     return {"seconds": seconds, "tokens_per_s": n_tokens / seconds}
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same folder and os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def write_json(path: Path, obj) -> None:

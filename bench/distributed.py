@@ -109,7 +109,7 @@ def to_markdown(report: dict) -> str:
     m = report["machine"]
     lines = ["# 1 process vs torchrun ranks: embed and train-bilm throughput", "",
              f"- command: `{report['command']}`", f"- git commit: `{report['git_commit']}`, {report['date']}",
-             f"- machine: {m.get('cpu_model', '?')}, {m.get('nproc', '?')} cores; cores used: {report['cores']}",
+             f"- machine: {m.get('cpu_model', '?')}, {m.get('cpu_cores', '?')} cores; cores used: {report['cores']}",
              f"- corpus: {report['sentences']} synthetic sentences, {report['tokens']} tokens (bench/corpus.py)", "",
              "| what | processes x threads | tokens | wall s | tokens/s | notes |", "|---|---|---|---|---|---|"]
     for r in report["rows"]:

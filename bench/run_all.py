@@ -79,7 +79,7 @@ def markdown(ours: list[dict], sorted_run: dict, peers: list[dict], meta: dict) 
     lines = [
         "# Embedding throughput: elmo_features vs a per-timestep reference and AllenNLP 2.10.1",
         "",
-        f"Measured {meta['date']} at commit `{meta['commit']}` on {m['nproc']} CPU cores ({m['cpu_model']}), "
+        f"Measured {meta['date']} at commit `{meta['commit']}` on {m['cpu_cores']} CPU cores ({m['cpu_model']}), "
         f"torch {m['torch']}, by `{meta['command']}`. Random weights of the public architectures; a synthetic "
         "CoNLL-2003-like corpus (bench/corpus.py); batches of 64 in corpus order; char ids computed outside the "
         "timer; tokens counted = real tokens (the <S>/</S> the biLM adds are excluded).",

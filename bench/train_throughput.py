@@ -10,10 +10,7 @@ full softmax over the whole vocabulary), plus their ratio.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -23,6 +20,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import git_commit, machine, now, write_atomic, write_json  # noqa: E402
 from elmo_features.training.config import TrainConfig  # noqa: E402
 from elmo_features.training.data import batches_for_epoch, make_batch  # noqa: E402
 from elmo_features.training.trainer import Trainer, lr_at  # noqa: E402
@@ -87,20 +85,19 @@ def main() -> None:
         batches = batches_for_epoch(tr.lengths, cfg.batch_tokens, cfg.seed, 0)
         ours = measure(Trainer.train_step, tr, batches, args.steps)
         ref = measure(reference_step, tr, batches, args.steps)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit, m = git_commit(), machine()
     res = {"config": args.config, "threads": args.threads, "steps": args.steps,
            "ours_tokens_per_s": round(ours, 1), "reference_tokens_per_s": round(ref, 1),
-           "speedup": round(ours / ref, 2), "cpus": os.cpu_count(), "machine": platform.machine(),
+           "speedup": round(ours / ref, 2), "machine": m,
            "commit": commit, "loadavg_1min": os.getloadavg()[0]}
     print(f"training tokens/s: ours {ours:,.0f}  reference {ref:,.0f}  ratio {ours / ref:.2f}x  "
           f"({args.threads} thread(s), {args.steps} steps of ~{cfg.batch_tokens} tokens, load {res['loadavg_1min']:.1f})")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(res, indent=2) + "\n")
+        write_json(Path(args.json), res)
         cmd = " ".join(["python", "bench/train_throughput.py"] + sys.argv[1:])
-        Path(args.json).with_suffix(".md").write_text(
-            f"# biLM training throughput\n\nMeasured by `{cmd}` at commit `{commit}` on {res['cpus']} CPU cores "
-            f"({res['machine']}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; 1-minute load average "
+        write_atomic(Path(args.json).with_suffix(".md"),
+            f"# biLM training throughput\n\nMeasured by `{cmd}` at commit `{commit}` on {m['cpu_cores']} CPU cores "
+            f"({m['cpu_model']}), {now()}; 1-minute load average "
             f"{res['loadavg_1min']:.1f}.\n\n"
             f"| step | training tokens/s |\n|---|---|\n"
             f"| ours (char CNN once per word type in the batch, sampled softmax) | {ours:,.0f} |\n"

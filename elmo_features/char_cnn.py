@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from .onednn import PackedLinear, param_key
 from .options import CharCNNOptions
+from .precision import linear_for
 from .token_vectors import TokenVectors
 
 
@@ -21,7 +22,7 @@ class Highway(nn.Module):
     def _packed(self) -> list[PackedLinear]:
         key = param_key(self)
         if self._fast is None or self._fast[0] != key:
-            self._fast = (key, [PackedLinear(layer.weight, layer.bias) for layer in self.layers])
+            self._fast = (key, [linear_for(self, layer.weight, layer.bias) for layer in self.layers])
         return self._fast[1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (N, dim)
@@ -105,7 +106,7 @@ class CharCNN(nn.Module):
                 W[col : col + n, : w * E] = conv.weight.permute(0, 2, 1).reshape(n, w * E)  # input j*E+e = (offset j, dim e)
                 col += n
             b = torch.cat([conv.bias for conv in self.convs])  # (F,)
-            fast = (PackedLinear(W), b, PackedLinear(self.projection.weight, self.projection.bias))
+            fast = (linear_for(self, W), b, linear_for(self, self.projection.weight, self.projection.bias))
         self._fast_weights = (key, fast)
         return fast
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -28,11 +27,14 @@ import h5py
 import numpy as np
 from tqdm.auto import tqdm
 
+from .devices import add_device_argument, parse_device
 from .embedder import Embedder
 from .errors import TextInputError, UsageError
 from .feature_cache import bilm_fingerprint
 from .locking import OutputLock, lock_path_for
 from .paths import check_input_file, check_output_file
+from .precision import PRECISIONS, check_precision
+from .provenance import commit_file
 from .text_input import decode_line
 from .weights import load_bilm
 
@@ -160,7 +162,7 @@ def _embed_locked(lines, sentences, input_hash, output_path: Path, embedder: Emb
             write_sentence_index(f, lines)
         for key in _RESUME_ATTRS:
             del f.attrs[key]
-    os.replace(partial, output_path)
+    commit_file(partial, output_path)
     return {"sentences": n, "tokens": sum(len(s) for s in sentences), "resumed_from": start,
             "seconds": time.time() - t0, "output": str(output_path)}
 
@@ -184,9 +186,12 @@ def run(args: argparse.Namespace) -> int:
     for flag in ("options", "weights"):
         if getattr(args, flag):
             check_input_file(getattr(args, flag), f"--{flag}")
-    bilm = _load_bilm(args)
+    device = parse_device(args.device)  # (an unavailable device is an error before any work)
+    if device.type == "cpu":
+        check_precision(args.precision, "cpu")  # refuse before a model is loaded (Embedder checks again)
+    bilm = _load_bilm(args).to(device)
     embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
-                        progress=False)
+                        progress=False, precision=args.precision)
     from . import distributed
 
     if distributed.torchrun_world() > 1:  # launched by torchrun: this rank's shard (rank 0 also merges)
@@ -242,5 +247,9 @@ def register(subparsers) -> None:
     p.add_argument("--chunk-size", type=positive_int, default=1000, help="sentences per flush of the resumable output")
     p.add_argument("--forget-sentences", action="store_true", help="do not write the sentence_to_index dataset")
     p.add_argument("--restart", action="store_true", help="ignore OUTPUT.partial from an interrupted run")
+    add_device_argument(p)
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                   help="fp32 (default) or bf16: bf16 matmuls with fp32 accumulation and cell state; needs a CUDA "
+                        "device or a CPU with AVX512-BF16/AMX (docs/precision.md)")
     p.set_defaults(func=run, output_format="all",
                    interrupt_hint="rerun the same command to continue from the last flushed chunk")

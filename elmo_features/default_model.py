@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .bilm import BiLM
+from . import download
 from .errors import MissingPathError, UsageError
 from .presets import PRESETS
 from .weights import load_bilm
@@ -59,9 +60,7 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         if s in embedded and s not in PRESETS:
             return load_bilm(embedded[s] / OPTIONS_NAME, embedded[s] / WEIGHTS_NAME, **kw)
         if s in PRESETS:
-            from .download import fetch_preset
-
-            options, weights = fetch_preset(s, cache_dir=cache_dir)
+            options, weights = download.fetch_preset(s, cache_dir=cache_dir)  # module attribute: tests fake it
             return load_bilm(options, weights, **kw)
         folder = Path(s).expanduser()
         if folder.is_dir():

@@ -10,10 +10,16 @@ the group's key-value store, polled without a deadline, not through a timed coll
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Iterator
+
+import torch
+import torch.distributed as dist
 
 from .errors import ElmoTasksError, UsageError
 
@@ -54,9 +60,6 @@ def timeout() -> timedelta:
 
 def init() -> Dist:
     """Join the torchrun process group (gloo on CPU, nccl with CUDA); returns this rank's place."""
-    import torch
-    import torch.distributed as dist
-
     if not dist.is_available():
         raise UsageError("this PyTorch build has no torch.distributed; run with one process (without torchrun)")
     for key in ("RANK", "MASTER_ADDR", "MASTER_PORT"):
@@ -71,27 +74,35 @@ def init() -> Dist:
     return Dist(dist.get_rank(), dist.get_world_size(), local_rank)
 
 
+@contextmanager
+def collective(what: str) -> Iterator[None]:
+    """Turn a failed collective (another rank died, a timeout) into one clear error line naming the step."""
+    try:
+        yield
+    except DistributedError:
+        raise
+    except RuntimeError as e:  # gloo/nccl: "Connection closed by peer", "Timed out", ... (DistBackendError)
+        first = re.sub(r"^\[[^\]]*\.(cc|cpp|h):\d+\]\s*", "", " ".join(str(e).split()))  # no C++ source path
+        first = first.split(". ")[0][:200]  # the error, not gloo's advice
+        raise DistributedError(f"{what}: lost the other ranks ({first}); another rank failed or was killed "
+                               "(see its error, or torchrun's report of the failed rank)") from None
+
+
 def finish() -> None:
     """Leave the process group (if joined)."""
-    import torch.distributed as dist
-
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
 
 
 def broadcast(obj, src: int = 0):
     """``obj`` of rank ``src`` on every rank (a timed collective)."""
-    import torch.distributed as dist
-
     box = [obj]
     dist.broadcast_object_list(box, src=src)
     return box[0]
 
 
 def _store():
-    from torch.distributed import distributed_c10d
-
-    return distributed_c10d._get_default_store()
+    return dist.distributed_c10d._get_default_store()
 
 
 def _key(name: str, rank: int) -> str:

@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from .errors import ElmoTasksError
 from .presets import Preset, get_preset
-from .weights import atomic_path
+from .provenance import atomic_path
 
 
 class DownloadError(ElmoTasksError, RuntimeError):
@@ -37,8 +37,7 @@ def download_url(url: str, dest: str | Path, progress: bool | None = None, timeo
     if dest.exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = atomic_path(dest)
-    try:
+    with atomic_path(dest) as tmp:
         try:
             with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as f:
                 total = resp.headers.get("Content-Length")
@@ -57,9 +56,6 @@ def download_url(url: str, dest: str | Path, progress: bool | None = None, timeo
             ) from None
         if validate is not None:
             validate(tmp)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
     return dest
 
 

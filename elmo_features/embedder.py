@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from .bilm import BiLM
 from .char_ids import batch_to_ids
+from .precision import set_precision
 from .token_cache import TokenCache
 
 AUTO_PROGRESS_MIN_SENTENCES = 1000
@@ -72,11 +73,13 @@ class Embedder:
     token_cache: True (a new bounded ``TokenCache``), False, or a ``TokenCache`` to share.
     progress: None = auto (a tqdm bar when > 1000 sentences and stderr is a terminal).
     sort: None = sort by length (refused for a stateful biLM), False = keep input order.
+    precision: None = the biLM's own (fp32 unless set), or "fp32" / "bf16": sets it on ``bilm`` (checked
+    against the device the biLM is on; see ``elmo_features.precision``).
     """
 
     def __init__(self, bilm: BiLM, batch_size: int = 64, max_tokens_per_batch: int = 4096,
                  token_cache: bool | TokenCache = True, progress: bool | None = None,
-                 sort: bool | None = None, cache_size: int = 100_000):
+                 sort: bool | None = None, cache_size: int = 100_000, precision: str | None = None):
         if batch_size < 1 or max_tokens_per_batch < 1:
             raise ValueError(f"batch_size and max_tokens_per_batch must be >= 1, got {batch_size}, "
                              f"{max_tokens_per_batch}")
@@ -88,6 +91,8 @@ class Embedder:
                 "batch row, so length-sorted batching would change them. Load it with stateful=False, "
                 "or pass sort=False to embed in input order"
             )
+        if precision is not None:
+            set_precision(bilm, precision)
         self.bilm = bilm
         self.batch_size = int(batch_size)
         self.max_tokens_per_batch = int(max_tokens_per_batch)

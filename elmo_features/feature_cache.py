@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import weakref
 from pathlib import Path
 from typing import Sequence
 
@@ -26,26 +24,34 @@ import numpy as np
 
 from .bilm import BiLM
 from .locking import OutputLock, lock_path_for
-from .weights import atomic_path
+from .precision import precision_of
+from .provenance import atomic_path
 
 DTYPES = ("float32", "float16")
 FORMAT_VERSION = 1
-_FINGERPRINTS: "weakref.WeakKeyDictionary[BiLM, tuple[tuple[int, ...], str]]" = weakref.WeakKeyDictionary()  # memo
 
 
 def bilm_fingerprint(bilm: BiLM) -> str:
-    """sha256 over the options, the stateful/boundary flags, every state_dict tensor's bytes and the
-    frozen token vectors, if any.
+    """sha256 over the options, the stateful/boundary flags, every state_dict tensor's bytes, the
+    frozen token vectors, if any, and the inference precision when it is not fp32 (``precision.py``).
 
-    Memoised per model object; recomputed when any parameter was modified in place since.
+    Memoised on the model object (``_fingerprint_memo``); recomputed when any parameter was modified in place
+    since.
     """
+    fp = _weights_fingerprint(bilm)
+    precision = precision_of(bilm)
+    return fp if precision == "fp32" else hashlib.sha256(f"{fp}\nprecision={precision}".encode()).hexdigest()
+
+
+def _weights_fingerprint(bilm: BiLM) -> str:
+    """bilm_fingerprint without the precision."""
     sd = bilm.state_dict(keep_vars=True)
     try:
         tensors = list(sd.values()) + ([bilm.char_cnn.token_vectors.table] if bilm.char_cnn.token_vectors is not None else [])
         versions: tuple[int, ...] | None = tuple(t._version for t in tensors)
     except RuntimeError:  # inference tensors (a model built under inference_mode) have no version counter
         versions = None
-    memo = _FINGERPRINTS.get(bilm)
+    memo = getattr(bilm, "_fingerprint_memo", None)
     if versions is not None and memo is not None and memo[0] == versions:
         return memo[1]
     h = hashlib.sha256()
@@ -61,7 +67,7 @@ def bilm_fingerprint(bilm: BiLM) -> str:
         h.update(tv.table.detach().cpu().contiguous().numpy().tobytes())
     fp = h.hexdigest()
     if versions is not None:
-        _FINGERPRINTS[bilm] = (versions, fp)
+        bilm._fingerprint_memo = (versions, fp)  # (tensor versions, fingerprint)
     return fp
 
 
@@ -167,20 +173,15 @@ class FeatureCache:
             return False
 
     def _write(self, embedder, sentences, dtype: str, path: Path) -> None:
-        tmp = atomic_path(path)
-        try:
-            with h5py.File(tmp, "w") as f:
-                f.attrs.update({"format_version": FORMAT_VERSION, "n_sentences": len(sentences), "dtype": dtype,
-                                "bilm_fingerprint": bilm_fingerprint(embedder.bilm),
-                                "num_output_layers": embedder.num_output_layers,
-                                "output_dim": embedder.output_dim})
-                for idx, arrays in embedder.embed_batches(sentences):
-                    for i, a in zip(idx, arrays):
-                        f.create_dataset(str(i), data=a.astype(dtype, copy=False))  # (L, n_i, D)
-            os.replace(tmp, path)
-            self.computed += 1
-        finally:
-            tmp.unlink(missing_ok=True)
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+            f.attrs.update({"format_version": FORMAT_VERSION, "n_sentences": len(sentences), "dtype": dtype,
+                            "bilm_fingerprint": bilm_fingerprint(embedder.bilm),
+                            "num_output_layers": embedder.num_output_layers,
+                            "output_dim": embedder.output_dim})
+            for idx, arrays in embedder.embed_batches(sentences):
+                for i, a in zip(idx, arrays):
+                    f.create_dataset(str(i), data=a.astype(dtype, copy=False))  # (L, n_i, D)
+        self.computed += 1
 
     def embed(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> list[np.ndarray]:
         """Float32 arrays (L, n_i, D) in input order; ``dtype`` is the on-disk precision."""

@@ -25,6 +25,7 @@ from torch import nn
 
 from .onednn import PackedLinear, param_key
 from .options import LstmOptions
+from .precision import linear_for
 
 
 class LstmCellWithProjection(nn.Module):
@@ -110,14 +111,15 @@ class _PackPlan:
         order = torch.argsort(lens_all, descending=True, stable=True)  # sorted row -> original row
         lens = lens_all[order]  # (B,) descending
         T_eff = int(lens[0]) if B else 0
-        counts = (lens.unsqueeze(0) > torch.arange(T_eff).unsqueeze(1)).sum(1)  # (T_eff,)
+        cpu = lens_all.device  # the bookkeeping is on the CPU (python ints); its results move to ``device``
+        counts = (lens.unsqueeze(0) > torch.arange(T_eff, device=cpu).unsqueeze(1)).sum(1)  # (T_eff,)
         self.nb: list[int] = counts.tolist()
         self.offs: list[int] = [0] * (T_eff + 1)
         for t in range(T_eff):
             self.offs[t + 1] = self.offs[t] + self.nb[t]
         self.N = self.offs[-1]
-        t_of = torch.repeat_interleave(torch.arange(T_eff), counts)  # (N,)
-        r_of = torch.arange(self.N) - torch.tensor(self.offs[:-1], dtype=torch.long)[t_of]  # (N,)
+        t_of = torch.repeat_interleave(torch.arange(T_eff, device=cpu), counts)  # (N,)
+        r_of = torch.arange(self.N, device=cpu) - torch.tensor(self.offs[:-1], dtype=torch.long, device=cpu)[t_of]  # (N,)
         row = order[r_of]  # (N,) original row
         self.src_f = (row * T + t_of).to(device)
         self.src_b = (row * T + lens_all[row] - 1 - t_of).to(device)
@@ -232,14 +234,16 @@ class ElmoLstm(nn.Module):
         if hit is not None and hit[0] == key:
             return hit[1]
         C = self.opts.dim
-        perm = torch.cat([torch.arange(0, 2 * C), torch.arange(3 * C, 4 * C), torch.arange(2 * C, 3 * C)])
+        dev = cells[0].input_linearity.weight.device
+        perm = torch.cat([torch.arange(0, 2 * C, device=dev), torch.arange(3 * C, 4 * C, device=dev),
+                          torch.arange(2 * C, 3 * C, device=dev)])  # (4C,)
         lins = []
         with torch.no_grad():
             for cell in cells:
                 lins.append((
-                    PackedLinear(cell.input_linearity.weight[perm], cell.state_linearity.bias[perm]),  # (4C, Din)
-                    PackedLinear(cell.state_linearity.weight[perm]),  # (4C, P)
-                    PackedLinear(cell.state_projection.weight),  # (P, C)
+                    linear_for(self, cell.input_linearity.weight[perm], cell.state_linearity.bias[perm]),  # (4C, Din)
+                    linear_for(self, cell.state_linearity.weight[perm]),  # (4C, P)
+                    linear_for(self, cell.state_projection.weight),  # (P, C)
                 ))
         self._fast_weights[k] = (key, lins)
         return lins

@@ -83,5 +83,7 @@ class PackedLinear:
 
 
 def param_key(module: torch.nn.Module) -> tuple:
-    """Identifies the current values of a module's parameters (storage and in-place version counters)."""
-    return tuple((p.data_ptr(), p._version) for p in module.parameters())
+    """Identifies the current values of a module's parameters (storage and in-place version counters)
+    and its inference precision (``elmo_features.precision``)."""
+    return tuple((p.data_ptr(), p._version) for p in module.parameters()) + (
+        getattr(module, "_elmo_precision", "fp32"), bool(getattr(module, "_elmo_bf16_emulate", False)))

@@ -15,7 +15,6 @@ with the old world size, or pass --restart to discard the shards.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -30,7 +29,7 @@ from .errors import UsageError
 from .feature_cache import bilm_fingerprint
 from .locking import OutputLock, lock_path_for
 from .paths import check_output_file
-from .weights import atomic_path
+from .provenance import atomic_path, commit_file, write_text_atomic
 
 SHARDS_SUFFIX = ".shards"
 
@@ -78,9 +77,7 @@ def prepare_shards(shard_dir: Path, manifest: dict, restart: bool) -> str | None
     if shard_dir.exists():
         shutil.rmtree(shard_dir)
     shard_dir.mkdir(parents=True)
-    tmp = atomic_path(path)
-    tmp.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(manifest, indent=1) + "\n")
     return None
 
 
@@ -108,25 +105,20 @@ def embed_shard(sentences: list[list[str]], lo: int, hi: int, path: Path, embedd
                 f.flush()
                 if on_chunk is not None:
                     on_chunk(k, c0 + len(chunk) - lo)
-        os.replace(partial, path)
+        commit_file(partial, path)
     return hi - start
 
 
 def merge_shards(shard_dir: Path, manifest: dict, lines: list[str], output_path: Path, forget_sentences: bool) -> None:
     """Rank 0: copy every shard, in order, into OUTPUT (atomically), then delete ``shard_dir``."""
-    tmp = atomic_path(output_path)
-    try:
-        with h5py.File(tmp, "w") as out:
-            W = manifest["world_size"]
-            for r in range(W):
-                with h5py.File(shard_path(shard_dir, r, W), "r") as f:
-                    for i in range(manifest["bounds"][r], manifest["bounds"][r + 1]):
-                        out.create_dataset(str(i), data=f[str(i)][...])
-            if not forget_sentences:
-                write_sentence_index(out, lines)
-        os.replace(tmp, output_path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_path(output_path) as tmp, h5py.File(tmp, "w") as out:
+        W = manifest["world_size"]
+        for r in range(W):
+            with h5py.File(shard_path(shard_dir, r, W), "r") as f:
+                for i in range(manifest["bounds"][r], manifest["bounds"][r + 1]):
+                    out.create_dataset(str(i), data=f[str(i)][...])
+        if not forget_sentences:
+            write_sentence_index(out, lines)
     shutil.rmtree(shard_dir, ignore_errors=True)
 
 

@@ -5,7 +5,8 @@ output can be cached per word type (AllenNLP's ``vocab_to_cache``). ``TokenCache
 the (B, T, P) token embeddings that ``BiLM.forward(char_ids, token_embeddings=...)`` accepts.
 
 The cache is bounded (least-recently-used words are evicted) and tied to the weights of the biLM
-it was built for: call ``clear()`` after changing the weights.
+it was built for: call ``clear()`` after changing the weights. The table lives on the biLM's device
+(where it was when the cache was built or cleared); ``lookup`` returns tensors on that device.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import torch
 
 from .bilm import BiLM
 from .char_ids import word_to_char_ids
+from .devices import module_device
+from .precision import precision_of
 
 
 class TokenCache:
@@ -36,10 +39,11 @@ class TokenCache:
         self.chunk_size = int(chunk_size)
         P = bilm.options.projection_dim
         with torch.inference_mode():  # every tensor of the cache lives in inference mode
-            self._table = torch.zeros(0, P, dtype=torch.float32)  # (capacity, P), grows up to max_size
+            self._table = torch.zeros(0, P, dtype=torch.float32, device=module_device(bilm))  # (capacity, P), grows
         self._slots: OrderedDict[str, int] = OrderedDict()  # word -> row of _table, in LRU order
         self._free: list[int] = []
         self.cnn_tokens = 0  # how many tokens went through the char CNN (for tests / stats)
+        self._precision = precision_of(bilm)  # a change of the biLM's precision empties the cache
         if vocab is not None:
             words = list(dict.fromkeys(vocab))
             if len(words) > self.max_size:
@@ -57,16 +61,17 @@ class TokenCache:
         self._slots.clear()
         self._free.clear()
         with torch.inference_mode():
-            self._table = self._table[:0].clone()
+            self._table = self._table.new_zeros(0, self._table.shape[1], device=module_device(self.bilm))
 
     def _cnn(self, words: Sequence[str]) -> torch.Tensor:
         """Run the char CNN on ``words`` in chunks. -> (N, P)"""
         out = []
+        device = module_device(self.bilm)
         with torch.inference_mode():
             for s in range(0, len(words), self.chunk_size):
                 chunk = words[s : s + self.chunk_size]
-                ids = torch.tensor([word_to_char_ids(w) for w in chunk], dtype=torch.long)  # (n, 50)
-                out.append(self.bilm.char_cnn(ids).float())  # (n, P)
+                ids = torch.tensor([word_to_char_ids(w) for w in chunk], dtype=torch.long, device=device)  # (n, 50)
+                out.append(self.bilm.char_cnn(ids).float().to(self._table.device))  # (n, P)
                 self.cnn_tokens += len(chunk)
         return torch.cat(out) if out else self._table.new_zeros(0, self._table.shape[1])
 
@@ -88,12 +93,15 @@ class TokenCache:
             _, slot = self._slots.popitem(last=False)
             self._free.append(slot)
         slots = [self._free.pop() for _ in words]
-        self._table[torch.tensor(slots)] = emb
+        self._table[torch.tensor(slots, dtype=torch.long, device=self._table.device)] = emb  # (n, P) rows
         for w, s in zip(words, slots):
             self._slots[w] = s
 
     def lookup(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
         """Token embeddings (B, T, P) for a batch of sentences; zeros at padding (an inference tensor)."""
+        if precision_of(self.bilm) != self._precision:
+            self.clear()
+            self._precision = precision_of(self.bilm)
         with torch.inference_mode():
             return self._lookup(sentences)
 
@@ -111,11 +119,11 @@ class TokenCache:
                     self._slots.move_to_end(w)
             self._add([w for w in types if w not in self._slots])
             emb, index = self._table, self._slots
-        rows = torch.zeros(B, T, dtype=torch.long)  # (B, T) row in emb
-        mask = torch.zeros(B, T, dtype=torch.bool)  # (B, T)
+        rows = torch.zeros(B, T, dtype=torch.long, device=emb.device)  # (B, T) row in emb
+        mask = torch.zeros(B, T, dtype=torch.bool, device=emb.device)  # (B, T)
         for b, s in enumerate(sentences):
             if s:
-                rows[b, : len(s)] = torch.tensor([index[w] for w in s])
+                rows[b, : len(s)] = torch.tensor([index[w] for w in s], dtype=torch.long, device=emb.device)
                 mask[b, : len(s)] = True
         out = emb[rows]  # (B, T, P)
         return out * mask.unsqueeze(-1).to(out.dtype) if B and T else out.new_zeros(B, T, P)

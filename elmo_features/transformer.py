@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from .lstm import reverse_padded
 from .onednn import PackedLinear, param_key
 from .options import TransformerOptions
+from .precision import linear_for
 
 
 def sinusoidal_positions(n: int, dim: int, device: torch.device) -> torch.Tensor:
@@ -115,7 +116,7 @@ class TransformerBlock(nn.Module):
         """oneDNN copies of qkv, out, ff1, ff2 (cached while the parameters are unchanged); no autograd."""
         key = param_key(self)
         if self._fast is None or self._fast[0] != key:
-            self._fast = (key, tuple(PackedLinear(m.weight, m.bias) for m in (self.qkv, self.out, self.ff1, self.ff2)))
+            self._fast = (key, tuple(linear_for(self, m.weight, m.bias) for m in (self.qkv, self.out, self.ff1, self.ff2)))
         return self._fast[1]
 
 

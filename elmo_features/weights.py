@@ -11,8 +11,7 @@ A ``"backbone": "transformer"`` biLM has ``transformer/...`` datasets instead of
 """
 from __future__ import annotations
 
-import os
-import tempfile
+import json
 from pathlib import Path
 
 import h5py
@@ -22,6 +21,8 @@ import torch
 from .bilm import BiLM
 from .errors import ElmoTasksError, MissingPathError
 from .options import BiLMOptions, TransformerOptions
+from .precision import check_precision, set_precision
+from .provenance import atomic_path, write_text_atomic
 from .token_vectors import TokenVectors
 
 
@@ -179,14 +180,19 @@ def _read_token_vectors(f: h5py.File, o: BiLMOptions, path: str) -> TokenVectors
 
 
 def load_bilm(options_file: str | Path, weight_file: str | Path, stateful: bool = False,
-              keep_sentence_boundaries: bool = False) -> BiLM:
-    """Build a BiLM from an ELMo options JSON and HDF5 weight file; returned in eval mode, frozen."""
+              keep_sentence_boundaries: bool = False, precision: str = "fp32") -> BiLM:
+    """Build a BiLM from an ELMo options JSON and HDF5 weight file; returned in eval mode, frozen.
+
+    precision: "fp32" or "bf16" for the inference path (``elmo_features.precision.set_precision``)."""
+    check_precision(precision)  # before the (possibly large) weights are read
     options = BiLMOptions.from_file(options_file)
     bilm = BiLM(options, stateful=stateful, keep_sentence_boundaries=keep_sentence_boundaries)
     load_weights_into(bilm, weight_file)
     bilm.eval()
     for p in bilm.parameters():
         p.requires_grad_(False)
+    if precision != "fp32":
+        set_precision(bilm, precision)
     return bilm
 
 
@@ -230,35 +236,19 @@ def bilm_to_hdf5_arrays(bilm: BiLM) -> dict[str, np.ndarray]:
     return out
 
 
-def atomic_path(path: Path):
-    """A temporary path in the same folder; ``os.replace`` it onto ``path`` when complete."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    os.close(fd)
-    return Path(tmp)
-
-
 def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
               dtype: str = "float32", extra_arrays: dict[str, np.ndarray] | None = None) -> None:
     """Write options JSON + HDF5 weights (bilm-tf layout) atomically. dtype 'float16' halves the size."""
-    import json
-
     options_file, weight_file = Path(options_file), Path(weight_file)
     for p in (options_file, weight_file):
         p.parent.mkdir(parents=True, exist_ok=True)
     arrays = bilm_to_hdf5_arrays(bilm)
     if extra_arrays:
         arrays.update(extra_arrays)
-    tmp = atomic_path(weight_file)
-    try:
-        with h5py.File(tmp, "w") as f:
-            for name, arr in arrays.items():
-                if arr.dtype == object:  # strings (token_vectors/words)
-                    f.create_dataset(name, data=arr, dtype=h5py.string_dtype("utf-8"))
-                else:
-                    f.create_dataset(name, data=arr.astype(dtype))
-        os.replace(tmp, weight_file)
-    finally:
-        tmp.unlink(missing_ok=True)
-    tmp = atomic_path(options_file)
-    tmp.write_text(json.dumps(bilm.options.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, options_file)
+    with atomic_path(weight_file) as tmp, h5py.File(tmp, "w") as f:
+        for name, arr in arrays.items():
+            if arr.dtype == object:  # strings (token_vectors/words)
+                f.create_dataset(name, data=arr, dtype=h5py.string_dtype("utf-8"))
+            else:
+                f.create_dataset(name, data=arr.astype(dtype))
+    write_text_atomic(options_file, json.dumps(bilm.options.to_dict(), indent=2, sort_keys=True) + "\n")

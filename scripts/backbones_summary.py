@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tasks.config import write_text_atomic  # noqa: E402
+from elmo_features.provenance import write_text_atomic  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -105,7 +105,7 @@ def main() -> None:
            "| features | LSTM | Transformer |", "|---|---|---|"]
     for label, a, b in [("mix alone", "lstm_mix", "transformer_mix"), ("GloVe + mix", "glove+lstm_mix", "glove+transformer_mix")]:
         md.append(f"| {label} | {pm(ner.get(a), 'test', 'f1')} | {pm(ner.get(b), 'test', 'f1')} |")
-    for layer in range(3):
+    for layer in range(3):  # one seed per layer: a probe of what each layer knows
         md.append(f"| layer {layer} only | {pm(ner.get(f'lstm_layer{layer}'), 'test', 'f1')} | "
                   f"{pm(ner.get(f'transformer_layer{layer}'), 'test', 'f1')} |")
     md += [f"| GloVe alone (reference) | {pm(ner.get('glove'), 'test', 'f1')} | |", ""]
@@ -114,7 +114,12 @@ def main() -> None:
            "| features | LSTM | Transformer |", "|---|---|---|"]
     for label, a, b in [("mix alone", "lstm_mix", "transformer_mix"), ("GloVe + mix", "glove+lstm_mix", "glove+transformer_mix")]:
         md.append(f"| {label} | {pm(sent.get(a), 'test', 'accuracy', 'folds')} | {pm(sent.get(b), 'test', 'accuracy', 'folds')} |")
-    md += [f"| GloVe alone (reference) | {pm(sent.get('glove'), 'test', 'accuracy', 'folds')} | |", "",
+    md += [f"| GloVe alone (reference) | {pm(sent.get('glove'), 'test', 'accuracy', 'folds')} | |", ""]
+    if sent_tr is None:
+        md += ["The Transformer's sentiment rows were not run (the session's CPU time went to NER and WSD): "
+               "`elmo-tasks compare configs/backbones/sentiment.yaml --sources glove,transformer_mix,"
+               "glove+transformer_mix --seeds 1 --results-dir results/backbones/sentiment`.", ""]
+    md += [
            "Paired difference to GloVe alone (out-of-fold accuracy x100, bootstrap 95% CI): "
            f"GloVe + LSTM mix {paired_line(sent_lstm, 'glove+elmo_mix')}; "
            f"GloVe + Transformer mix {paired_line(sent_tr, 'glove+transformer_mix')}.", ""]

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tasks.config import write_text_atomic  # noqa: E402
+from elmo_features.provenance import atomic_path, git_commit, machine, write_text_atomic  # noqa: E402
 
 # (label, lever, bilm report, NER summary + source, WSD scores + source, tokens before this run)
 MODELS = [
@@ -83,9 +80,8 @@ def plot(curves: list[tuple[str, list[float], list[float]]], path: Path) -> None
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
 
 
 def main() -> None:
@@ -93,8 +89,7 @@ def main() -> None:
     ap.add_argument("--out", default="results/bilm")
     args = ap.parse_args()
     out = ROOT / args.out
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()
+    commit, m = git_commit(), machine()
     rows, curves = [], []
     for label, lever, report, (ner_path, ner_src), (wsd_path, wsd_src), before in MODELS:
         rep = load(report)
@@ -110,8 +105,8 @@ def main() -> None:
     levers = load("results/bilm/train_levers.json")
     fmt = lambda v, f="{:.1f}": "-" if v is None else f.format(v)
     md = ["# biLM levers (issue 9): held-out perplexity and downstream probes", "",
-          f"Made by `python scripts/bilm_ablation.py` at commit `{commit}` ({os.cpu_count()} CPU cores, "
-          f"{platform.machine()}) from the measured result files named in each row; nothing is re-measured here.",
+          f"Made by `python scripts/bilm_ablation.py` at commit `{commit}` ({m['cpu_cores']} CPU cores, "
+          f"{m['cpu_model']}) from the measured result files named in each row; nothing is re-measured here.",
           "", "| model | lever | tokens seen | held-out ppl (mean, all 4,775 sentences) | NER dev F1, scalar mix "
           "(3 seeds; char-only continued: 1 seed) | WSD 1-NN best layer, Senseval-2 | WSD 1-NN best layer, ALL | training wall time |",
           "|---|---|---|---|---|---|---|---|"]

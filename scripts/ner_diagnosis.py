@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from tasks.config import write_text_atomic
+from elmo_features.provenance import git_commit, machine, write_text_atomic
 from tasks.data.conll import read_conll2003
 from tasks.data.tag_schemes import tags_to_spans
-from tasks.experiment import git_commit
 
 Span = tuple[int, int, str]  # (start, end exclusive, type)
 
@@ -116,14 +113,15 @@ def main(argv: list[str] | None = None) -> int:
             pr, rc = tp / max(np_, 1), tp / max(ng, 1)
             type_f1[src][typ].append(2 * pr * rc / max(pr + rc, 1e-12))
 
+    m = machine()
     lines = [
         f"# {summary['name']}: where each feature source gains or loses (test set)",
         "",
         f"- command: `python {' '.join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:]))}`",
         f"- runs: `{summary['command']}` at commit `{summary['git_commit']}` "
         f"({len(summary['seeds'])} seeds; numbers are means over seeds, x100)",
-        f"- report git commit: `{git_commit()}`; machine: {os.cpu_count()} CPU cores, "
-        f"Python {platform.python_version()}",
+        f"- report git commit: `{git_commit()}`; machine: {m['cpu_cores']} CPU cores ({m['cpu_model']}), "
+        f"Python {m['python']}",
         f"- biLM vocabulary: `{args.bilm_vocab}` ({len(bilm_vocab):,} words, case-sensitive, the words "
         "the biLM saw most often in training); GloVe: "
         f"`{args.glove_words}` ({len(glove):,} lowercased words)",

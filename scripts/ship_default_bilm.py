@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,6 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from elmo_features.default_model import DEFAULT_MODEL_DIR  # noqa: E402
+from elmo_features.provenance import atomic_path, git_commit, machine, timestamp, write_text_atomic  # noqa: E402
 from elmo_features.training.config import TrainConfig  # noqa: E402
 from elmo_features.training.data import read_sentences  # noqa: E402
 from elmo_features.training.evaluate import perplexity  # noqa: E402
@@ -48,9 +46,8 @@ def plot_curve(history: list[dict], path: Path, title: str) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
 
 
 def main() -> None:
@@ -85,7 +82,7 @@ def main() -> None:
     eval_s = time.time() - t0
     n_params = sum(p.numel() for p in model.bilm.parameters())
     n_softmax = model.softmax_w.numel() + model.softmax_b.numel()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit = git_commit()
     res = {
         "run": str(run), "finished": st["tokens"] >= cfg.max_train_tokens, "tokens_seen": st["tokens"],
         "planned_tokens": cfg.max_train_tokens, "steps": st["step"], "epochs": st["tokens"] / 10463347,
@@ -94,8 +91,7 @@ def main() -> None:
         "heldout_file": args.heldout, "heldout_sentences": len(sentences),
         "perplexity_fp32": full, "perplexity_shipped_fp16": shipped,
         "shipped_weights_bytes": (out / "weights.hdf5").stat().st_size,
-        "commit": commit, "cpus": os.cpu_count(), "machine": platform.machine(),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "eval_seconds": round(eval_s, 1),
+        "commit": commit, "machine": machine(), "date": timestamp(), "eval_seconds": round(eval_s, 1),
     }
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
@@ -114,7 +110,7 @@ def main() -> None:
     md = f"""# The embedded biLM `{name}`
 
 Measured by `python {' '.join(sys.argv)}` at commit
-`{commit}` on {res['date']}, {res['cpus']} CPU cores ({res['machine']}). The training command was
+`{commit}` on {res['date']}, {res['machine']['cpu_cores']} CPU cores ({res['machine']['cpu_model']}). The training command was
 `elmo-tasks train-bilm --config {config_file}` (resumed with `--resume` where it was interrupted).{start}
 
 {prior}
@@ -141,8 +137,8 @@ numbers in `{args.run}/curve.json` copied into `{name}.json`.
 """
     res["history"] = st["history"]
     res.update(config=cfg.to_dict())
-    (results / f"{name}.json").write_text(json.dumps(res, indent=2) + "\n")
-    (results / f"{name}.md").write_text(md)
+    write_text_atomic(results / f"{name}.json", json.dumps(res, indent=2) + "\n")
+    write_text_atomic(results / f"{name}.md", md)
     print(md)
 
 

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from tasks.config import write_text_atomic
+from elmo_features.provenance import atomic_path, write_text_atomic
 
 
 class Sentences:
@@ -64,10 +62,8 @@ def main(argv: list[str] | None = None) -> int:
                      seed=args.seed)
     kv = model.wv
     args.out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=args.out, suffix=".tmp")
-    os.close(fd)
-    kv.save_word2vec_format(tmp, binary=False)
-    os.replace(tmp, args.out / "vectors.txt")
+    with atomic_path(args.out / "vectors.txt") as tmp:
+        kv.save_word2vec_format(str(tmp), binary=False)
     cmd = " ".join(["python"] + sys.argv)
     write_text_atomic(args.out / "SOURCE.md",
         f"# word2vec trained by elmo-tasks\n\n- command: `{cmd}`\n- corpus: {', '.join(map(str, args.files))}"

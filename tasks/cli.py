@@ -7,13 +7,21 @@ Errors: every expected user error is an ``elmo_features.errors.ElmoTasksError``;
 once, and printed as ``error: <message>`` with exit code 2 (an OSError such as "permission denied" or
 "no space left on device" too). ``--debug`` (anywhere on the command line) or ``ELMO_TASKS_DEBUG=1``
 shows the traceback instead.
+
+Interrupts: Ctrl-C (SIGINT) and SIGTERM raise ``KeyboardInterrupt`` in the main thread (a SIGINT the
+process inherited as ignored, e.g. a background job of a script, stays ignored). A command cleans up on
+the way out (a process pool terminates its workers); here one line ``interrupted; <hint>`` is printed,
+the hint set by the command as ``args.interrupt_hint`` (a string, or a callable returning one), and the
+exit code is 128 + the signal number: 130 for Ctrl-C, 143 for SIGTERM.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
 import os
+import signal
 import sys
+import threading
 
 from elmo_features.errors import ElmoTasksError
 
@@ -27,6 +35,27 @@ COMMANDS = [
 ]
 DEBUG_ENV = "ELMO_TASKS_DEBUG"
 USER_ERROR = 2  # exit code of every user error (argparse uses it too)
+_SIGNAL = [signal.SIGINT]  # the last stop signal received (its number gives the exit code)
+
+
+def _on_stop_signal(signum, frame) -> None:
+    _SIGNAL[0] = signum
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def install_stop_signals() -> dict:
+    """SIGINT and SIGTERM raise KeyboardInterrupt (so ``finally`` blocks run); an ignored SIGINT stays ignored.
+    Returns the previous handlers (for ``signal.signal`` to restore)."""
+    _SIGNAL[0] = signal.SIGINT
+    old = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_stop_signal)}
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        old[signal.SIGINT] = signal.signal(signal.SIGINT, _on_stop_signal)
+    return old
+
+
+def interrupt_exit_code() -> int:
+    """128 + the number of the signal that stopped the command (130 for Ctrl-C)."""
+    return 128 + int(_SIGNAL[0])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,17 +90,22 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     parser = build_parser()
     args = parser.parse_args(argv)
+    old = install_stop_signals() if threading.current_thread() is threading.main_thread() else {}
     try:
         rc = args.func(args)
     except KeyboardInterrupt:
         hint = getattr(args, "interrupt_hint", None)
-        print("interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr)
-        return 130
+        hint = hint() if callable(hint) else hint
+        print("interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr, flush=True)
+        return interrupt_exit_code()
     except (ElmoTasksError, OSError) as e:
         if debug:
             raise
         print(f"error: {error_message(e)}", file=sys.stderr)
         return USER_ERROR
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
     return int(rc or 0)
 
 

@@ -11,11 +11,15 @@ from pathlib import Path
 import torch
 
 from elmo_features.cli_embed import positive_int
+from elmo_features.devices import add_device_argument, parse_device
+from elmo_features.distributed import finish
 from elmo_features.errors import CheckpointError, ElmoTasksError, UsageError
-from elmo_features.paths import check_input_file, check_output_file
+from elmo_features.paths import check_input_dir, check_input_file, check_output_file
+from elmo_features.provenance import write_text_atomic
 from elmo_features.text_input import read_sentences
 
-from .config import ConfigError, load_config, write_text_atomic
+from .config import ConfigError, load_config
+from .data_parallel import join
 from .features.base import FeatureContext
 from .preflight import check_output_dirs, check_run_folder, check_run_inputs
 
@@ -34,6 +38,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "slow training down many times over when other jobs share the machine; with compare "
                         "--jobs N: per job, default cores // N)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="tqdm progress bars")
+    add_device_argument(p)
 
 
 def register(subparsers) -> None:
@@ -56,6 +61,9 @@ def register(subparsers) -> None:
                    "compare.folds; paired tests between sources in the summary); 0: the fixed split")
     p.add_argument("--results-dir", help="where summary.md/.csv/.json and plots go (default: results/NAME)")
     p.add_argument("--runs-dir", default="runs", help="parent of the per-run folders")
+    p.add_argument("--resume", metavar="COMPARE_DIR",
+                   help="continue an interrupted comparison in its runs folder (RUNS_DIR/NAME/compare-STAMP, printed "
+                        "on Ctrl-C): its finished runs are reused, the others run")
     p.add_argument("--jobs", type=positive_int, default=1,
                    help="run the grid on N local processes (features computed once first, into --cache-dir); "
                         "torch threads per job: --threads, else cores // N. The summary equals a serial run's")
@@ -73,13 +81,15 @@ def register(subparsers) -> None:
 
 
 def _setup(args) -> tuple[FeatureContext, bool | None]:
+    device = parse_device(args.device)
     torch.set_num_threads(args.threads or 1)
     progress = {"auto": None, "on": True, "off": False}[args.progress]
     cache = None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir)
-    return FeatureContext(cache_dir=cache, progress=progress), progress
+    return FeatureContext(cache_dir=cache, progress=progress, device=str(device)), progress
 
 
-DEFAULTS = {"runs_dir": "runs", "cache_dir": DEFAULT_CACHE, "progress": "auto", "threads": 1, "jobs": 1}
+DEFAULTS = {"runs_dir": "runs", "cache_dir": DEFAULT_CACHE, "progress": "auto", "threads": 1, "jobs": 1,
+            "device": "cpu"}
 
 
 def command_line(args) -> str:
@@ -88,7 +98,11 @@ def command_line(args) -> str:
     for o in args.overrides:
         parts += ["--set", o]
     for key, value in vars(args).items():
-        if key in ("func", "command", "config", "overrides") or value is None or DEFAULTS.get(key) == value:
+        if key in ("func", "command", "config", "overrides", "interrupt_hint", "debug") or value is None \
+                or value is False or DEFAULTS.get(key) == value:
+            continue
+        if value is True:  # a flag
+            parts.append(f"--{key.replace('_', '-')}")
             continue
         parts += [f"--{key.replace('_', '-')}", str(value)]
     return " ".join(shlex.quote(p) for p in parts)
@@ -96,18 +110,33 @@ def command_line(args) -> str:
 
 def cmd_run(args) -> int:
     from .experiment import default_run_dir, run_experiment
-
     from .parallel import torchrun_ranks
 
-    if torchrun_ranks() > 1:  # N copies would write the same run folder
-        raise UsageError("run: one head trains in one process (the heads are small); launch it without torchrun, "
-                         "or spread a grid of runs with `elmo-tasks compare` under torchrun or with --jobs N")
-    cfg = load_config(args.config, args.overrides)
-    check_run_inputs(cfg, args.config)
-    out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)
-    check_output_dirs(out=out, cache_dir=_cache_dir(args))
-    context, progress = _setup(args)
-    metrics = run_experiment(cfg, out, context, progress, command=command_line(args))
+    dist = None
+    if torchrun_ranks() > 1:  # data-parallel: a slice of every batch per rank; rank 0 writes the run folder
+        dist = join()
+    try:
+        cfg = load_config(args.config, args.overrides)
+        check_run_inputs(cfg, args.config)
+
+        def run_folder() -> str:
+            out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)
+            check_output_dirs(out=out)
+            return str(out)
+
+        out = Path(run_folder() if dist is None else dist.from_main(run_folder))  # rank 0's: its time stamp
+        check_output_dirs(cache_dir=_cache_dir(args))
+        context, progress = _setup(args)
+        if dist is not None and not dist.is_main:
+            context.progress, progress = False, False
+        args.interrupt_hint = (f"the run folder {out} is incomplete (no metrics.json; runs do not resume); "
+                               f"to train it again: {command_line(args)}")
+        metrics = run_experiment(cfg, out, context, progress, command=command_line(args), dist=dist)
+    finally:
+        if dist is not None:
+            finish()
+    if dist is not None and not dist.is_main:
+        return 0
     print(f"run folder: {out}")
     for split in ("dev", "test"):
         if split in metrics:
@@ -119,7 +148,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .harness import run_comparison
+    from .harness import ComparisonInterrupted, run_comparison
 
     cfg = load_config(args.config, args.overrides)
     if cfg.compare is None:
@@ -145,17 +174,34 @@ def cmd_compare(args) -> int:
     if (args.jobs > 1 or torchrun_ranks() > 1) and _cache_dir(args) is None:
         raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
                          "before the runs start); give --cache-dir DIR instead of 'none', or --jobs 1")
+    if args.resume is not None:
+        check_input_dir(args.resume, "--resume", hint="give the compare-STAMP folder printed when the comparison "
+                                                      "was interrupted")
     context, progress = _setup(args)
-    summary = run_comparison(cfg, results_dir, args.runs_dir, context, progress, sources=sources, seeds=seeds,
-                             command=command_line(args), folds=args.folds, jobs=args.jobs, threads=args.threads)
+    try:
+        summary = run_comparison(cfg, results_dir, args.runs_dir, context, progress, sources=sources, seeds=seeds,
+                                 command=command_line(args), folds=args.folds, jobs=args.jobs, threads=args.threads,
+                                 resume=args.resume)
+    except ComparisonInterrupted as e:
+        args.interrupt_hint = interrupted_compare_hint(args, e)
+        raise
     if summary:  # under torchrun: rank 0
         print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
     return 0
 
 
+def interrupted_compare_hint(args, e) -> str:
+    """What finished, where the summary is, and the full command that continues the comparison (``e``: a
+    ``tasks.harness.ComparisonInterrupted``)."""
+    saved = f"summary of the finished runs: {e.summary}" if e.summary else "no run finished, no summary written"
+    args.resume = str(e.grid_dir)
+    return (f"{e.finished} of {e.total} runs finished ({saved}); to continue (the finished runs are reused): "
+            f"{command_line(args)}")
+
+
 def cmd_predict(args) -> int:
     from .experiment import load_run, predict_examples
-    from .registry import get_reader
+    from .data import get_reader
 
     check_run_folder(args.run_dir)
     check_input_file(args.input, "predict input")

@@ -9,50 +9,57 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import platform
-import subprocess
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .config import (RunConfig, component_config, dump_yaml, load_raw, resolve, write_bytes_atomic,
-                     write_text_atomic)
+from elmo_features.errors import CheckpointError
+from elmo_features.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
+
+from .components import ConfigError, component_config
+from .config import RunConfig, dump_yaml, load_raw, resolve
+from .data import get_reader
+from .data.types import DataFormatError, ReaderOptionError
 from .features.base import FeatureContext, build_features
 from .heads.base import Head
-from .registry import HEADS, get_reader
+from .registry import HEADS
 from .training import Split, TaskModel, evaluate, predict, set_seed, train
+
+if TYPE_CHECKING:
+    from .data_parallel import DataParallel
 
 CHECKPOINT_FORMAT = 1
 
 
 # ---------------------------------------------------------------- data
 
-_READ: dict[str, list] = {}  # (reader, path, mtime, options) -> examples: a comparison reads each file once
-
-
-def read_file(reader: str, path: str | Path, options: dict) -> list:
-    """Examples of a data file via the named reader (memoised per file version within the process)."""
+def read_file(reader: str, path: str | Path, options: dict, memo: dict | None = None) -> list:
+    """Examples of a data file via the named reader; with ``memo`` (a FeatureContext's ``memo.examples``) each
+    file version is read once (e.g. once per comparison)."""
+    if memo is None:
+        return list(get_reader(reader)(path, **options))
     p = Path(path)
     stamp = p.stat().st_mtime_ns if p.exists() else None
     key = json.dumps([reader, str(p.resolve()), stamp, options], sort_keys=True, default=str)
-    if key not in _READ:
-        _READ[key] = get_reader(reader)(path, **options)
-    return list(_READ[key])
+    if key not in memo:
+        memo[key] = get_reader(reader)(path, **options)
+    return list(memo[key])
 
 
-def read_examples(cfg: RunConfig, split: str, head_cls: type[Head]) -> tuple[list, dict]:
+def read_examples(cfg: RunConfig, split: str, head_cls: type[Head], memo: dict | None = None) -> tuple[list, dict]:
     """Examples of one split (empty sentences dropped and counted; malformed ones rejected) + stats."""
     path = getattr(cfg.data, split)
     try:
-        examples = read_file(cfg.data.reader, path, cfg.data.reader_options)
+        examples = read_file(cfg.data.reader, path, cfg.data.reader_options, memo)
     except FileNotFoundError as e:
         hint = " (fetch the public data sets with `elmo-tasks data get NAME`)" if "data" in Path(path).parts else ""
         raise FileNotFoundError(f"{cfg.name}: data.{split}: {e}{hint}") from None
+    except ReaderOptionError as e:
+        raise ReaderOptionError(f"{cfg.name}: data.reader_options: {e}") from None
     limit = getattr(cfg.data, f"max_{split}")
     if limit is not None:
         examples = examples[:limit]
@@ -67,44 +74,28 @@ def check_examples(examples: list, path: str | Path, split: str, head_cls: type[
         if len(ex.tokens) > 0:
             kept.append(ex)
     if not kept:
-        raise ValueError(f"{path}: no non-empty {split} examples")
+        raise DataFormatError(f"{path}: no non-empty {split} examples (an empty file, or only blank lines?); "
+                              f"give a {split} file with data")
     stats = {"path": str(path), "examples": len(kept), "tokens": sum(len(ex.tokens) for ex in kept),
              "empty_dropped": len(examples) - len(kept)}
     return kept, stats
 
 
 def build_model(cfg: RunConfig, vocab: dict, context: FeatureContext) -> TaskModel:
-    """Feature source + head from a resolved config and the head's vocab (seeded: deterministic init)."""
+    """Feature source + head from a resolved config and the head's vocab (seeded: deterministic init), on
+    ``context.device``."""
     set_seed(cfg.training.seed)
     features = build_features(cfg.features, context)
     head_cls = HEADS.get(cfg.head["name"])
     head = head_cls(component_config(HEADS, cfg.head), features.output_dim, vocab)
-    return TaskModel(features, head)
+    return TaskModel(features, head).to(context.device)
 
 
 def make_split(model: TaskModel, name: str, examples: list) -> Split:
     return Split(name, examples, model.features.precompute([list(ex.tokens) for ex in examples], name))
 
 
-# ---------------------------------------------------------------- provenance
-
-def git_commit() -> str:
-    """Short commit of the working tree (+ "-dirty" when it has uncommitted changes), or "unknown"."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                             check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return sha + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def machine() -> dict:
-    return {"cpu_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "python": platform.python_version(),
-            "torch": torch.__version__, "platform": platform.platform()}
-
+# ---------------------------------------------------------------- run folder
 
 def default_run_dir(cfg: RunConfig, runs_dir: str | Path = "runs") -> Path:
     digest = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
@@ -124,12 +115,16 @@ def save_state(model: TaskModel, path: Path) -> None:
 # ---------------------------------------------------------------- run
 
 def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext | None = None,
-                   progress: bool | None = None, command: str = "", examples: dict[str, list] | None = None) -> dict:
+                   progress: bool | None = None, command: str = "", examples: dict[str, list] | None = None,
+                   dist: DataParallel | None = None) -> dict:
     """Train and evaluate one head on one feature source; write the run folder; return metrics.json's dict.
 
     ``examples`` ({"train": [...], "dev": [...], "test": [...]}) replaces reading cfg.data's files
     (programmatic use and tests); they are checked and empty ones dropped the same way.
+    With ``dist`` (torchrun): data-parallel training and evaluation (``tasks.data_parallel``); every rank
+    computes (or reads from the cache) the frozen features; rank 0 alone writes the run folder.
     """
+    main = dist is None or dist.is_main
     t_start = time.perf_counter()
     seconds: dict[str, float] = {}
     context = context or FeatureContext()
@@ -141,33 +136,39 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
             if split in examples:
                 data[split], stats[split] = check_examples(examples[split], f"<{split} examples>", split, head_cls)
         elif getattr(cfg.data, split) is not None:
-            data[split], stats[split] = read_examples(cfg, split, head_cls)
+            data[split], stats[split] = read_examples(cfg, split, head_cls, context.memo.examples)
     if "train" not in data:
-        raise ValueError(f"{cfg.name}: no training data")
+        raise ConfigError(f"{cfg.name}: no training data; set data.train")
     vocab = head_cls.build_vocab(component_config(HEADS, cfg.head), data["train"], dict(cfg.data.reader_options))
     seconds["data"] = round(time.perf_counter() - t_start, 2)
 
     t_feat = time.perf_counter()  # loading the biLM / vectors and computing (or reading) frozen features
     model = build_model(cfg, vocab, context)
-    dump_yaml(cfg.to_dict(), out_dir / "config.yaml")  # creates out_dir
-    save_json(vocab, out_dir / "vocab.json")
-    splits = {name: make_split(model, name, ex) for name, ex in data.items()}
+    if main:
+        dump_yaml(cfg.to_dict(), out_dir / "config.yaml")  # creates out_dir
+        save_json(vocab, out_dir / "vocab.json")
+    if dist is None:
+        splits = {name: make_split(model, name, ex) for name, ex in data.items()}
+    else:  # the cache's per-entry lock: one rank computes an entry, the others wait for it and read it
+        with dist.all_ok("run-features", "computing the frozen features"):
+            splits = {name: make_split(model, name, ex) for name, ex in data.items()}
     seconds["features"] = round(time.perf_counter() - t_feat, 2)
 
     ckpt = out_dir / "model.pt"
     result = train(model, splits["train"], splits.get("dev"), cfg.training, progress,
-                   on_improve=lambda epoch, dev: save_state(model, ckpt))
-    save_state(model, ckpt)  # the best state (loaded back by train)
+                   on_improve=(lambda epoch, dev: save_state(model, ckpt)) if main else None, dist=dist)
+    if main:
+        save_state(model, ckpt)  # the best state (loaded back by train)
 
     metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": git_commit(),
                                "machine": machine(), "data": stats}
     predictions = {}
     for name in ("dev", "test"):
         if name in splits:
-            scores, preds = evaluate(model, splits[name], cfg.training.eval_batch_size, progress)
+            scores, preds = evaluate(model, splits[name], cfg.training.eval_batch_size, progress, dist)
             unseen = model.head.unseen(splits[name].examples)
             scores["unseen_labels"] = sum(unseen.values())
-            if unseen:
+            if unseen and main:
                 print(f"{name}: {sum(unseen.values())} gold labels never seen in training (counted as errors): "
                       f"{dict(unseen.most_common(10))}", file=sys.stderr)
             metrics[name] = scores
@@ -179,6 +180,10 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
                     "trainable_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
                     "seconds": {**seconds, "train": result.seconds, "train_cpu": result.cpu_seconds,
                                 "total": round(time.perf_counter() - t_start, 2)}})
+    if dist is not None:  # batch_size is per rank: the global batch has batch_size x ranks sentences
+        metrics["ranks"] = dist.world_size
+    if not main:
+        return metrics
     save_json(predictions, out_dir / "predictions.json")
     save_json(metrics, out_dir / "metrics.json")
     return metrics
@@ -197,7 +202,7 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
     model = build_model(cfg, vocab, context or FeatureContext())
     ckpt = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
     if ckpt.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"{run_dir / 'model.pt'}: unknown checkpoint format {ckpt.get('format')!r}")
+        raise CheckpointError(f"{run_dir / 'model.pt'}: unknown checkpoint format {ckpt.get('format')!r}; rerun the run")
     model.load_state_dict(ckpt["state_dict"])
     model.eval()
     _check_frozen_features(run_dir, model)

@@ -4,6 +4,11 @@ Every (source, seed) is an ordinary run (its own run folder). The summary gives 
 seeds of the test and dev metrics per source, the learned mix weights (softmax) and gamma, static-vector
 OOV rates, per-run wall times, the exact command, git commit and machine. The summary is rewritten after
 every run, so an interrupted comparison keeps what it measured.
+
+The runs of one comparison live in ``RUNS_DIR/NAME/compare-STAMP/<source>-seed<seed>[/fold<k>]``. With
+``resume=`` that folder, the runs that finished there (metrics.json, written last) with the same config are
+reused and only the others run; a finished run with another config is an error. Ctrl-C / SIGTERM raise
+``ComparisonInterrupted`` (a KeyboardInterrupt) saying how many runs finished and where.
 """
 from __future__ import annotations
 
@@ -13,18 +18,33 @@ import json
 import statistics
 import time
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .config import RunConfig, write_text_atomic
+from elmo_features.errors import CheckpointError, ElmoTasksError
+from elmo_features.provenance import git_commit, machine, timestamp, write_text_atomic
+
+from .components import ConfigError
+from .config import RunConfig, load_raw
 from .crossval import fold_indices, fold_split, paired_tests
-from .experiment import git_commit, machine, read_examples, run_experiment
+from .experiment import read_examples, run_experiment
 from .features.base import FeatureContext
-from .parallel import shared_value, torchrun_ranks
+from .parallel import (cpu_cores, precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value,
+                       threads_per_job, torchrun_ranks)
+from .plots import plot_mix_weights, plot_scores
 from .registry import HEADS
+
+
+class ComparisonInterrupted(KeyboardInterrupt):
+    """A comparison stopped by Ctrl-C / SIGTERM: ``finished`` of ``total`` runs done in ``grid_dir``;
+    ``summary`` is the summary.md written for them (None when no run finished)."""
+
+    def __init__(self, grid_dir: Path, finished: int, total: int, summary: Path | None):
+        super().__init__(f"{finished} of {total} runs finished in {grid_dir}")
+        self.grid_dir, self.finished, self.total, self.summary = grid_dir, finished, total, summary
 
 
 def _find(report: dict, key: str) -> Any:
@@ -172,8 +192,6 @@ def write_summary(s: dict, results_dir: Path, plots: bool = True) -> None:
     write_text_atomic(results_dir / "summary.csv", to_csv(s))
     write_text_atomic(results_dir / "summary.md", to_markdown(s))
     if plots:
-        from .plots import plot_mix_weights, plot_scores
-
         plot_scores(s, results_dir / "scores.png")
         plot_mix_weights(s, results_dir / "mix_weights.png")
 
@@ -181,13 +199,16 @@ def write_summary(s: dict, results_dir: Path, plots: bool = True) -> None:
 def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path = "runs",
                    context: FeatureContext | None = None, progress: bool | None = None,
                    sources: list[str] | None = None, seeds: list[int] | None = None, command: str = "",
-                   folds: int | None = None, jobs: int = 1, threads: int | None = None) -> dict:
+                   folds: int | None = None, jobs: int = 1, threads: int | None = None,
+                   resume: str | Path | None = None) -> dict:
     """Run every (source, seed[, fold]) of ``cfg.compare`` and write the summary; returns the summary dict.
     ``folds`` (default ``cfg.compare.folds``): K-fold cross-validation over all labelled sentences.
     ``jobs`` > 1: the runs go to a local process pool (``tasks.parallel``) with ``threads`` torch threads per
-    job (default: cores // jobs); the summary is the same as a serial run's."""
+    job (default: cores // jobs); the summary is the same as a serial run's. ``resume``: the compare-STAMP
+    folder of an interrupted comparison (its finished runs are reused). Ctrl-C: ``ComparisonInterrupted``."""
     t0 = time.perf_counter()
     results_dir = Path(results_dir)
+    context = context or FeatureContext()  # one memo for all runs: each sentence is embedded once
     names = sources or list(cfg.compare.sources)
     seeds = seeds or list(cfg.compare.seeds)
     stamp = shared_value(datetime.now().strftime("%Y%m%d-%H%M%S"))  # rank 0's under torchrun
@@ -200,8 +221,12 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
         pool = pooled_examples(cfg)
         info.update(folds=folds, fold_seed=cfg.compare.fold_seed, pool_size=len(pool))
     cells = [(n, s, f) for n in names for s in seeds for f in (range(folds) if folds else [None])]
-    dirs = [Path(runs_dir) / cfg.name / f"compare-{stamp}" / f"{n}-seed{s}" for n, s, _ in cells]
+    grid_dir = Path(resume) if resume is not None else Path(runs_dir) / cfg.name / f"compare-{stamp}"
+    dirs = [grid_dir / f"{n}-seed{s}" for n, s, _ in cells]
     dirs = [d if k is None else d / f"fold{k}" for d, (_, _, k) in zip(dirs, cells)]
+    fold_sets = fold_indices(len(pool), folds, cfg.compare.fold_seed) if folds else None
+    reused = {i: rec for i, (n, s, k) in enumerate(cells)
+              if (rec := finished_record(cfg, n, s, k, dirs[i], pool, fold_sets)) is not None}
     runs: dict[int, dict] = {}
     summary: dict = {}
 
@@ -209,18 +234,27 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
         nonlocal summary
         runs[i] = record
         info.update(wall_seconds=round(time.perf_counter() - t0, 1),
-                    finished=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+                    finished=timestamp())
         summary = summarize(cfg, [runs[j] for j in sorted(runs)], info)
         write_summary(summary, results_dir, plots=False)  # kept up to date if the comparison is interrupted
 
-    if jobs > 1 or torchrun_ranks() > 1:
-        context = replace(context or FeatureContext(), progress=False)  # no interleaved bars from the workers
-        _run_parallel(cfg, cells, dirs, context, command, folds, pool, jobs, threads, info, done)
-    else:
-        fold_sets = fold_indices(len(pool), folds, cfg.compare.fold_seed) if folds else None
-        for i, (name, seed, k) in enumerate(cells):
-            print(f"== {cfg.name}: {_cell_label(cells[i], folds)}", flush=True)
-            done(i, run_one(cfg, name, seed, k, dirs[i], context, progress, command, pool, fold_sets))
+    for i, record in reused.items():
+        print(f"== {cfg.name}: {_cell_label(cells[i], folds)}: reusing the finished run {dirs[i]}", flush=True)
+        done(i, record)
+    todo = [i for i in range(len(cells)) if i not in reused]
+    try:
+        if todo and (jobs > 1 or torchrun_ranks() > 1):
+            context = replace(context or FeatureContext(), progress=False)  # no interleaved bars from the workers
+            _run_parallel(cfg, [cells[i] for i in todo], [dirs[i] for i in todo], context, command, folds, pool,
+                          jobs, threads, info, lambda j, record: done(todo[j], record))
+        else:
+            for i in todo:
+                name, seed, k = cells[i]
+                print(f"== {cfg.name}: {_cell_label(cells[i], folds)}", flush=True)
+                done(i, run_one(cfg, name, seed, k, dirs[i], context, progress, command, pool, fold_sets))
+    except KeyboardInterrupt:  # (the pool's workers are terminated by now; finished runs are in the summary)
+        raise ComparisonInterrupted(grid_dir, len(runs), len(cells),
+                                    results_dir / "summary.md" if runs else None) from None
     if summary:  # (under torchrun only rank 0 has it)
         write_summary(summary, results_dir)
     return summary
@@ -235,12 +269,41 @@ def run_one(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, 
             progress: bool | None, command: str, pool: list | None = None, fold_sets: list | None = None) -> dict:
     """One run of the grid (fold ``k`` of ``pool`` split by ``fold_sets``, or the config's files); its record."""
     run_cfg = cfg.with_features(cfg.compare.sources[name], seed)
-    extra: dict = {}
     if k is None:
         m = run_experiment(run_cfg, run_dir, context, progress, command=command)
     else:
         examples, _ = fold_split(pool, fold_sets, k)
         m = run_experiment(run_cfg, run_dir, context, progress, command=command, examples=examples)
+    return run_record(name, seed, k, run_dir, m, pool, fold_sets)
+
+
+def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, pool: list | None,
+                    fold_sets: list | None) -> dict | None:
+    """The record of a run that finished in ``run_dir`` (metrics.json is written last) with the config this
+    cell would run, else None (not started or interrupted: it runs again). Another config: ConfigError."""
+    metrics_path = run_dir / "metrics.json"
+    if not metrics_path.is_file():
+        return None
+    expected = json.loads(json.dumps(cfg.with_features(cfg.compare.sources[name], seed).to_dict()))
+    try:
+        saved = load_raw(run_dir / "config.yaml")
+        m = json.loads(metrics_path.read_text(encoding="utf-8"))
+    except (ElmoTasksError, OSError, ValueError) as e:
+        raise CheckpointError(f"{run_dir}: a finished run of the comparison is damaged ({' '.join(str(e).split())}"
+                              f"); delete that folder to run it again") from None
+    if saved != expected:
+        keys = sorted(key for key in set(saved) | set(expected) if saved.get(key) != expected.get(key))
+        raise ConfigError(f"{run_dir}: finished with another config ({', '.join(keys)} differ) than this command "
+                          "gives; resume with the command that started the comparison, or drop --resume")
+    return run_record(name, seed, k, run_dir, m, pool, fold_sets)
+
+
+def run_record(name: str, seed: int, k: int | None, run_dir: Path, m: dict, pool: list | None,
+               fold_sets: list | None) -> dict:
+    """The summary's record of one finished run from its metrics (``run_experiment``'s result, metrics.json)."""
+    extra: dict = {}
+    if k is not None:
+        examples, _ = fold_split(pool, fold_sets, k)
         extra = {"fold": k, "test_correct": _correct_string(run_dir, examples["test"])}
     feats = m["features"]
     return {"source": name, "seed": seed, **extra, "run_dir": str(run_dir), "dev": m.get("dev"),
@@ -287,8 +350,6 @@ def _job(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, con
          command: str, folds: int | None) -> dict:
     """One run in a pool worker (no progress bars); a fold run first loads the embedded sentences (from
     the cache the parent filled), as a serial run has them in memory from fold 0."""
-    from .parallel import precompute_sections
-
     pool, fold_sets = None, None
     if k is not None:
         pool = pooled_examples(cfg)
@@ -299,8 +360,6 @@ def _job(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, con
 
 def _run_parallel(cfg: RunConfig, cells: list[tuple], dirs: list[Path], context: FeatureContext, command: str,
                   folds: int | None, pool: list, jobs: int, threads: int | None, info: dict, done) -> None:
-    from .parallel import cpu_cores, precompute_sections, prepare_features, run_jobs, run_on_ranks, threads_per_job
-
     names = list(dict.fromkeys(c[0] for c in cells))
     label = lambda i: f"{cfg.name}: run {_cell_label(cells[i], folds)}"
     job_args = [(cfg, n, s, k, d, context, command, folds) for (n, s, k), d in zip(cells, dirs)]

@@ -1,44 +1,31 @@
-"""Task metrics: strict span F1 (seqeval), token accuracy, sentence accuracy and macro-F1 (scikit-learn)."""
+"""Task metrics: strict span F1 (tag spans from tasks.data.tag_schemes), token accuracy, sentence accuracy and
+macro-F1 (scikit-learn)."""
 from __future__ import annotations
 
 from collections import Counter
 from typing import Iterable
 
-SCHEMES = ("BIO", "IOB1", "BIOES")
-
-
-def iob1_to_bio(tags: list[str]) -> list[str]:
-    """IOB1 (I- may start a span; B- only between same-type spans) -> BIO (every span starts with B-)."""
-    out = []
-    prev = "O"
-    for t in tags:
-        if t.startswith("I-") and (prev == "O" or prev[2:] != t[2:]):
-            t = "B-" + t[2:]
-        out.append(t)
-        prev = t
-    return out
+from .data.tag_schemes import check_scheme_name, tags_to_spans
 
 
 def span_f1(gold: list[list[str]], pred: list[list[str]], scheme: str) -> dict[str, float]:
-    """Strict span precision/recall/F1 (seqeval mode="strict"; IOB2 for BIO, IOBES for BIOES).
+    """Strict span precision/recall/F1 (micro): a predicted span counts when its type and both ends match.
 
-    IOB1 sequences are converted to BIO first. Ill-formed predicted spans count as errors (strict mode).
+    Spans come from ``tag_schemes.tags_to_spans(strict=False)`` in ``scheme`` (IOB1, BIO or BIOES): an
+    ill-formed chunk (BIO ``I-`` after ``O``, a BIOES chunk without its ``E-``) is no span, so it counts as
+    an error, as in seqeval's strict mode.
     """
-    from seqeval.metrics import f1_score, precision_score, recall_score
-    from seqeval.scheme import IOB2, IOBES
-
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)}")
+    scheme = check_scheme_name(scheme)
     if len(gold) != len(pred) or any(len(g) != len(p) for g, p in zip(gold, pred)):
         raise ValueError("span_f1: gold and predicted tag sequences differ in number or length")
-    if scheme == "IOB1":
-        gold, pred = [iob1_to_bio(g) for g in gold], [iob1_to_bio(p) for p in pred]
-    mode = dict(mode="strict", scheme=IOBES if scheme == "BIOES" else IOB2, zero_division=0)
-    return {
-        "precision": float(precision_score(gold, pred, **mode)),
-        "recall": float(recall_score(gold, pred, **mode)),
-        "f1": float(f1_score(gold, pred, **mode)),
-    }
+    correct = n_gold = n_pred = 0
+    for g, p in zip(gold, pred):
+        gs, ps = set(tags_to_spans(g, scheme, strict=False)), set(tags_to_spans(p, scheme, strict=False))
+        correct, n_gold, n_pred = correct + len(gs & ps), n_gold + len(gs), n_pred + len(ps)
+    precision = correct / n_pred if n_pred else 0.0
+    recall = correct / n_gold if n_gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
 
 
 def token_accuracy(gold: list[list[str]], pred: list[list[str]]) -> float:
@@ -51,7 +38,7 @@ def token_accuracy(gold: list[list[str]], pred: list[list[str]]) -> float:
 
 def classification_scores(gold: list[str], pred: list[str]) -> dict[str, float]:
     """Accuracy and macro-F1 over the union of gold and predicted labels (sklearn)."""
-    from sklearn.metrics import accuracy_score, f1_score
+    from sklearn.metrics import accuracy_score, f1_score  # lazy: scikit-learn is slow to import
 
     if not gold:
         raise ValueError("classification_scores: no examples")

@@ -6,19 +6,26 @@ jobs x threads stays within the CPU cores. Results come back in job order whatev
 A job that raises stops the pool: the jobs not yet started are cancelled, the running ones terminated,
 and the error is raised in the parent naming the job (a user error as one line; a bug with the worker's
 traceback). A worker that dies (killed, out of memory) is reported the same way, never waited for.
+Workers ignore SIGINT: on Ctrl-C (or SIGTERM) the parent gets KeyboardInterrupt, cancels the queued jobs
+and terminates the running workers within seconds; the jobs finished before stay reported (``on_done``).
 
 Frozen features are computed once before the pool starts (``prepare_features``) into the on-disk
 feature cache, so workers only read them.
 """
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
+import signal
 import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
+import torch
+
+from elmo_features import distributed as D
 from elmo_features.errors import ElmoTasksError
 
 from .features.base import FeatureContext, build_features
@@ -43,8 +50,7 @@ def threads_per_job(jobs: int, cores: int | None = None) -> int:
 
 
 def _init_worker(threads: int) -> None:
-    import torch
-
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
     os.environ["OMP_NUM_THREADS"] = str(threads)  # for libraries that read it late (e.g. a BLAS pool)
     torch.set_num_threads(threads)
 
@@ -147,17 +153,13 @@ def prepare_features(sections: Sequence[dict], sentence_lists: Sequence[tuple[st
 
 def torchrun_ranks() -> int:
     """The torchrun world size (1 when not launched by torchrun)."""
-    from elmo_features.distributed import torchrun_world
-
-    return torchrun_world()
+    return D.torchrun_world()
 
 
 def shared_value(value):
     """Rank 0's ``value`` on every rank under torchrun (e.g. the comparison's time stamp); else ``value``."""
     if torchrun_ranks() <= 1:
         return value
-    from elmo_features import distributed as D
-
     D.init()
     return D.broadcast(value)
 
@@ -168,10 +170,6 @@ def run_on_ranks(fn: Callable, args: Sequence[tuple], label: Callable[[int], str
     result (JSON-able) through the group's store and calls ``on_done`` in job order. Returns True on rank 0.
 
     A failing job stops its rank; rank 0 reports it (torchrun stops the other ranks)."""
-    import json
-
-    from elmo_features import distributed as D
-
     d = D.init()
     if prepare is not None:  # rank 0 fills the feature cache; the others wait for it without a deadline
         if d.is_main:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from .config import write_bytes_atomic
+from elmo_features.provenance import write_bytes_atomic
 
 
 def _save(fig, path: Path) -> None:
@@ -15,7 +15,7 @@ def _save(fig, path: Path) -> None:
 
 def plot_scores(summary: dict, path: str | Path) -> None:
     """Bar chart of the test primary metric per source with sample-std error bars."""
-    import matplotlib
+    import matplotlib  # lazy: a heavy import only plotting needs (the Agg backend is set before pyplot)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -41,7 +41,7 @@ def plot_scores(summary: dict, path: str | Path) -> None:
 
 def plot_mix_weights(summary: dict, path: str | Path) -> None:
     """Grouped bars: the softmax mix weight of each biLM layer, per source that learned a mix."""
-    import matplotlib
+    import matplotlib  # lazy: a heavy import only plotting needs (the Agg backend is set before pyplot)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -72,7 +72,7 @@ def plot_layer_weights(panels: list[tuple[str, list[tuple[str, list[float]]]]], 
     """One panel per task: grouped bars of each variant's per-layer share (L values summing to 1).
 
     ``panels`` = [(panel title, [(variant label, [w_0, ..., w_{L-1}]), ...]), ...]."""
-    import matplotlib
+    import matplotlib  # lazy: a heavy import only plotting needs (the Agg backend is set before pyplot)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -7,15 +7,20 @@ and ``bilm`` (``default``, a preset name or a folder), in nested sections (``con
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Iterable
 
+import torch
+
 from elmo_features.default_model import OPTIONS_NAME, WEIGHTS_NAME, default_model_paths, embedded_models
 from elmo_features.paths import check_input_dir, check_input_file, check_input_path, check_output_dir
+from elmo_features.errors import CheckpointError
 from elmo_features.presets import PRESETS
 
 from .config import RunConfig
 from .data.sources import SOURCES
+from .experiment import CHECKPOINT_FORMAT
 
 INPUT_KEYS = ("path", "words_path", "options_file", "weights_file")
 FOLDER_READERS = ("raganato",)  # readers whose path is a folder
@@ -101,14 +106,6 @@ RUN_FILES = ("config.yaml", "vocab.json", "model.pt")
 def check_run_folder(run_dir: str | Path) -> Path:
     """A finished run folder for ``predict``: its files exist, vocab.json is a JSON object and model.pt is a
     checkpoint of this project (loaded with ``weights_only=True``); metrics.json (written last) exists."""
-    import json
-
-    import torch
-
-    from elmo_features.errors import CheckpointError
-
-    from .experiment import CHECKPOINT_FORMAT
-
     hint = "give a folder written by `elmo-tasks run` (it prints the folder)"
     run_dir = check_input_dir(run_dir, "run folder", needs=RUN_FILES, hint=hint)
     if not (run_dir / "metrics.json").exists():

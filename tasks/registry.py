@@ -1,12 +1,17 @@
-"""Registries of named components (Thinc-like): heads, feature sources, layer fusions; readers live in tasks.data.
+"""Registries of named components: heads, feature sources, layer fusions, char encoders, data readers.
 
-Configs name components by these names. An entry is registered with one line, either as an object or
-lazily as "module:attribute" (imported on first use), so a new head is one file in tasks/heads/ plus one
-line below. A failed lookup is an error listing the valid names.
+A component registers itself where it is defined, with a decorator::
+
+    @HEADS.register("token_tagger")
+    class TokenTagger(Head): ...
+
+and its package's ``__init__`` imports the module, so importing ``tasks.heads`` (``tasks.features``,
+``tasks.data``) fills the registry before any lookup. This module imports nothing from ``tasks``: it is the
+bottom layer, so every layer can register into it (docs/layers.md). Configs name components by these names;
+a failed lookup is an error listing the valid names.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable, Iterator
 
 
@@ -18,20 +23,20 @@ class RegistryError(KeyError):
 
 
 class Registry:
-    """A name -> component map; values may be lazy "module:attribute" strings."""
+    """A name -> component map, filled by ``@registry.register(name)`` where each component is defined."""
 
     def __init__(self, kind: str):
         self.kind = kind
         self._entries: dict[str, Any] = {}
 
     def add(self, name: str, obj: Any) -> None:
-        """Register ``obj`` (or a "module:attribute" string) under ``name``; names must be unique."""
+        """Register ``obj`` under ``name``; names must be unique."""
         if name in self._entries:
             raise ValueError(f"{self.kind} {name!r} is already registered")
         self._entries[name] = obj
 
     def register(self, name: str) -> Callable[[Any], Any]:
-        """Decorator form of ``add``."""
+        """Decorator form of ``add``: ``@HEADS.register("crf_tagger")`` above the class."""
 
         def deco(obj: Any) -> Any:
             self.add(name, obj)
@@ -45,12 +50,7 @@ class Registry:
             raise RegistryError(
                 f"unknown {self.kind} {name!r}; valid {self.kind} names: {', '.join(self.names()) or '(none)'}"
             )
-        obj = self._entries[name]
-        if isinstance(obj, str):
-            module, _, attr = obj.partition(":")
-            obj = getattr(importlib.import_module(module), attr)
-            self._entries[name] = obj
-        return obj
+        return self._entries[name]
 
     def names(self) -> list[str]:
         return sorted(self._entries)
@@ -67,45 +67,24 @@ class Registry:
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
+    def __len__(self) -> int:
+        return len(self._entries)
 
-# Task heads (tasks.heads.base.Head subclasses): one line per head.
+
+# Task heads (tasks.heads.base.Head subclasses), filled by the modules of tasks/heads/.
 HEADS = Registry("head")
-HEADS.add("crf_tagger", "tasks.heads.crf_tagger:CrfTagger")
-HEADS.add("sentence_classifier", "tasks.heads.sentence_classifier:SentenceClassifier")
-HEADS.add("token_tagger", "tasks.heads.token_tagger:TokenTagger")
-HEADS.add("wsd_linear", "tasks.heads.wsd_linear:WsdLinear")
 
-# Feature sources (tasks.features.base.FeatureSource subclasses).
+# Feature sources (tasks.features.base.FeatureSource subclasses), filled by tasks/features/.
 FEATURES = Registry("feature source")
-FEATURES.add("elmo", "tasks.features.elmo:ElmoFeatures")
-FEATURES.add("static", "tasks.features.static:StaticFeatures")
-FEATURES.add("concat", "tasks.features.concat:ConcatFeatures")
 
 # Fusions of stacked layers (L, B, T, D) -> (B, T, D'), named under ``mix:`` by the "elmo" source and by the
-# heads' ``output_mix`` (tasks.features.fusion, docs/fusion.md). MIXES is the older name of the same registry.
+# heads' ``output_mix`` (tasks/features/mix.py and fusion.py, docs/fusion.md). MIXES is the older name.
 FUSIONS = Registry("mix")
-FUSIONS.add("scalar", "tasks.features.mix:ScalarMixer")
-FUSIONS.add("average", "tasks.features.mix:AverageMixer")
-FUSIONS.add("layer_attention", "tasks.features.fusion:LayerAttention")
-FUSIONS.add("gated", "tasks.features.fusion:GatedFusion")
-FUSIONS.add("concat_project", "tasks.features.fusion:ConcatProject")
 MIXES = FUSIONS
 
 # Character-level token encoders inside a head, named under ``chars:`` of crf_tagger / sentence_classifier
 # (tasks/heads/chars.py, docs/strong_baselines.md).
 CHAR_ENCODERS = Registry("char encoder")
-CHAR_ENCODERS.add("cnn", "tasks.heads.chars:CharCNN")
-CHAR_ENCODERS.add("lstm", "tasks.heads.chars:CharLSTM")
 
-
-def get_reader(name: str) -> Callable[..., list]:
-    """A data reader from tasks.data by name (its error lists the valid names)."""
-    from tasks.data import get_reader as _get
-
-    return _get(name)
-
-
-def reader_names() -> list[str]:
-    from tasks.data import READERS
-
-    return sorted(READERS)
+# Data readers (path, **options) -> examples, named by ``data.reader`` (tasks/data/, docs/data.md).
+READERS = Registry("data reader")

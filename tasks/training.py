@@ -11,16 +11,21 @@ import copy
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from elmo_features.devices import module_device, move_to
+
 from .config import TrainingConfig
 from .features.base import FeatureSource
 from .heads.base import Head
+
+if TYPE_CHECKING:  # under torchrun (elmo-tasks run): a slice of every batch per rank
+    from .data_parallel import DataParallel
 
 
 @dataclass
@@ -51,11 +56,12 @@ class TaskModel(nn.Module):
     def inputs(self, split: Split, idx: list[int]) -> tuple[torch.Tensor, torch.Tensor, list, dict]:
         """Features x (B, T, D), mask (B, T), the examples of the batch ``idx`` and extra head inputs
         (``layers`` (L, B, T, D) when the head uses them, else nothing): call ``head.loss(x, mask, ex, **extra)``."""
+        device = module_device(self)  # the batch goes where the model is (``model.to(device)``)
         examples = [split.examples[i] for i in idx]
-        lengths = torch.tensor([len(ex.tokens) for ex in examples])  # (B,)
+        lengths = torch.tensor([len(ex.tokens) for ex in examples], device=device)  # (B,)
         T = int(lengths.max())
-        mask = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
-        batch = self.features.collate([split.features[i] for i in idx], T)
+        mask = torch.arange(T, device=device).unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
+        batch = move_to(self.features.collate([split.features[i] for i in idx], T), device)
         extra = {"layers": self.features.layers(batch)} if self.head.uses_layers else {}
         return self.features(batch, mask), mask, examples, extra
 
@@ -89,21 +95,28 @@ def make_batches(lengths: list[int], batch_size: int, rng: np.random.Generator |
 
 
 @torch.no_grad()
-def predict(model: TaskModel, split: Split, batch_size: int, progress: bool | None = None) -> list:
-    """The head's predictions for every example of ``split``, in input order."""
+def predict(model: TaskModel, split: Split, batch_size: int, progress: bool | None = None,
+            dist: DataParallel | None = None) -> list:
+    """The head's predictions for every example of ``split``, in input order. With ``dist``: each rank
+    predicts every world_size-th batch (the same batches as one process) and every rank gets them all."""
     model.eval()
     out: list[Any] = [None] * len(split)
     batches = make_batches([len(ex.tokens) for ex in split.examples], batch_size)
+    if dist is not None:
+        batches = dist.shard(batches)
     for idx in tqdm(batches, desc=f"predict {split.name}", leave=False, disable=_disable(progress)):
         x, mask, examples, extra = model.inputs(split, idx)
         for i, p in zip(idx, model.head.predict(x, mask, examples, **extra)):
             out[i] = p
+    if dist is not None:
+        out = dist.gather({i: out[i] for idx in batches for i in idx}, len(split))
     return out
 
 
-def evaluate(model: TaskModel, split: Split, batch_size: int, progress: bool | None = None) -> tuple[dict, list]:
-    """(metrics, predictions) on a split."""
-    preds = predict(model, split, batch_size, progress)
+def evaluate(model: TaskModel, split: Split, batch_size: int, progress: bool | None = None,
+             dist: DataParallel | None = None) -> tuple[dict, list]:
+    """(metrics, predictions) on a split (with ``dist``: predicted by all ranks, the same on every rank)."""
+    preds = predict(model, split, batch_size, progress, dist)
     return model.head.evaluate(split.examples, preds), preds
 
 
@@ -124,12 +137,20 @@ def _disable(progress: bool | None) -> bool | None:
 
 
 def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: TrainingConfig,
-          progress: bool | None = None, on_improve: Callable[[int, dict], None] | None = None) -> TrainResult:
+          progress: bool | None = None, on_improve: Callable[[int, dict], None] | None = None,
+          dist: DataParallel | None = None) -> TrainResult:
     """Train ``model`` in place; keep the state with the best dev ``head.primary_metric`` (the last one
-    without a dev split). ``on_improve(epoch, dev_metrics)`` is called after each improvement (checkpoint)."""
+    without a dev split). ``on_improve(epoch, dev_metrics)`` is called after each improvement (checkpoint).
+
+    With ``dist`` (torchrun, ``tasks.data_parallel``): ``cfg.batch_size`` is per rank; every rank trains on
+    its slice of each global batch and takes the same steps and decisions; only rank 0 logs."""
     if len(train_split) == 0:
         raise ValueError("no training examples")
     set_seed(cfg.seed)
+    world, main = (1, True) if dist is None else (dist.world_size, dist.is_main)
+    if dist is not None:
+        dist.seed_rank(cfg.seed)
+        progress = progress if main else False
     rng = np.random.default_rng(cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(params, cfg)
@@ -148,16 +169,21 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
         model.train()
         te, ce = time.perf_counter(), time.process_time()
         total, n = 0.0, 0
-        bar = tqdm(make_batches(lengths, cfg.batch_size, rng), desc=f"epoch {epoch}", leave=False,
+        bar = tqdm(make_batches(lengths, cfg.batch_size * world, rng), desc=f"epoch {epoch}", leave=False,
                    disable=_disable(progress))
         for idx in bar:
-            loss = model.loss(train_split, idx)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
+            if dist is None:
+                loss = model.loss(train_split, idx)
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                value = float(loss.detach())
+            else:  # this rank's slice; the gradients summed over ranks (the global batch's)
+                opt.zero_grad(set_to_none=True)
+                value = dist.train_step(model, train_split, idx, params)
             if cfg.grad_clip is not None:
                 nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             opt.step()
-            total += float(loss.detach()) * len(idx)
+            total += value * len(idx)
             n += len(idx)
             bar.set_postfix(loss=f"{total / n:.4f}")
         record = {"epoch": epoch, "train_loss": total / n, "train_seconds": round(time.perf_counter() - te, 2),
@@ -167,14 +193,15 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
         # ---- dev evaluation and early stopping
         if dev_split is not None and len(dev_split):
             td = time.perf_counter()
-            dev, _ = evaluate(model, dev_split, cfg.eval_batch_size, progress)
+            dev, _ = evaluate(model, dev_split, cfg.eval_batch_size, progress, dist)
             record["dev"] = dev
             record["dev_seconds"] = round(time.perf_counter() - td, 2)
             improved = dev[metric] > best_score
         else:
             dev, improved = {}, True
         result.history.append(record)
-        _log(record, metric)
+        if main:
+            _log(record, metric)
         if improved:
             best_score, bad_epochs, since_reduce = dev.get(metric, best_score), 0, 0
             best_state = copy.deepcopy(model.state_dict())

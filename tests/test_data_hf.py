@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tasks.data import LabeledSentence, TaggedSentence, read_data, to_hf_dataset
+from tasks.data import DataFormatError, LabeledSentence, TaggedSentence, read_data, to_hf_dataset
 
 
 def test_local_jsonl_classification(tmp_path):
@@ -50,5 +50,5 @@ def test_missing_columns_and_offline_hub(tmp_path):
     assert read_data("hf", p, text_column="body", label_column="stars") == [LabeledSentence(["x"], "3")]
     with pytest.raises(FileNotFoundError):
         read_data("hf", tmp_path / "nope.jsonl")
-    with pytest.raises(RuntimeError, match="offline|could not load"):
+    with pytest.raises(DataFormatError, match="offline|could not load"):  # a user error: one line, exit 2
         read_data("hf", "surely-not-a-cached-dataset-xyz")

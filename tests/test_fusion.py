@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
-from tasks.config import ConfigError, component_config, resolve, resolve_component
+from tasks.components import ConfigError, component_config, resolve_component
+from tasks.config import resolve
 from tasks.experiment import build_model, load_run, predict_examples, run_experiment
 from tasks.features.base import FeatureContext, build_features
 from tasks.features.fusion import build_fusion, count_parameters

@@ -6,7 +6,8 @@ import itertools
 import pytest
 import torch
 
-from tasks.heads.crf import ConditionalRandomField, allowed_transitions, is_transition_allowed, split_tag
+from tasks.data.tag_schemes import allowed_transitions, is_transition_allowed, scheme_tag
+from tasks.heads.crf import ConditionalRandomField
 
 
 def random_crf(K: int, seed: int, constraints=None) -> ConditionalRandomField:
@@ -114,8 +115,8 @@ def test_bio_constraints_forbid_i_after_o_and_at_start():
     ("BIOES", "E-PER", "END", True), ("BIOES", "O", "I-PER", False),
 ])
 def test_transition_table(scheme, frm, to, ok):
-    f = ("START", "") if frm == "START" else split_tag(frm, scheme)
-    t = ("END", "") if to == "END" else split_tag(to, scheme)
+    f = ("START", None) if frm == "START" else scheme_tag(frm, scheme)
+    t = ("END", None) if to == "END" else scheme_tag(to, scheme)
     assert is_transition_allowed(scheme, f[0], f[1], t[0], t[1]) is ok
 
 

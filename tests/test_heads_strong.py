@@ -10,7 +10,8 @@ import torch
 from torch.nn import functional as F
 
 from test_tasks_helpers import make_glove
-from tasks.config import ConfigError, component_config, load_config, resolve
+from tasks.components import ConfigError, component_config
+from tasks.config import load_config, resolve
 from tasks.experiment import load_run, predict_examples, run_experiment
 from tasks.features.base import FeatureContext
 from tasks.heads.chars import UNK, CharIndexer, build_char_vocab, truncate_token

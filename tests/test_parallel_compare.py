@@ -173,7 +173,7 @@ def test_compare_under_torchrun_spreads_runs_over_two_ranks(tmp_path):
     assert len(_cache_files(tmp_path, "ranks")) == 2  # rank 0 embedded train (= dev) and test once; rank 1 read them
 
 
-def test_run_under_torchrun_is_refused_and_compare_needs_the_cache(tmp_path, capsys, monkeypatch):
+def test_run_without_torchrun_env_is_refused_and_compare_needs_the_cache(tmp_path, capsys, monkeypatch):
     env = make_env(tmp_path)
     cfg = tagging_config(env)
     cfg["compare"] = {"seeds": [1], "sources": {"layer1": elmo_section(env, layer=1)}}
@@ -182,7 +182,7 @@ def test_run_under_torchrun_is_refused_and_compare_needs_the_cache(tmp_path, cap
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert main(["run", str(conf), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: run: one head trains in one process") and err.count("\n") == 1
+    assert err.startswith("error: WORLD_SIZE is set but RANK is not: launch with torchrun") and err.count("\n") == 1
     assert not (tmp_path / "run").exists()
     assert main(["compare", str(conf), "--cache-dir", "none", "--results-dir", str(tmp_path / "r")]) == 2
     assert "--jobs / torchrun" in capsys.readouterr().err

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from tasks.config import ConfigError, apply_override, load_config, resolve
+from tasks.heads.crf_tagger import CrfTagger
 from tasks.registry import FEATURES, HEADS, Registry, RegistryError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,18 +90,21 @@ def test_load_config_reports_file_problems(tmp_path):
     assert load_config(good, ["training.max_epochs=2"]).training.max_epochs == 2
 
 
-def test_registry_lookup_lists_valid_names_and_registers_one_line():
-    assert {"crf_tagger", "sentence_classifier", "token_tagger"} <= set(HEADS.names())
+def test_registry_lookup_lists_valid_names_and_components_register_where_defined():
+    assert {"crf_tagger", "sentence_classifier", "token_tagger", "wsd_linear"} <= set(HEADS.names())
     assert {"elmo", "static", "concat"} <= set(FEATURES.names())
+    assert HEADS.get("crf_tagger") is CrfTagger  # registered by the decorator in its own file
     with pytest.raises(RegistryError, match="unknown head 'x'; valid head names: .*crf_tagger"):
         HEADS.get("x")
     reg = Registry("widget")
-    reg.add("lazy", "tasks.metrics:span_f1")
-    from tasks.metrics import span_f1
 
-    assert reg.get("lazy") is span_f1
-    with pytest.raises(ValueError, match="already registered"):
-        reg.add("lazy", object())
+    @reg.register("w")
+    class Widget:
+        pass
+
+    assert reg.get("w") is Widget and "w" in reg and list(reg) == ["w"]
+    with pytest.raises(ValueError, match="widget 'w' is already registered"):
+        reg.add("w", object())
 
 
 @pytest.mark.parametrize("name", ["ner_conll2003.yaml", "sentiment_polarity.yaml", "tiny_ner_conll2003.yaml",

@@ -1,15 +1,19 @@
 """Feature sources: ELMo layer/mix against the biLM itself, disk cache reuse, static OOV, concat; metrics."""
 from __future__ import annotations
 
+import pickle
+from dataclasses import replace
+
+import numpy as np
 import pytest
 import torch
 
 from elmo_features import load_bilm
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
-from tasks.config import resolve_component
-from tasks.features import elmo as elmo_module
+from tasks.components import resolve_component
+from tasks.data.tag_schemes import iob1_to_bio
 from tasks.features.base import FeatureContext, build_features
-from tasks.metrics import classification_scores, iob1_to_bio, span_f1, token_accuracy
+from tasks.metrics import classification_scores, span_f1, token_accuracy
 from tasks.registry import FEATURES
 
 SENTS = [["John", "lives", "in", "Paris"], ["Acme", "rocks"], ["the"]]
@@ -23,9 +27,9 @@ def env(tmp_path_factory):
     return {"options": opts, "weights": weights, "glove": make_glove(tmp / "glove.txt"), "tmp": tmp}
 
 
-def build(section: dict, cache_dir=None):
+def build(section: dict, cache_dir=None, context=None):
     return build_features(resolve_component(FEATURES, section, "features"),
-                          FeatureContext(cache_dir=cache_dir, progress=False))
+                          context or FeatureContext(cache_dir=cache_dir, progress=False))
 
 
 def batch_of(source, sentences, split="test"):
@@ -61,24 +65,43 @@ def test_elmo_layer_and_mix_equal_the_bilm_outputs(env):
 
 def test_frozen_features_are_cached_on_disk_and_reused(env, tmp_path):
     cache = tmp_path / "cache"
-    elmo_module._FEATURES.clear()  # the in-process copies from other tests would skip the disk cache
-    elmo_module._SENTENCES.clear()
-    src = build(elmo_section(env), cache)
+    ctx = FeatureContext(cache_dir=cache, progress=False)
+    src = build(elmo_section(env), context=ctx)
     first = src.precompute(SENTS, "train")
     files = sorted(cache.glob("*.hdf5"))
     assert len(files) == 1
     stamp = files[0].stat().st_mtime_ns
-    elmo_module._FEATURES.clear()  # forget the in-memory copies: the next read must come from disk
-    elmo_module._SENTENCES.clear()
+    ctx.memo.datasets.clear()  # forget the in-memory copies (not the loaded biLM): the next read must come from disk
+    ctx.memo.sentences.clear()
     calls = []
     orig = src._bilm.forward
     src._bilm.forward = lambda *a, **k: calls.append(1) or orig(*a, **k)
     try:
-        again = build(elmo_section(env, layer=0), cache).precompute(SENTS, "train")  # another source, same model
+        other = build(elmo_section(env, layer=0), context=ctx)  # another source, same model (the memo's)
+        assert other._bilm is src._bilm
+        again = other.precompute(SENTS, "train")
     finally:
         del src._bilm.forward
     assert calls == [] and files[0].stat().st_mtime_ns == stamp
     assert all((a[0] == b).all() for a, b in zip(first, again))
+
+
+def test_memo_lives_on_the_context(env):
+    """In-memory caches belong to a FeatureContext (shared by its runs and by dataclasses.replace copies),
+    not to the process: another context loads and embeds afresh; a pickled context arrives empty."""
+    ctx = FeatureContext(progress=False)
+    a = build(elmo_section(env, layer=1), context=ctx)
+    first = a.embed(SENTS)  # (L, n_i, D) per sentence
+    fold = a.embed(SENTS[1:])  # a subset of embedded sentences (a cross-validation fold): reused
+    assert all(x is y for x, y in zip(fold, first[1:]))
+    b = build(elmo_section(env, layer=2), context=replace(ctx, progress=None))
+    assert b._bilm is a._bilm and b.embed(SENTS) is first
+    fresh = build(elmo_section(env, layer=1))  # its own context and memo
+    assert fresh._bilm is not a._bilm
+    again = fresh.embed(SENTS)
+    assert again is not first and all(np.array_equal(x, y) for x, y in zip(again, first))
+    copy = pickle.loads(pickle.dumps(ctx))
+    assert copy.memo is not ctx.memo and not copy.memo.models and not copy.memo.sentences
 
 
 def test_static_oov_rate_and_concat_dims(env):

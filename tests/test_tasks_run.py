@@ -92,7 +92,7 @@ def test_unseen_test_label_is_counted_not_a_crash(env, tmp_path):
 
 
 def test_empty_examples_dropped_and_mismatches_rejected(env, tmp_path):
-    good = [TaggedSentence(["John", "sat"], ["B-PER", "O"]), TaggedSentence(["Paris"], ["B-LOC"])]
+    good = [TaggedSentence(["John", "sat"], ["S-PER", "O"]), TaggedSentence(["Paris"], ["S-LOC"])]  # BIOES, as declared
     cfg = resolve(tagging_config(env, features=elmo_section(env, layer=2), max_epochs=1))
     m = run_experiment(cfg, tmp_path / "r", FeatureContext(progress=False), progress=False,
                        examples={"train": good + [TaggedSentence([], [])], "test": good})

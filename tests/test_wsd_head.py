@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
+from tasks.data.wsd_examples import WsdSentence, WsdTarget
 from tasks.heads.wsd_linear import WsdLinear, WsdLinearConfig
 from tasks.registry import HEADS
-from tasks.wsd.examples import WsdSentence, WsdTarget
 
 FIN, RIVER = "bank%1:14:00::", "bank%1:17:01::"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tasks.data.wsd_examples import WsdSentence, WsdTarget
 from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
-from tasks.wsd.examples import WsdSentence, WsdTarget
 from tasks.wsd.features import all_layers, instance_vectors
 from tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
 

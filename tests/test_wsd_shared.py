@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO, shared_path
 
+from tasks.data.wsd_examples import all_targets, load_inventory, to_examples
+from tasks.data.wsd_reader import load_dataset
+from tasks.data.wsd_scorer import score
 from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
-from tasks.wsd.examples import all_targets, load_inventory, to_examples
-from tasks.wsd.reader import load_dataset
-from tasks.wsd.scorer import score
 
 # README "Baselines": (first-sense correct, SemCor-MFS correct, MFS back-offs, instances); F1 66.8 / 65.7 / 55.1
 EXPECTED = {"senseval2": (1526, 1527, 232, 2285), "senseval3": (1273, 1272, 97, 1937),

@@ -61,6 +61,9 @@ def cmd_train(args) -> int:
     check_input_file(args.config, "--config")
     cfg = TrainConfig.from_yaml(args.config, _parse_set(args.set))
     check_train_inputs(cfg, args.config)
+    ckpt = Path(cfg.out_dir) / "checkpoint.pt"  # a stop before the training loop (it saves on a signal itself)
+    args.interrupt_hint = lambda: (f"continue with: {resume_command(args)}" if ckpt.exists() else
+                                   "no checkpoint was saved yet; rerun the same command to start again")
     from .. import distributed
 
     dist = distributed.init() if distributed.torchrun_world() > 1 else None  # torchrun: data-parallel ranks
@@ -75,8 +78,9 @@ def cmd_train(args) -> int:
     if dist is None or dist.is_main:
         print(json.dumps(result))
         if not result["finished"]:
-            print(f"stopped; continue with: {resume_command(args)}")
-    return 0
+            print(f"stopped; continue with: {resume_command(args)}", flush=True)
+    signum = getattr(trainer, "stop_signal", None)  # Ctrl-C / SIGTERM: saved, but not a normal end
+    return 128 + int(signum) if signum else 0
 
 
 def load_language_model(options: str, weights: str, vocab_path: str, softmax: str | None = None):

@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from ..errors import ElmoTasksError
+from ..options import BACKBONES, BiLMOptions
 from ..schema import Bool, Int, List, Num, Obj, SchemaError, Str, validate
 
 
@@ -87,8 +88,6 @@ class TrainConfig:
 
     def validate(self, source: str = "config") -> None:
         """Check the backbone keys (the options parser checks the rest when the model is built)."""
-        from ..options import BACKBONES, BiLMOptions
-
         if self.backbone not in BACKBONES:
             raise TrainConfigError(f"{source}: unknown backbone {self.backbone!r}; valid backbones: {', '.join(BACKBONES)}")
         if self.backbone == "transformer":

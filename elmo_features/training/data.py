@@ -7,7 +7,6 @@ the character CNN runs once per distinct type in a batch. The output vocabulary 
 from __future__ import annotations
 
 import gzip
-import os
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ import torch
 
 from ..char_ids import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from ..errors import CheckpointError, MissingPathError, TextInputError
+from ..provenance import write_text_atomic
 from ..text_input import iter_lines, iter_sentences
 
 UNK_TOKEN = "<UNK>"
@@ -82,10 +82,7 @@ def build_vocab(corpus: Corpus, size: int) -> list[str]:
 
 
 def write_vocab(vocab: list[str], path: str | Path) -> None:
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, "\n".join(vocab) + "\n")
 
 
 def read_vocab(path: str | Path) -> list[str]:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from ..distributed import collective
+
 
 def slice_for_rank(idx, rank: int, world_size: int):
     """This rank's part of a global batch (every world_size-th sentence of the length-sorted batch)."""
@@ -25,14 +27,16 @@ def slice_for_rank(idx, rank: int, world_size: int):
 def reduce_step(n_predictions: float, loss_sum: float, tokens: int, save: bool, stop: bool) -> tuple[float, float, int, bool, bool]:
     """Sum (predictions, loss sum, tokens) over ranks; save/stop if any rank asks."""
     t = torch.tensor([n_predictions, loss_sum, float(tokens), float(save), float(stop)], dtype=torch.float64)
-    dist.all_reduce(t)
+    with collective("train-bilm: a training step"):
+        dist.all_reduce(t)
     return float(t[0]), float(t[1]), int(t[2]), bool(t[3] > 0), bool(t[4] > 0)
 
 
 def count_predictions(n: int) -> int:
     """The global number of predictions of this step (the loss denominator)."""
     t = torch.tensor([float(n)], dtype=torch.float64)
-    dist.all_reduce(t)
+    with collective("train-bilm: a training step"):
+        dist.all_reduce(t)
     return int(t[0])
 
 
@@ -43,7 +47,8 @@ def allreduce_grads(params: list[torch.nn.Parameter]) -> None:
         return
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
     flat = torch.cat([g.reshape(-1) for g in grads])  # (total parameters,)
-    dist.all_reduce(flat)
+    with collective("train-bilm: a training step"):
+        dist.all_reduce(flat)
     offset = 0
     for p in params:
         n = p.numel()
@@ -54,6 +59,7 @@ def allreduce_grads(params: list[torch.nn.Parameter]) -> None:
 def gather_rng_states() -> list[torch.Tensor] | None:
     """Every rank's torch RNG state on rank 0 (None elsewhere)."""
     states = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
-    dist.gather_object(torch.get_rng_state(), states, dst=0)
+    with collective("train-bilm: saving the checkpoint"):
+        dist.gather_object(torch.get_rng_state(), states, dst=0)
     return states
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import MissingPathError, StaleCacheError
+from ..provenance import write_text_atomic
 from .config import TrainConfig
 
 PREP_FORMAT = 1  # bump when the layout or tokenization of prep.npz / types.txt changes
@@ -65,10 +66,7 @@ def read_prep_key(out: Path) -> dict | None:
 
 def write_prep_key(out: Path, key: dict) -> None:
     """Replace prep.json (atomically)."""
-    path = out / KEY_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(key, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(out / KEY_FILE, json.dumps(key, indent=1) + "\n")
 
 
 def update_prep_key(out: Path, **fields) -> None:

@@ -3,21 +3,24 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import signal
 import time
 from pathlib import Path
 
+import h5py
 import numpy as np
 import torch
 import yaml
 from tqdm import tqdm
 
+from .. import distributed as D
 from ..errors import CheckpointError, MissingPathError, OutputExistsError, StaleCacheError
 from ..locking import OutputLock
 from ..options import BiLMOptions
+from ..provenance import atomic_open, write_text_atomic
 from ..text_input import iter_lines
 from .config import TrainConfig
+from .ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
 from .data import (Corpus, batches_for_epoch, build_corpus, build_vocab, make_batch, read_sentences,
                    read_vocab, type_char_ids, type_targets, write_vocab)
 from .evaluate import perplexity
@@ -26,18 +29,7 @@ from .export import export_model
 from .lm import BiLanguageModel
 from .vectors import read_vector_table, table_digest
 from ..token_vectors import TokenVectors, select_vectors
-
-
-def _atomic_json(obj, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def _atomic_text(text: str, path: Path) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+from ..weights import load_weights_into
 
 
 def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
@@ -65,10 +57,9 @@ def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
     corpus = build_corpus(cfg.train_files, cfg.max_sentence_length)
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in corpus.sentences])]).astype(np.int64)
     write_prep_key(out, prep_key(cfg, with_hashes=True))  # first: prep.npz (written last) marks a complete cache
-    _atomic_text("\n".join(corpus.types) + "\n", out / "types.txt")
-    tmp = out / "prep.tmp.npz"
-    np.savez(tmp, flat=np.concatenate(corpus.sentences), offsets=offsets, counts=corpus.counts)
-    os.replace(tmp, prep)
+    write_text_atomic(out / "types.txt", "\n".join(corpus.types) + "\n")
+    with atomic_open(prep) as f:
+        np.savez(f, flat=np.concatenate(corpus.sentences), offsets=offsets, counts=corpus.counts)
     return corpus
 
 
@@ -127,8 +118,6 @@ class Trainer:
         except BaseException as e:
             error = e
         if self.world > 1:  # the other ranks set up after rank 0 (reading its corpus cache and vocab)
-            from .. import distributed as D
-
             failed = D.broadcast(None if error is None else " ".join(str(error).split()) or type(error).__name__)
             if failed is not None and error is None:
                 error = D.DistributedError(f"rank 0: {failed}")
@@ -190,15 +179,11 @@ class Trainer:
         self.state["corpus_digest"] = corpus_key
         self.state["world_size"] = self.world
         if self.main:
-            _atomic_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), self.out / "config.yaml")
+            write_text_atomic(self.out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         self._stop = False
 
     def _init_from(self, folder: Path) -> None:
         """Warm start from an exported biLM: same model options required; softmax too when present."""
-        import h5py
-
-        from ..weights import load_weights_into
-
         opts, weights = folder / "options.json", folder / "weights.hdf5"
         if not opts.exists() or not weights.exists():
             raise FileNotFoundError(f"init_from: {folder} needs options.json and weights.hdf5")
@@ -237,8 +222,6 @@ class Trainer:
         """Write the checkpoint (rank 0; under torchrun every rank calls this together: RNG states)."""
         rng_ranks = None
         if self.world > 1:
-            from .ddp import gather_rng_states
-
             rng_ranks = gather_rng_states()
             if not self.main:
                 return
@@ -248,9 +231,8 @@ class Trainer:
         }
         if rng_ranks is not None:
             ckpt["torch_rng_ranks"] = rng_ranks
-        tmp = self.out / "checkpoint.pt.tmp"
-        torch.save(ckpt, tmp)
-        os.replace(tmp, self.out / "checkpoint.pt")
+        with atomic_open(self.out / "checkpoint.pt") as f:
+            torch.save(ckpt, f)
 
     def _load(self, path: Path) -> None:
         try:
@@ -289,6 +271,7 @@ class Trainer:
 
     def _on_signal(self, signum, frame) -> None:
         self._stop = True
+        self.stop_signal = signum  # (the command exits with 128 + signum after saving)
 
     # -- training ----------------------------------------------------------------------------
     def train_step(self, idx: np.ndarray) -> tuple[float, int]:
@@ -319,8 +302,6 @@ class Trainer:
         return float(loss.detach()), int((lengths - 2).sum())
 
     def _train_step_ddp(self, idx: np.ndarray) -> tuple[float, int]:
-        from .ddp import allreduce_grads, count_predictions, slice_for_rank
-
         cfg = self.cfg
         idx = slice_for_rank(idx, self.rank, self.world)
         self.model.train()
@@ -378,8 +359,6 @@ class Trainer:
                     loss, n = self.train_step(batches[st["batch_in_epoch"]])
                     save_now = time.time() - last_ckpt > 60 * cfg.checkpoint_minutes
                     if self.world > 1:  # global loss and tokens; checkpoint (rank 0's clock) / stop together
-                        from .ddp import reduce_step
-
                         _, loss, n, save_now, self._stop = reduce_step(0, loss, n, save_now and self.main,
                                                                         self._stop)
                     st["batch_in_epoch"] += 1
@@ -424,7 +403,7 @@ class Trainer:
         ppl = self.evaluate()
         st["history"].append({"tokens": st["tokens"], "step": st["step"], "elapsed": st["elapsed"], **ppl})
         st["next_eval"] = st["tokens"] + self.cfg.eval_every_tokens
-        _atomic_json(st["history"], self.out / "curve.json")
+        write_text_atomic(self.out / "curve.json", json.dumps(st["history"], indent=2) + "\n")
         export_model(self.model, self.vocab, self.out / "export")
         tqdm.write(f"[{st['tokens']:,} tokens, {st['elapsed'] / 60:.1f} min] held-out ppl "
                    f"fwd {ppl['forward']:.1f} bwd {ppl['backward']:.1f} mean {ppl['mean']:.1f}")

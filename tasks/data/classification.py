@@ -6,8 +6,9 @@ from pathlib import Path
 
 from elmo_features.text_input import iter_lines
 
+from ..registry import READERS
 from .tokenizer import get_tokenizer
-from .types import DataFormatError, LabeledSentence
+from .types import DataFormatError, LabeledSentence, ReaderOptionError
 
 LABEL_NAMES = {"label", "labels", "class", "category", "sentiment", "polarity", "target", "y", "gold"}
 TEXT_NAMES = {"text", "sentence", "sentences", "review", "content", "document", "x", "tokens", "phrase"}
@@ -44,7 +45,7 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
     path = Path(path)
     tok = get_tokenizer(tokenizer)
     if header not in (True, False, "auto"):
-        raise ValueError(f"header must be true, false or 'auto', got {header!r}")
+        raise ReaderOptionError(f"header: must be true, false or 'auto', got {header!r}")
     if not path.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
     for _ in iter_lines(path):  # the text policy of elmo_features.text_input: UTF-8, no NUL (exact line on error)
@@ -91,12 +92,14 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
     return out
 
 
+@READERS.register("tsv")
 def read_tsv(path: str | Path, label_column: int | str = 0, text_column: int | str = 1,
              header: bool | str = "auto", tokenizer: str = "whitespace") -> list[LabeledSentence]:
     """Tab-separated ``label<TAB>text`` (no quoting: quotes are part of the text)."""
     return read_delimited(path, "\t", label_column, text_column, header, tokenizer, quoting=False)
 
 
+@READERS.register("csv")
 def read_csv(path: str | Path, label_column: int | str = 0, text_column: int | str = 1,
              header: bool | str = "auto", tokenizer: str = "whitespace") -> list[LabeledSentence]:
     """Comma-separated ``label,text`` with standard CSV quoting (``"..."``, ``""`` escapes)."""

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from elmo_features.text_input import iter_lines
 
-from .tag_schemes import TagSchemeError, check_scheme_name, convert_tags, detect_scheme
-from .types import DataFormatError, TaggedSentence
+from ..registry import READERS
+from .tag_schemes import TagSchemeError, check_scheme_name, convert_data
+from .types import DataFormatError, ReaderOptionError, TaggedSentence
 
 CONLL2003_COLUMNS = ("word", "pos", "chunk", "ner")
 SPAN_COLUMNS = ("chunk", "ner")  # columns holding span tags (scheme conversion applies)
@@ -35,6 +36,7 @@ def _read_blocks(path: Path, columns: Sequence[str]) -> list[tuple[list[int], li
     return blocks
 
 
+@READERS.register("conll2003")
 def read_conll2003(path: str | Path, tag_column: str = "ner", scheme: str = "BIO",
                    input_scheme: str = "auto", columns: Sequence[str] = CONLL2003_COLUMNS,
                    ) -> list[TaggedSentence]:
@@ -48,9 +50,9 @@ def read_conll2003(path: str | Path, tag_column: str = "ner", scheme: str = "BIO
     path = Path(path)
     columns = tuple(columns)
     if not columns or columns[0] != "word":
-        raise ValueError(f"columns must start with 'word', got {list(columns)}")
+        raise ReaderOptionError(f"columns: must start with 'word', got {list(columns)}")
     if tag_column not in columns[1:]:
-        raise ValueError(f"unknown tag_column {tag_column!r}; valid: {', '.join(columns[1:])}")
+        raise ReaderOptionError(f"tag_column: unknown column {tag_column!r}; valid: {', '.join(columns[1:])}")
     scheme = check_scheme_name(scheme)
     if input_scheme != "auto":
         input_scheme = check_scheme_name(input_scheme)
@@ -60,27 +62,15 @@ def read_conll2003(path: str | Path, tag_column: str = "ner", scheme: str = "BIO
     if not blocks:
         raise DataFormatError("no sentences found (empty file?)", path)
     col = columns.index(tag_column)
-    raw_tags = [[r[col] for r in rows] for _, rows in blocks]
-    convert = tag_column in SPAN_COLUMNS
-    if convert:
+    all_tags = [[r[col] for r in rows] for _, rows in blocks]
+    if tag_column in SPAN_COLUMNS:
         try:
-            source = detect_scheme(raw_tags) if input_scheme == "auto" else input_scheme
+            all_tags, _ = convert_data(all_tags, input_scheme, scheme)
         except TagSchemeError as e:
-            for (lines, _), tags in zip(blocks, raw_tags):  # find the first malformed tag's line
-                try:
-                    detect_scheme([tags])
-                except TagSchemeError as e2:
-                    raise DataFormatError(f"{tag_column} column: {e2}", path, lines[e2.index]) from None
-            raise
+            how = f" ({e.scheme} scheme{', detected' if input_scheme == 'auto' else ''})" if e.scheme else ""
+            raise DataFormatError(f"{tag_column} column{how}: {e}", path, blocks[e.sentence][0][e.index]) from None
     sentences = []
-    for (lines, rows), tags in zip(blocks, raw_tags):
-        if convert:
-            try:
-                tags = convert_tags(tags, source, scheme)
-            except TagSchemeError as e:
-                raise DataFormatError(f"{tag_column} column ({source} scheme"
-                                      f"{', detected' if input_scheme == 'auto' else ''}): {e}",
-                                      path, lines[e.index]) from None
+    for (_, rows), tags in zip(blocks, all_tags):
         others = {name: [r[j] for r in rows] for j, name in enumerate(columns) if j > 0}
         sentences.append(TaggedSentence(tokens=[r[0] for r in rows], tags=tags, columns=others))
     return sentences

@@ -6,8 +6,10 @@ import os
 from pathlib import Path
 from collections.abc import Sequence
 
+from ..registry import READERS
+from .tag_schemes import TagSchemeError, check_scheme_name, convert_data, split_tag
 from .tokenizer import get_tokenizer
-from .types import DataFormatError, LabeledSentence, TaggedSentence
+from .types import DataFormatError, LabeledSentence, ReaderOptionError, TaggedSentence
 
 _LOCAL_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet",
                    ".arrow": "arrow"}
@@ -18,7 +20,7 @@ TAGS_COLUMNS = ("tags", "ner_tags", "ner", "pos_tags", "chunk_tags")
 
 
 def _load(path: str, split: str, config: str | None):
-    import datasets
+    import datasets  # lazy: HF datasets is slow to import and only the hf reader needs it
 
     p = Path(path)
     if p.is_dir():
@@ -26,15 +28,15 @@ def _load(path: str, split: str, config: str | None):
             ds = datasets.load_from_disk(str(p))
             if isinstance(ds, datasets.DatasetDict):
                 if split not in ds:
-                    raise ValueError(f"{p}: no split {split!r}; splits: {', '.join(ds)}")
+                    raise DataFormatError(f"no split {split!r}; splits: {', '.join(ds)} (reader option split)", p)
                 ds = ds[split]
             return ds
         return datasets.load_dataset(str(p), config, split=split)
     if p.is_file():
         builder = _LOCAL_BUILDERS.get(p.suffix.lower())
         if builder is None:
-            raise ValueError(f"{p}: unsupported file type {p.suffix!r} for the hf reader; valid: "
-                             f"{', '.join(sorted(_LOCAL_BUILDERS))} or a save_to_disk folder")
+            raise DataFormatError(f"unsupported file type {p.suffix!r} for the hf reader; valid: "
+                                  f"{', '.join(sorted(_LOCAL_BUILDERS))} or a save_to_disk folder", p)
         kwargs = {"delimiter": "\t"} if p.suffix.lower() == ".tsv" else {}
         return datasets.load_dataset(builder, data_files=str(p), split="train", **kwargs)
     if os.sep in path or p.suffix.lower() in _LOCAL_BUILDERS:
@@ -43,7 +45,7 @@ def _load(path: str, split: str, config: str | None):
         return datasets.load_dataset(path, config, split=split)
     except Exception as e:  # offline mode / unknown name / no network: say what to do instead
         offline = os.environ.get("HF_DATASETS_OFFLINE") == "1" or os.environ.get("HF_HUB_OFFLINE") == "1"
-        raise RuntimeError(
+        raise DataFormatError(
             f"could not load hub data set {path!r} (config {config!r}, split {split!r})"
             f"{' in offline mode (HF_DATASETS_OFFLINE=1)' if offline else ''}: {type(e).__name__}: {e}. "
             f"Use a local file (.json/.jsonl/.csv/.tsv/.parquet) or folder, or `elmo-tasks data get`.") from e
@@ -52,7 +54,7 @@ def _load(path: str, split: str, config: str | None):
 def _pick(names: Sequence[str], given: str | None, candidates: Sequence[str], what: str) -> str | None:
     if given is not None:
         if given not in names:
-            raise ValueError(f"{what} {given!r} not found; columns: {', '.join(names)}")
+            raise ReaderOptionError(f"{what}: column {given!r} not found; columns: {', '.join(names)}")
         return given
     return next((c for c in candidates if c in names), None)
 
@@ -65,20 +67,53 @@ def _decoder(feature):
     return str
 
 
+def _cells(value) -> list:
+    """A sequence cell: a list as stored, a string (CSV/TSV files) split on whitespace."""
+    return value.split() if isinstance(value, str) else list(value)
+
+
+def _convert_spans(sentences: list[TaggedSentence], rows: list[int], input_scheme: str, scheme: str,
+                   where: str) -> None:
+    """Convert span tags in place from ``input_scheme`` to ``scheme`` (see read_hf); errors name the row."""
+    seqs = [s.tags for s in sentences]
+    if input_scheme == "auto":
+        try:
+            for tags in seqs:
+                for t in tags:
+                    split_tag(t)
+        except TagSchemeError:
+            return  # not span tags (e.g. POS): returned as read
+    try:
+        converted, _ = convert_data(seqs, input_scheme, scheme)
+    except TagSchemeError as e:
+        how = f" ({e.scheme} scheme{', detected' if input_scheme == 'auto' else ''})" if e.scheme else ""
+        raise DataFormatError(f"row {rows[e.sentence]}, tag {e.index + 1}{how}: {e}", where) from None
+    for s, tags in zip(sentences, converted):
+        s.tags = tags
+
+
+@READERS.register("hf")
 def read_hf(path: str | Path, split: str = "train", config: str | None = None, kind: str = "auto",
             text_column: str | None = None, tokens_column: str | None = None,
             label_column: str | None = None, tags_column: str | None = None,
-            tokenizer: str = "whitespace") -> list[LabeledSentence] | list[TaggedSentence]:
+            tokenizer: str = "whitespace", scheme: str = "BIO",
+            input_scheme: str = "auto") -> list[LabeledSentence] | list[TaggedSentence]:
     """Read a ``datasets`` data set as LabeledSentences (kind "classification") or TaggedSentences
     (kind "tagging"); "auto" picks tagging when token and tag-sequence columns exist.
 
     ``path``: a local .json/.jsonl/.csv/.tsv/.parquet file, a save_to_disk folder, a local data-set
     folder, or a hub name (needs the network). Column names default to the usual ones (text/sentence,
     label, tokens, tags/ner_tags). ClassLabel ints are mapped to their names; a text column is
-    tokenized with ``tokenizer``.
+    tokenized with ``tokenizer``; a tokens or tags cell that is a string (.csv/.tsv files) is split on
+    whitespace. Span tags are converted from ``input_scheme`` to ``scheme`` as in the CoNLL reader ("auto"
+    detects IOB1/BIO/BIOES over the whole split; with "auto", tags that are not all span tags, e.g. POS
+    tags, are returned as read).
     """
     if kind not in ("auto", "classification", "tagging"):
-        raise ValueError(f"unknown kind {kind!r}; valid: auto, classification, tagging")
+        raise ReaderOptionError(f"kind: unknown kind {kind!r}; valid: auto, classification, tagging")
+    scheme = check_scheme_name(scheme)
+    if input_scheme != "auto":
+        input_scheme = check_scheme_name(input_scheme)
     tok = get_tokenizer(tokenizer)
     ds = _load(str(path), split, config)
     names = list(ds.column_names)
@@ -88,28 +123,31 @@ def read_hf(path: str | Path, split: str = "train", config: str | None = None, k
         kind = "tagging" if tokens_c and tags_c else "classification"
     if kind == "tagging":
         if not (tokens_c and tags_c):
-            raise ValueError(f"{path}: tagging needs a tokens and a tags column; columns: {', '.join(names)}")
+            raise DataFormatError(f"tagging needs a tokens and a tags column; columns: {', '.join(names)} "
+                                  "(set tokens_column= / tags_column=)", path)
         decode = _decoder(getattr(ds.features[tags_c], "feature", None))
         others = [c for c in names if c not in (tokens_c, tags_c)]
-        out_t = []
+        out_t, rows = [], []
         for i, ex in enumerate(ds):
-            tokens = [str(t) for t in ex[tokens_c]]
+            tokens = [str(t) for t in _cells(ex[tokens_c])]
             if not tokens:
                 continue  # empty sentences are skipped, as in the CoNLL reader
-            tags = [decode(t) for t in ex[tags_c]]
+            tags = [decode(t) for t in _cells(ex[tags_c])]
             if len(tags) != len(tokens):
                 raise DataFormatError(f"row {i}: {len(tokens)} tokens but {len(tags)} tags", path)
             cols = {c: [str(v) for v in ex[c]] for c in others
                     if isinstance(ex[c], list) and len(ex[c]) == len(tokens)}
             out_t.append(TaggedSentence(tokens=tokens, tags=tags, columns=cols))
+            rows.append(i)
         if not out_t:
             raise DataFormatError("no examples found", path)
+        _convert_spans(out_t, rows, input_scheme, scheme, f"{path}: {tags_c} column")
         return out_t
     text_c = _pick(names, text_column, TEXT_COLUMNS, "text_column")
     label_c = _pick(names, label_column, LABEL_COLUMNS, "label_column")
     if label_c is None or (text_c is None and tokens_c is None):
-        raise ValueError(f"{path}: classification needs a label and a text (or tokens) column; columns: "
-                         f"{', '.join(names)} (set text_column= / label_column=)")
+        raise DataFormatError(f"classification needs a label and a text (or tokens) column; columns: "
+                              f"{', '.join(names)} (set text_column= / label_column=)", path)
     decode = _decoder(ds.features[label_c])
     out: list[LabeledSentence] = []
     for i, ex in enumerate(ds):
@@ -124,7 +162,7 @@ def read_hf(path: str | Path, split: str = "train", config: str | None = None, k
 
 def to_hf_dataset(examples: Sequence[LabeledSentence] | Sequence[TaggedSentence]):
     """An in-memory ``datasets.Dataset``: columns tokens+label, or tokens+tags+the extra columns."""
-    import datasets
+    import datasets  # lazy: HF datasets is slow to import and only the hf reader needs it
 
     if not examples:
         raise ValueError("to_hf_dataset: no examples")

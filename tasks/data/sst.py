@@ -6,6 +6,7 @@ from pathlib import Path
 
 from elmo_features.text_input import iter_lines
 
+from ..registry import READERS
 from .types import DataFormatError, LabeledSentence
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
@@ -75,6 +76,7 @@ def _label(tree: _Tree, binary: bool) -> str | None:
     return BINARY.get(tree.label) if binary else tree.label
 
 
+@READERS.register("sst")
 def read_sst(path: str | Path, binary: bool = False, include_subtrees: bool = False,
              ptb_unescape: bool = True) -> list[LabeledSentence]:
     """Read SST trees; the example is the root's leaves with the root label.

@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from elmo_features.provenance import atomic_open, write_text_atomic
+
 from .types import DataFormatError
 
 FORMATS = ("auto", "text", "word2vec_bin", "npy")
@@ -94,15 +96,9 @@ class StaticVectors:
         bad = [w for w in self.words if "\n" in w or "\r" in w or not w]
         if bad:
             raise ValueError(f"cannot write words containing line breaks or empty words: {bad[:3]!r}")
-        _atomic_write(Path(vectors_path), lambda f: np.save(f, self.vectors))
-        _atomic_write(Path(words_path), lambda f: f.write("".join(w + "\n" for w in self.words).encode("utf-8")))
-
-
-def _atomic_write(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        write(f)
-    os.replace(tmp, path)
+        with atomic_open(vectors_path, "wb") as f:
+            np.save(f, self.vectors)
+        write_text_atomic(words_path, "".join(w + "\n" for w in self.words))
 
 
 def _is_number(s: str) -> bool:

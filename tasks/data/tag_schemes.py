@@ -1,4 +1,8 @@
-"""Span tag schemes (IOB1, BIO, BIOES): validity checks, detection, and conversion via spans.
+"""Span tag schemes (IOB1, BIO, BIOES): the one place that knows them.
+
+Validity checks, detection, span extraction (strict for data files, lenient for scoring predictions),
+conversion via spans, and the allowed tag transitions (the CRF's decoding constraints). Readers, the CRF
+head and the span metric all use this module.
 
 * BIO (IOB2): every chunk starts with ``B-X``; ``I-X`` continues a chunk of type X.
 * IOB1 (original CoNLL-2003): chunks start with ``I-X``; ``B-X`` is used only for a chunk that
@@ -11,16 +15,23 @@ from collections.abc import Iterable, Sequence
 
 from elmo_features.errors import ElmoTasksError
 
+from .types import ReaderOptionError
+
 SCHEMES = ("IOB1", "BIO", "BIOES")
+PREFIXES = {"IOB1": "BI", "BIO": "BI", "BIOES": "BIES"}  # chunk prefixes of each scheme (besides "O")
+START, END = "START", "END"  # pseudo-tags before the first and after the last tag (transitions)
 Span = tuple[str, int, int]  # (type, start, end) with end exclusive
 
 
 class TagSchemeError(ElmoTasksError, ValueError):
-    """An invalid tag sequence; ``index`` is the 0-based position of the offending tag."""
+    """An invalid tag sequence; ``index`` is the 0-based position of the offending tag, ``sentence`` the
+    0-based sentence (when a whole data set was checked), ``scheme`` the scheme it was checked under."""
 
-    def __init__(self, message: str, index: int):
+    def __init__(self, message: str, index: int, sentence: int | None = None, scheme: str | None = None):
         super().__init__(message)
         self.index = index
+        self.sentence = sentence
+        self.scheme = scheme
 
 
 def check_scheme_name(scheme: str) -> str:
@@ -29,7 +40,7 @@ def check_scheme_name(scheme: str) -> str:
     if name == "IOB2":
         name = "BIO"
     if name not in SCHEMES:
-        raise ValueError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)} (IOB2 = BIO)")
+        raise ReaderOptionError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)} (IOB2 = BIO)")
     return name
 
 
@@ -43,49 +54,69 @@ def split_tag(tag: str, index: int = 0) -> tuple[str, str | None]:
     return tag[0], tag[2:]
 
 
-def tags_to_spans(tags: Sequence[str], scheme: str) -> list[Span]:
-    """Decode one sentence's tags into spans, raising TagSchemeError at the first invalid tag."""
+def scheme_tag(tag: str, scheme: str, index: int = 0) -> tuple[str, str | None]:
+    """``split_tag``, and the prefix must belong to ``scheme`` (e.g. no ``S-`` in BIO)."""
+    prefix, typ = split_tag(tag, index)
+    if prefix != "O" and prefix not in PREFIXES[scheme]:
+        raise TagSchemeError(f"tag {tag!r} is not a valid {scheme} tag (expected O or "
+                             f"{', '.join(p + '-TYPE' for p in PREFIXES[scheme])})", index)
+    return prefix, typ
+
+
+def tags_to_spans(tags: Sequence[str], scheme: str, strict: bool = True) -> list[Span]:
+    """Decode one sentence's tags into spans.
+
+    ``strict``: raise TagSchemeError at the first tag that is invalid in ``scheme`` (data files).
+    Otherwise return only the well-formed chunks (how predictions are scored, as seqeval's strict mode):
+    a tag that cannot continue or start a chunk yields nothing and ends the open chunk, which counts in
+    IOB1/BIO but not in BIOES (a BIOES chunk exists only once its ``E-`` tag is seen).
+    """
     scheme = check_scheme_name(scheme)
-    allowed = {"IOB1": "BI", "BIO": "BI", "BIOES": "BIES"}[scheme]
     spans: list[Span] = []
-    start, typ = -1, None  # open chunk
+    start, typ = -1, None  # the open chunk
+
+    def close(end: int) -> None:  # the open chunk stops before ``end``
+        nonlocal start, typ
+        if typ is not None and scheme != "BIOES":
+            spans.append((typ, start, end))
+        start, typ = -1, None
+
     for i, tag in enumerate(tags):
-        prefix, t = split_tag(tag, i)
-        if prefix != "O" and prefix not in allowed:
-            raise TagSchemeError(f"tag {tag!r} is not valid in the {scheme} scheme", i)
-        continues = typ is not None and t == typ
-        if scheme == "BIOES" and typ is not None and prefix not in "IE":
-            raise TagSchemeError(f"{tag!r} follows an unfinished {typ} chunk (BIOES needs E-{typ})", i)
-        if prefix == "O":
-            if typ is not None:
-                spans.append((typ, start, i))
-            start, typ = -1, None
-        elif prefix == "I" and scheme == "IOB1" and not continues:
-            if typ is not None:
-                spans.append((typ, start, i))
-            start, typ = i, t
-        elif prefix in "IE":
-            if not continues:
+        try:
+            prefix, t = scheme_tag(tag, scheme, i)
+            if scheme == "BIOES" and typ is not None and prefix not in "IE":
+                if strict:
+                    raise TagSchemeError(f"{tag!r} follows an unfinished {typ} chunk (BIOES needs E-{typ})", i)
+                start, typ = -1, None  # the unfinished chunk is dropped; this tag is read afresh
+            continues = typ is not None and t == typ
+            if prefix in "IE" and not continues and not (prefix == "I" and scheme == "IOB1"):
                 raise TagSchemeError(f"{tag!r} does not continue a {t} chunk (previous tag "
                                      f"{tags[i - 1] if i else '<start>'!r}) in the {scheme} scheme", i)
-            if prefix == "E":
-                spans.append((typ, start, i + 1))
-                start, typ = -1, None
-        else:  # B or S
-            if scheme == "IOB1" and not continues:
+            if prefix == "B" and scheme == "IOB1" and not continues:
                 raise TagSchemeError(f"{tag!r} in IOB1 must follow a chunk of the same type "
                                      f"(previous tag {tags[i - 1] if i else '<start>'!r})", i)
-            if typ is not None:
-                spans.append((typ, start, i))
-            if prefix == "S":
-                spans.append((t, i, i + 1))
-                start, typ = -1, None
-            else:
+        except TagSchemeError:
+            if strict:
+                raise
+            close(i)
+            continue
+        if prefix == "O":
+            close(i)
+        elif prefix == "I":
+            if not continues:  # IOB1: I- starts a chunk
+                close(i)
                 start, typ = i, t
-    if typ is not None:
-        if scheme == "BIOES":
-            raise TagSchemeError(f"sentence ends inside a {typ} chunk (BIOES needs E-{typ})", len(tags) - 1)
-        spans.append((typ, start, len(tags)))
+        elif prefix == "E":
+            spans.append((t, start, i + 1))
+            start, typ = -1, None
+        elif prefix == "S":
+            spans.append((t, i, i + 1))
+        else:  # B
+            close(i)
+            start, typ = i, t
+    if typ is not None and scheme == "BIOES" and strict:
+        raise TagSchemeError(f"sentence ends inside a {typ} chunk (BIOES needs E-{typ})", len(tags) - 1)
+    close(len(tags))
     return spans
 
 
@@ -131,13 +162,71 @@ def detect_scheme(sentences: Iterable[Sequence[str]]) -> str:
     The guess is only a guess: callers should validate every sentence under it (tags_to_spans).
     """
     iob1 = False
-    for tags in sentences:
+    for k, tags in enumerate(sentences):
         prev_type = None
         for i, tag in enumerate(tags):
-            prefix, t = split_tag(tag, i)
+            try:
+                prefix, t = split_tag(tag, i)
+            except TagSchemeError as e:
+                raise TagSchemeError(str(e), i, sentence=k) from None
             if prefix in "ES":
                 return "BIOES"
             if prefix == "I" and t != prev_type:
                 iob1 = True
             prev_type = t
     return "IOB1" if iob1 else "BIO"
+
+
+def convert_data(sentences: Sequence[Sequence[str]], input_scheme: str, scheme: str) -> tuple[list[list[str]], str]:
+    """A data set's tag sequences validated under ``input_scheme`` ("auto": detected over all of them) and
+    converted to ``scheme``; -> (converted sequences, the input scheme). The TagSchemeError of the first
+    invalid tag carries ``sentence``, ``index`` and ``scheme`` (None when the tag is malformed)."""
+    scheme = check_scheme_name(scheme)
+    source = detect_scheme(sentences) if input_scheme == "auto" else check_scheme_name(input_scheme)
+    out = []
+    for k, tags in enumerate(sentences):
+        try:
+            out.append(convert_tags(tags, source, scheme))
+        except TagSchemeError as e:
+            raise TagSchemeError(str(e), e.index, sentence=k, scheme=source) from None
+    return out, source
+
+
+# ---------------------------------------------------------------- transitions (the CRF's constraints)
+
+def is_transition_allowed(scheme: str, from_prefix: str, from_type: str | None, to_prefix: str,
+                          to_type: str | None) -> bool:
+    """Whether a tag with ``to_prefix``/``to_type`` may follow one with ``from_prefix``/``from_type`` in
+    ``scheme``; prefixes are "O", "B", "I", "E", "S" or START/END. The same rules as ``tags_to_spans``."""
+    scheme = check_scheme_name(scheme)
+    if to_prefix == START or from_prefix == END:
+        return False
+    same = from_type == to_type
+    if scheme == "BIO":
+        if from_prefix == START:
+            return to_prefix in ("O", "B")
+        if to_prefix == END:
+            return from_prefix in ("O", "B", "I")
+        return to_prefix in ("O", "B") or (to_prefix == "I" and from_prefix in ("B", "I") and same)
+    if scheme == "IOB1":
+        if from_prefix == START:
+            return to_prefix in ("O", "I")
+        if to_prefix == END:
+            return from_prefix in ("O", "B", "I")
+        return to_prefix in ("O", "I") or (to_prefix == "B" and from_prefix in ("B", "I") and same)
+    if from_prefix == START:  # BIOES
+        return to_prefix in ("O", "B", "S")
+    if to_prefix == END:
+        return from_prefix in ("O", "E", "S")
+    return (from_prefix in ("O", "E", "S") and to_prefix in ("O", "B", "S")) or (
+        from_prefix in ("B", "I") and to_prefix in ("I", "E") and same)
+
+
+def allowed_transitions(scheme: str, labels: Sequence[str]) -> list[tuple[int, int]]:
+    """Allowed (i, j) pairs over label indices plus START = len(labels) and END = len(labels) + 1.
+
+    A label that is not a tag of ``scheme`` raises TagSchemeError."""
+    scheme = check_scheme_name(scheme)
+    parts = [scheme_tag(t, scheme, i) for i, t in enumerate(labels)] + [(START, None), (END, None)]
+    return [(i, j) for i, (fp, ft) in enumerate(parts) for j, (tp, tt) in enumerate(parts)
+            if is_transition_allowed(scheme, fp, ft, tp, tt)]

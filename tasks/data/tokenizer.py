@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .types import ReaderOptionError
+
 _CHAR_MAP = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\u00b4": "'", "`": "'",
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\u00ab": '"', "\u00bb": '"',
@@ -140,4 +142,4 @@ def get_tokenizer(name: str):
     try:
         return TOKENIZERS[name]
     except KeyError:
-        raise ValueError(f"unknown tokenizer {name!r}; valid: {', '.join(sorted(TOKENIZERS))}") from None
+        raise ReaderOptionError(f"tokenizer: unknown tokenizer {name!r}; valid: {', '.join(sorted(TOKENIZERS))}") from None

@@ -7,7 +7,9 @@ built from a resolved ``{name: ..., **hparams}`` section by ``build_features``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -15,13 +17,65 @@ import numpy as np
 import torch
 from torch import nn
 
+from elmo_features.devices import module_device
+
+from ..components import component_config
+from ..registry import FEATURES
+
+
+class Memo:
+    """In-memory caches shared by the runs that get one FeatureContext (e.g. every run of a comparison, so
+    that its k-fold cross-validation embeds each sentence once): loaded frozen models, embedded sentences,
+    read data files. A copy sent to another process (pickled) starts empty."""
+
+    max_datasets = 6  # embedded data sets kept whole (train/dev/test of two models)
+
+    def __init__(self) -> None:
+        self.models: dict[str, Any] = {}  # loader arguments -> a frozen biLM, static vectors, ...
+        self.datasets: OrderedDict[str, list] = OrderedDict()  # data set key -> per-sentence arrays (LRU)
+        self.sentences: dict[str, dict[tuple, Any]] = {}  # model key -> tokens -> array (one model at a time)
+        self.examples: dict[str, list] = {}  # (reader, path, mtime, options) -> examples
+
+    def __reduce__(self):
+        return (Memo, ())
+
+    def model(self, key: str, load: Callable[[], Any]) -> Any:
+        """The model stored under ``key``, loaded by ``load()`` the first time."""
+        if key not in self.models:
+            self.models[key] = load()
+        return self.models[key]
+
+    def recall(self, key: str, model_key: str, sentences: list[list[str]]) -> list | None:
+        """The arrays of a data set remembered under ``key``, else of its sentences (any subset of the
+        remembered ones, e.g. a cross-validation fold) under ``model_key``; None when one is missing."""
+        if key in self.datasets:
+            self.datasets.move_to_end(key)
+            return self.datasets[key]
+        memo = self.sentences.get(model_key, {})
+        hits = [memo.get(tuple(s)) for s in sentences]
+        return hits if sentences and all(h is not None for h in hits) else None
+
+    def remember(self, key: str, model_key: str, sentences: list[list[str]], arrays: list) -> None:
+        """Keep a data set's arrays (the last ``max_datasets`` data sets; the sentences of one model)."""
+        self.datasets[key] = arrays
+        while len(self.datasets) > self.max_datasets:
+            self.datasets.popitem(last=False)
+        if model_key not in self.sentences:
+            self.sentences.clear()  # one model's sentences at a time bounds the memory
+            self.sentences[model_key] = {}
+        self.sentences[model_key].update((tuple(s), a) for s, a in zip(sentences, arrays))
+
 
 @dataclass
 class FeatureContext:
-    """Run settings that are not hyperparameters: where frozen features are cached, progress bars."""
+    """Run settings that are not hyperparameters: where frozen features are cached, progress bars, the torch
+    device ("cpu", "cuda:0", ...) the frozen models compute on; and the in-memory caches (``memo``) shared by
+    every run given this context (``dataclasses.replace`` keeps it)."""
 
     cache_dir: Path | None = None
     progress: bool | None = None
+    device: str = "cpu"
+    memo: Memo = field(default_factory=Memo, compare=False, repr=False)
 
 
 class FeatureSource(nn.Module):
@@ -58,7 +112,7 @@ class FeatureSource(nn.Module):
 
     def regularization(self) -> torch.Tensor:
         """A penalty added to the training loss (e.g. the mix weights' L2); 0 by default."""
-        return torch.zeros(())
+        return torch.zeros((), device=module_device(self))
 
     def report(self) -> dict:
         """JSON-able facts for results (mix weights, gamma, OOV rates, model fingerprints)."""
@@ -78,8 +132,5 @@ def pad_tokens(items: list[np.ndarray], T: int) -> torch.Tensor:
 
 def build_features(resolved: dict, context: FeatureContext) -> FeatureSource:
     """A feature source from a resolved ``{name: ..., **hparams}`` section."""
-    from ..config import component_config
-    from ..registry import FEATURES
-
     cls = FEATURES.get(resolved["name"])
     return cls(component_config(FEATURES, resolved), context)

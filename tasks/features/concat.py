@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ..config import ConfigError
+from elmo_features.devices import module_device
+
+from ..components import ConfigError
+from ..registry import FEATURES
 from .base import FeatureContext, FeatureSource, build_features
 
 
@@ -19,6 +22,7 @@ class ConcatConfig:
             raise ConfigError(f"{where}.sources: list at least two feature sources to concatenate")
 
 
+@FEATURES.register("concat")
 class ConcatFeatures(FeatureSource):
     """Concatenates its sources' features along D. Output (B, T, sum of D)."""
 
@@ -56,7 +60,7 @@ class ConcatFeatures(FeatureSource):
         return self.sources[k].layers(batch[k])  # (L, B, T, D)
 
     def regularization(self) -> torch.Tensor:
-        return sum((s.regularization() for s in self.sources), torch.zeros(()))
+        return sum((s.regularization() for s in self.sources), torch.zeros((), device=module_device(self)))
 
     def report(self) -> dict:
         return {"sources": [{"name": c["name"], **s.report()} for c, s in zip(self.config.sources, self.sources)]}

@@ -1,13 +1,12 @@
 """``elmo``: frozen biLM layers, fused by a mix trained with the head (default: ELMo's scalar mix), or one layer.
 
 The biLM runs once per data set: features are cached on disk by ``elmo_features.FeatureCache`` (keyed by
-model fingerprint + sentences), and within one process also in memory, so several heads, seeds and
-source variants (layer 0/1/2, mix, concat) reuse one embedding pass.
+model fingerprint + sentences), and in memory in the context's ``Memo``, so several heads, seeds, folds and
+source variants (layer 0/1/2, mix, concat) of one comparison reuse one embedding pass.
 """
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -15,15 +14,13 @@ import numpy as np
 import torch
 
 from elmo_features import Embedder, FeatureCache, bilm_fingerprint, resolve_bilm
+from elmo_features.devices import module_device
 from elmo_features.feature_cache import cache_key
 
-from ..config import ConfigError
-from .base import FeatureContext, FeatureSource, pad_tokens
-
-_BILMS: dict[str, object] = {}  # spec -> loaded BiLM (frozen; shared by every source in the process)
-_FEATURES: "OrderedDict[str, list[np.ndarray]]" = OrderedDict()  # cache key -> per-sentence (L, n, D)
-_MAX_MEMO = 6  # data sets kept in memory (train/dev/test of two models)
-_SENTENCES: dict[str, dict[tuple, np.ndarray]] = {}  # fingerprint|dtype -> tokens -> (L, n, D): any subset reuses them
+from ..components import ConfigError
+from ..registry import FEATURES
+from .base import FeatureContext, FeatureSource, Memo, pad_tokens
+from .fusion import build_fusion
 
 
 @dataclass
@@ -48,20 +45,22 @@ class ElmoConfig:
             self.mix = {"name": "scalar"}
 
 
-def load_frozen_bilm(config: ElmoConfig):
-    """The (memoised) frozen biLM a config names."""
+def load_frozen_bilm(config: ElmoConfig, memo: Memo):
+    """The frozen biLM a config names (loaded once per ``memo``)."""
     spec = {"options": config.options_file, "weights": config.weights_file} if config.options_file else config.bilm
-    key = json.dumps(spec, sort_keys=True)
-    if key not in _BILMS:
+
+    def load():
         with torch.random.fork_rng(devices=[]):  # building the module draws random init: a run's seeded head
-            bilm = resolve_bilm(spec)  # must not depend on whether this process loaded the biLM before
+            bilm = resolve_bilm(spec)  # must not depend on whether this memo held the biLM before
         bilm.eval()
         for p in bilm.parameters():
             p.requires_grad_(False)
-        _BILMS[key] = bilm
-    return _BILMS[key]
+        return bilm
+
+    return memo.model("elmo " + json.dumps(spec, sort_keys=True), load)
 
 
+@FEATURES.register("elmo")
 class ElmoFeatures(FeatureSource):
     """All biLM layers through a trainable fusion (``mix``), or one fixed layer. Output (B, T, output_dim)."""
 
@@ -70,9 +69,7 @@ class ElmoFeatures(FeatureSource):
 
     def __init__(self, config: ElmoConfig, context: FeatureContext):
         super().__init__(config, context)
-        from .fusion import build_fusion
-
-        self._frozen = (load_frozen_bilm(config),)  # in a tuple: not a submodule, never in the state_dict
+        self._frozen = (load_frozen_bilm(config, context.memo),)  # in a tuple: not a submodule, never in the state_dict
         self.num_layers = self._bilm.num_output_layers
         self.output_dim = self._bilm.output_dim
         self.fingerprint = bilm_fingerprint(self._bilm)
@@ -91,26 +88,16 @@ class ElmoFeatures(FeatureSource):
     def embed(self, sentences: list[list[str]]) -> list[np.ndarray]:
         """All layers (L, n_i, D) per sentence: from memory, the disk cache, or the biLM."""
         key = cache_key(self.fingerprint, sentences, self.config.cache_dtype)
-        if key in _FEATURES:
-            _FEATURES.move_to_end(key)
-            return _FEATURES[key]
-        memo_key = f"{self.fingerprint}|{self.config.cache_dtype}"
-        memo = _SENTENCES.get(memo_key, {})
-        hits = [memo.get(tuple(s)) for s in sentences]
-        if sentences and all(h is not None for h in hits):  # e.g. a cross-validation fold of embedded data
-            return hits
-        embedder = Embedder(self._bilm, progress=self.context.progress)
+        model_key = f"{self.fingerprint}|{self.config.cache_dtype}"
+        arrays = self.context.memo.recall(key, model_key, sentences)  # e.g. a cross-validation fold
+        if arrays is not None:
+            return arrays
+        embedder = Embedder(self._bilm.to(self.context.device), progress=self.context.progress)
         if self.context.cache_dir is not None:
             arrays = FeatureCache(self.context.cache_dir).embed(embedder, sentences, dtype=self.config.cache_dtype)
         else:
             arrays = embedder.embed_sentences(sentences)
-        _FEATURES[key] = arrays
-        while len(_FEATURES) > _MAX_MEMO:
-            _FEATURES.popitem(last=False)
-        if memo_key not in _SENTENCES:
-            _SENTENCES.clear()  # one model's sentences at a time bounds the memory
-            _SENTENCES[memo_key] = memo
-        memo.update((tuple(s), a) for s, a in zip(sentences, arrays))
+        self.context.memo.remember(key, model_key, sentences, arrays)
         return arrays
 
     def precompute(self, sentences: list[list[str]], split: str) -> list[np.ndarray]:
@@ -136,7 +123,7 @@ class ElmoFeatures(FeatureSource):
         return batch if self.mix is not None else batch.unsqueeze(0)
 
     def regularization(self) -> torch.Tensor:
-        return self.mix.regularization() if self.mix is not None else torch.zeros(())
+        return self.mix.regularization() if self.mix is not None else torch.zeros((), device=module_device(self))
 
     def report(self) -> dict:
         out = {"bilm_fingerprint": self.fingerprint, "num_layers": self.num_layers, "dim": self._bilm.output_dim}

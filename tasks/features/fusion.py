@@ -25,9 +25,11 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import nn
 
+from elmo_features.devices import module_device
 from elmo_features.scalar_mix import _batch_norm, _token_norm
 
-from ..config import ConfigError
+from ..components import ConfigError, component_config
+from ..registry import FUSIONS
 
 
 def normalize_layers(layers: torch.Tensor, mask: torch.Tensor, layer_norm: str | None) -> torch.Tensor:
@@ -46,9 +48,6 @@ def count_parameters(module: nn.Module) -> int:
 
 def build_fusion(section: dict, num_layers: int, dim: int) -> nn.Module:
     """A fusion from a resolved ``{name: ..., **hparams}`` section, for ``num_layers`` layers of size ``dim``."""
-    from ..config import component_config
-    from ..registry import FUSIONS
-
     return FUSIONS.get(section["name"])(component_config(FUSIONS, section), num_layers, dim)
 
 
@@ -78,7 +77,7 @@ class Fusion(nn.Module):
 
     def regularization(self) -> torch.Tensor:
         """l2_coef * squared distance of the parameters from the uniform average (0 without l2_coef)."""
-        return torch.zeros(())
+        return torch.zeros((), device=module_device(self))
 
     def report(self) -> dict:
         """JSON-able learned weights; ``layer_weights`` (L values summing to 1) is each layer's share."""
@@ -97,6 +96,7 @@ class LayerAttentionConfig:
     l2_coef: float = 0.0  # l2_coef * (|q|^2 + |b|^2): pulls every token toward equal layer weights
 
 
+@FUSIONS.register("layer_attention")
 class LayerAttention(Fusion):
     """Each token picks its own layer weights: a_t = softmax_l(q . h_tl / sqrt(D) + b_l) from a learned query q.
 
@@ -174,6 +174,7 @@ class GatedConfig:
     l2_coef: float = 0.0  # l2_coef * |g|^2 on the gate logits: pulls toward the average (g = 0)
 
 
+@FUSIONS.register("gated")
 class GatedFusion(Fusion):
     """Per-dimension sigmoid gates over layers: gamma * (2/L) * sum_l sigmoid(g_l) ⊙ h_l, g (L, D).
 
@@ -227,6 +228,7 @@ class ConcatProjectConfig:
             raise ConfigError(f"{where}.output_dim: must be >= 1 (or null for the layer size)")
 
 
+@FUSIONS.register("concat_project")
 class ConcatProject(Fusion):
     """All layers concatenated, then one linear map: W [h_1; ...; h_L] + c, W (D', L * D).
 
@@ -270,7 +272,7 @@ class ConcatProject(Fusion):
 
     def regularization(self) -> torch.Tensor:
         if not self.config.l2_coef:
-            return torch.zeros(())
+            return torch.zeros((), device=module_device(self))
         dist = ((self.proj.weight - self._average_map()) ** 2).sum() + (self.proj.bias**2).sum()
         return self.config.l2_coef * dist
 

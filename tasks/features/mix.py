@@ -10,6 +10,8 @@ from typing import Literal
 
 from elmo_features import ScalarMix
 
+from ..registry import FUSIONS
+
 
 @dataclass
 class ScalarMixConfig:
@@ -19,6 +21,7 @@ class ScalarMixConfig:
     trainable: bool = True
 
 
+@FUSIONS.register("scalar")
 class ScalarMixer(ScalarMix):
     """ELMo's scalar mix, trained with the head (weights and gamma): L + 1 parameters. Output (B, T, D)."""
 
@@ -43,6 +46,7 @@ class AverageMixConfig:
     layer_norm: Literal["batch", "token"] | None = None
 
 
+@FUSIONS.register("average")
 class AverageMixer(ScalarMixer):
     """The plain average of all layers (fixed equal weights, gamma 1): 0 parameters."""
 

@@ -8,9 +8,9 @@ from typing import Literal
 import numpy as np
 import torch
 
-from .base import FeatureContext, FeatureSource, pad_tokens
-
-_VECTORS: dict[str, object] = {}  # loader arguments -> StaticVectors (shared in the process)
+from ..data.static_vectors import load_static_vectors
+from ..registry import FEATURES
+from .base import FeatureContext, FeatureSource, Memo, pad_tokens
 
 
 @dataclass
@@ -22,18 +22,14 @@ class StaticConfig:
     max_vectors: int | None = None  # keep only the first N vectors
 
 
-def load_vectors(config: StaticConfig):
-    """The (memoised) StaticVectors a config names."""
-    from tasks.data.static_vectors import load_static_vectors
-
+def load_vectors(config: StaticConfig, memo: Memo):
+    """The StaticVectors a config names (loaded once per ``memo``)."""
     args = dict(path=config.path, format=config.format, words_path=config.words_path,
                 lowercase=config.lowercase, max_vectors=config.max_vectors)
-    key = json.dumps(args, sort_keys=True)
-    if key not in _VECTORS:
-        _VECTORS[key] = load_static_vectors(**args)
-    return _VECTORS[key]
+    return memo.model("static " + json.dumps(args, sort_keys=True), lambda: load_static_vectors(**args))
 
 
+@FEATURES.register("static")
 class StaticFeatures(FeatureSource):
     """One frozen vector per token (OOV policy: tasks.data.static_vectors). Output (B, T, d)."""
 
@@ -41,7 +37,7 @@ class StaticFeatures(FeatureSource):
 
     def __init__(self, config: StaticConfig, context: FeatureContext):
         super().__init__(config, context)
-        self.vectors = load_vectors(config)
+        self.vectors = load_vectors(config, context.memo)
         self.output_dim = int(self.vectors.dim)
         self.oov: dict[str, dict[str, int]] = {}  # split -> {"oov": n, "tokens": n}
 

@@ -14,6 +14,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from elmo_features.devices import module_device
+
+from ..data.types import DataFormatError
 from ..metrics import unseen_labels
 
 
@@ -45,7 +48,8 @@ class Head(nn.Module):
         """Label set (sorted) from the training data; ``data_options`` are the reader options."""
         labels = sorted({lab for ex in train_examples for lab in cls.gold_labels(ex)})
         if not labels:
-            raise ValueError(f"{cls.__name__}: the training data has no labels")
+            raise DataFormatError(f"{cls.__name__}: the training data has no labels; check data.train and the "
+                                  "reader's options (e.g. tag_column)")
         return {"labels": labels}
 
     @classmethod
@@ -74,7 +78,7 @@ class Head(nn.Module):
 
     def regularization(self) -> torch.Tensor:
         """A penalty added to the training loss (e.g. an output mix's L2); 0 by default."""
-        return torch.zeros(())
+        return torch.zeros((), device=module_device(self))
 
     def report(self) -> dict:
         """JSON-able learned weights of the head worth reporting (e.g. its output mix); empty by default."""
@@ -83,6 +87,11 @@ class Head(nn.Module):
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> torch.Tensor:
         """Mean training loss of a batch. x: (B, T, D), mask: (B, T) bool."""
         raise NotImplementedError
+
+    def loss_units(self, examples: list) -> int:
+        """How many units the mean of ``loss`` over ``examples`` divides by (default: the examples). Data-parallel
+        training weights each rank's loss by its share of them, so that it equals one process's mean."""
+        return len(examples)
 
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list:
         """One JSON-able prediction per example (label strings)."""

@@ -20,7 +20,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
-from ..config import ConfigError
+from ..components import ConfigError
+from ..registry import CHAR_ENCODERS
 
 PAD, UNK = 0, 1
 
@@ -124,6 +125,7 @@ class CharEncoder(nn.Module):
         self.drop = nn.Dropout(config.dropout)
 
 
+@CHAR_ENCODERS.register("cnn")
 class CharCNN(CharEncoder):
     """Embeddings -> dropout -> Conv1d (zero padding width // 2) -> tanh -> max over the token's positions."""
 
@@ -143,6 +145,7 @@ class CharCNN(CharEncoder):
         return h.masked_fill(~valid.unsqueeze(1), float("-inf")).max(dim=2).values  # (U, F)
 
 
+@CHAR_ENCODERS.register("lstm")
 class CharLSTM(CharEncoder):
     """Embeddings -> dropout -> packed BiLSTM -> [last forward state; last backward state]."""
 

@@ -1,65 +1,14 @@
 """A linear-chain conditional random field: forward algorithm, gold-path score, constrained Viterbi.
 
-Tag-scheme transition constraints (which tag may follow which, and which may start/end a sentence) follow
-AllenNLP's ``allowed_transitions`` for BIO, IOB1 and BIOES. The constraints are applied when decoding
-(as AllenNLP does); training maximises the unconstrained log-likelihood.
+The tag-scheme constraints (which tag may follow which, and which may start/end a sentence) are
+``tasks.data.tag_schemes.allowed_transitions`` (as AllenNLP's, for BIO, IOB1 and BIOES), given to the CRF as
+(i, j) pairs. They are applied when decoding (as AllenNLP does); training maximises the unconstrained
+log-likelihood.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
-
-START, END = "START", "END"
-
-
-def split_tag(tag: str, scheme: str) -> tuple[str, str]:
-    """"B-PER" -> ("B", "PER"); "O" -> ("O", ""). An unknown prefix for the scheme is a ValueError."""
-    if tag == "O":
-        return "O", ""
-    prefixes = {"BIO": "BI", "IOB1": "BI", "BIOES": "BIOES"}[scheme]
-    if len(tag) < 3 or tag[1] != "-" or tag[0] not in prefixes:
-        raise ValueError(f"tag {tag!r} is not a valid {scheme} tag (expected O or one of "
-                         f"{', '.join(p + '-TYPE' for p in prefixes if p != 'O')})")
-    return tag[0], tag[2:]
-
-
-def is_transition_allowed(scheme: str, from_tag: str, from_type: str, to_tag: str, to_type: str) -> bool:
-    """Whether ``to`` may follow ``from`` (prefix letters, or START/END) in ``scheme``."""
-    if to_tag == START or from_tag == END:
-        return False
-    if scheme == "BIO":
-        if from_tag == START:
-            return to_tag in ("O", "B")
-        if to_tag == END:
-            return from_tag in ("O", "B", "I")
-        return to_tag in ("O", "B") or (to_tag == "I" and from_tag in ("B", "I") and from_type == to_type)
-    if scheme == "IOB1":
-        if from_tag == START:
-            return to_tag in ("O", "I")
-        if to_tag == END:
-            return from_tag in ("O", "B", "I")
-        return to_tag in ("O", "I") or (to_tag == "B" and from_tag in ("B", "I") and from_type == to_type)
-    if scheme == "BIOES":
-        if from_tag == START:
-            return to_tag in ("O", "B", "S")
-        if to_tag == END:
-            return from_tag in ("O", "E", "S")
-        return (from_tag in ("O", "E", "S") and to_tag in ("O", "B", "S")) or (
-            from_tag in ("B", "I") and to_tag in ("I", "E") and from_type == to_type
-        )
-    raise ValueError(f"unknown tag scheme {scheme!r}; valid: BIO, IOB1, BIOES")
-
-
-def allowed_transitions(scheme: str, labels: list[str]) -> list[tuple[int, int]]:
-    """Allowed (i, j) pairs over label indices plus START = len(labels) and END = len(labels) + 1."""
-    parts = [split_tag(t, scheme) for t in labels] + [(START, ""), (END, "")]
-    return [
-        (i, j)
-        for i, (ft, fe) in enumerate(parts)
-        for j, (tt, te) in enumerate(parts)
-        if is_transition_allowed(scheme, ft, fe, tt, te)
-    ]
-
 
 class ConditionalRandomField(nn.Module):
     """Linear-chain CRF over K tags with start/end scores; emissions (B, T, K), mask (B, T) left-aligned."""
@@ -119,13 +68,13 @@ class ConditionalRandomField(nn.Module):
             B, T, K = emissions.shape
             trans, start, end = self.transitions, self.start, self.end
             if constrained:
-                neg = torch.tensor(float("-inf"))
+                neg = torch.tensor(float("-inf"), dtype=trans.dtype, device=trans.device)
                 trans = torch.where(self.allowed[:K, :K], trans, neg)
                 start = torch.where(self.allowed[K, :K], start, neg)
                 end = torch.where(self.allowed[:K, K + 1], end, neg)
             score = start.unsqueeze(0) + emissions[:, 0]  # (B, K)
             backptr = []
-            identity = torch.arange(K).expand(B, K)  # (B, K)
+            identity = torch.arange(K, device=emissions.device).expand(B, K)  # (B, K)
             for t in range(1, T):
                 cand = score.unsqueeze(2) + trans.unsqueeze(0)  # (B, K, K) [b, from, to]
                 best, idx = cand.max(dim=1)  # (B, K)

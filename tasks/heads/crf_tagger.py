@@ -7,9 +7,13 @@ from typing import Literal
 import torch
 from torch import nn
 
+from ..data.tag_schemes import (END, START, TagSchemeError, allowed_transitions, check_scheme_name,
+                                detect_scheme, is_transition_allowed, scheme_tag)
+from ..data.types import DataFormatError, TaggedSentence
 from ..metrics import span_f1, token_accuracy
+from ..registry import HEADS
 from .base import Head
-from .crf import ConditionalRandomField, allowed_transitions, split_tag
+from .crf import ConditionalRandomField
 from .output_mix import OutputMixOption
 from .token_input import TokenInput, check_token_input, token_input_vocab, uses_token_input
 from .variational import make_encoder
@@ -20,7 +24,7 @@ class CrfTaggerConfig:
     hidden_dim: int = 100  # BiLSTM hidden size per direction (0 = no LSTM: a linear-chain CRF on the features)
     num_layers: int = 1
     dropout: float = 0.5
-    scheme: Literal["auto", "BIO", "IOB1", "BIOES"] = "auto"  # auto: the reader's scheme, else from the tags
+    scheme: Literal["auto", "BIO", "IOB1", "BIOES"] = "auto"  # auto: the reader's scheme, else detected from the tags
     constrained_decoding: bool = True  # Viterbi obeys the scheme's allowed transitions
     # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
     output_mix: dict | None = field(default=None, metadata={"component": "mix"})
@@ -34,11 +38,31 @@ class CrfTaggerConfig:
         check_token_input(self, where)
 
 
-def detect_scheme(labels: list[str]) -> str:
-    """BIOES if any S-/E- tag occurs, else BIO."""
-    return "BIOES" if any(t[:2] in ("S-", "E-") for t in labels) else "BIO"
+MAX_BAD_SENTENCES = 0.05  # a larger share of training sentences with transitions the scheme forbids: a mismatch
 
 
+def check_tag_transitions(examples: list, scheme: str) -> None:
+    """Refuse training data whose tag sequences break ``scheme`` in many sentences (BIO data declared BIOES,
+    IOB1 data declared BIO, ...): the CRF's constrained decoding could never output its entities. A few
+    broken sentences (annotation noise) pass."""
+    bad, first = 0, None
+    for i, ex in enumerate(examples):
+        tags = [START, *ex.tags, END]
+        parts = [(START, None)] + [scheme_tag(t, scheme, k) for k, t in enumerate(ex.tags)] + [(END, None)]
+        for k in range(len(parts) - 1):
+            if not is_transition_allowed(scheme, *parts[k], *parts[k + 1]):
+                bad += 1
+                where = (f"{tags[k + 1]} starts a sentence" if k == 0 else f"{tags[k]} ends a sentence"
+                         if k == len(parts) - 2 else f"{tags[k + 1]} after {tags[k]}")
+                first = first or f"example {i + 1}: {where}"
+                break
+    if bad > MAX_BAD_SENTENCES * len(examples):
+        raise DataFormatError(f"training data: {bad} of {len(examples)} sentences break the {scheme} tag scheme "
+                              f"({first}); the data is in another scheme: set head.scheme or the reader's scheme "
+                              "option to the data's scheme (BIO, IOB1 or BIOES)")
+
+
+@HEADS.register("crf_tagger")
 class CrfTagger(OutputMixOption, Head):
     """BiLSTM over the features -> per-tag emission scores -> CRF (forward algorithm loss, Viterbi decoding).
 
@@ -69,23 +93,24 @@ class CrfTagger(OutputMixOption, Head):
     @classmethod
     def check_example(cls, example, where: str) -> None:
         if len(example.tokens) != len(example.tags):
-            raise ValueError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
+            raise DataFormatError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
 
     @classmethod
     def build_vocab(cls, config: CrfTaggerConfig, train_examples: list, data_options: dict) -> dict:
         labels = super().build_vocab(config, train_examples, data_options)["labels"]
-        scheme = config.scheme if config.scheme != "auto" else data_options.get("scheme") or detect_scheme(labels)
-        for t in labels:
-            try:
-                split_tag(t, scheme)
-            except ValueError as e:
-                raise ValueError(f"training data: {e}; set head.scheme or the reader's scheme option") from None
+        try:  # the scheme the reader declares, else the one the training tag sequences are in
+            scheme = check_scheme_name(config.scheme if config.scheme != "auto" else data_options.get("scheme")
+                                       or detect_scheme([ex.tags for ex in train_examples]))
+            for i, t in enumerate(labels):
+                scheme_tag(t, scheme, i)
+        except TagSchemeError as e:
+            raise DataFormatError(f"training data: {e}; set head.scheme or the reader's scheme option to the "
+                                  "data's tag scheme") from None
+        check_tag_transitions(train_examples, scheme)
         return {"labels": labels, "scheme": scheme, **token_input_vocab(config, train_examples)}
 
     @classmethod
     def demo_examples(cls) -> list:
-        from tasks.data.types import TaggedSentence
-
         rows = [
             ("John lives in Paris", "B-PER O O B-LOC"),
             ("Mary Ann Smith visited Berlin yesterday", "B-PER I-PER I-PER O B-LOC O"),
@@ -97,8 +122,6 @@ class CrfTagger(OutputMixOption, Head):
         return [TaggedSentence(s.split(), t.split(), {}) for s, t in rows]
 
     def blank_example(self, tokens: list[str]):
-        from tasks.data.types import TaggedSentence
-
         return TaggedSentence(list(tokens), ["O"] * len(tokens), {})
 
     # ------------------------------------------------------------ model
@@ -115,9 +138,9 @@ class CrfTagger(OutputMixOption, Head):
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
              layers: torch.Tensor | None = None) -> torch.Tensor:
         B, T = mask.shape
-        tags = torch.zeros(B, T, dtype=torch.long)  # (B, T)
+        tags = torch.zeros(B, T, dtype=torch.long, device=x.device)  # (B, T)
         for b, ex in enumerate(examples):
-            tags[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags], dtype=torch.long)
+            tags[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags], dtype=torch.long, device=x.device)
         return self.crf.neg_log_likelihood(self.emissions(x, mask, layers, examples), tags, mask) / B
 
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list,

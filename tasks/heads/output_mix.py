@@ -12,7 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..config import ConfigError
+from elmo_features.devices import module_device
+
+from ..components import ConfigError
 from ..features.base import FeatureSource
 from ..features.fusion import build_fusion
 
@@ -57,7 +59,7 @@ class OutputMixOption:
         return self.output_mix is not None
 
     def regularization(self) -> torch.Tensor:
-        return self.output_mix.regularization() if self.output_mix is not None else torch.zeros(())
+        return self.output_mix.regularization() if self.output_mix is not None else torch.zeros((), device=module_device(self))
 
     def report(self) -> dict:
         if self.output_mix is None:

@@ -8,7 +8,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..data.types import DataFormatError, LabeledSentence
 from ..metrics import classification_scores
+from ..registry import HEADS
 from .base import Head
 from .output_mix import OutputMixOption
 from .token_input import TokenInput, check_token_input, token_input_vocab, uses_token_input
@@ -33,6 +35,7 @@ class SentenceClassifierConfig:
         check_token_input(self, where)
 
 
+@HEADS.register("sentence_classifier")
 class SentenceClassifier(OutputMixOption, Head):
     """Pools BiLSTM states over the unpadded tokens and classifies the sentence.
 
@@ -59,7 +62,7 @@ class SentenceClassifier(OutputMixOption, Head):
     @classmethod
     def check_example(cls, example, where: str) -> None:
         if example.label is None or str(example.label) == "":
-            raise ValueError(f"{where}: the example has no label")
+            raise DataFormatError(f"{where}: the example has no label")
 
     @classmethod
     def build_vocab(cls, config: SentenceClassifierConfig, train_examples: list, data_options: dict) -> dict:
@@ -67,8 +70,6 @@ class SentenceClassifier(OutputMixOption, Head):
 
     @classmethod
     def demo_examples(cls) -> list:
-        from tasks.data.types import LabeledSentence
-
         rows = [
             ("pos", "a great and moving film"), ("neg", "dull and boring"), ("pos", "great fun"),
             ("neg", "a boring mess"), ("pos", "moving and great"), ("neg", "boring , dull , long"),
@@ -76,8 +77,6 @@ class SentenceClassifier(OutputMixOption, Head):
         return [LabeledSentence(s.split(), lab) for lab, s in rows]
 
     def blank_example(self, tokens: list[str]):
-        from tasks.data.types import LabeledSentence
-
         return LabeledSentence(list(tokens), "")
 
     def pool(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -100,7 +99,7 @@ class SentenceClassifier(OutputMixOption, Head):
 
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list,
              layers: torch.Tensor | None = None) -> torch.Tensor:
-        gold = torch.tensor([self.index[ex.label] for ex in examples], dtype=torch.long)  # (B,)
+        gold = torch.tensor([self.index[ex.label] for ex in examples], dtype=torch.long, device=x.device)  # (B,)
         return F.cross_entropy(self.logits(x, mask, layers, examples), gold)
 
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list,

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..components import ConfigError
 from ..registry import CHAR_ENCODERS
 from .chars import CharIndexer, build_char_vocab
 
@@ -56,8 +57,6 @@ def uses_token_input(config: Any) -> bool:
 
 def check_token_input(config: Any, where: str) -> None:
     """Range checks for the options (called from the head configs' ``check``)."""
-    from ..config import ConfigError
-
     if config.casing_dim < 0:
         raise ConfigError(f"{where}.casing_dim: must be >= 0 (0 = off), got {config.casing_dim}")
     if not 0.0 <= config.word_dropout < 1.0:

@@ -7,7 +7,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..data.types import DataFormatError, TaggedSentence
 from ..metrics import token_accuracy
+from ..registry import HEADS
 from .base import BiLSTMEncoder, Head
 
 
@@ -17,6 +19,7 @@ class TokenTaggerConfig:
     dropout: float = 0.0
 
 
+@HEADS.register("token_tagger")
 class TokenTagger(Head):
     """Features -> (optional BiLSTM) -> linear -> softmax over the tag set, independently per token."""
 
@@ -38,19 +41,15 @@ class TokenTagger(Head):
     @classmethod
     def check_example(cls, example, where: str) -> None:
         if len(example.tokens) != len(example.tags):
-            raise ValueError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
+            raise DataFormatError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
 
     @classmethod
     def demo_examples(cls) -> list:
-        from tasks.data.types import TaggedSentence
-
         rows = [("the cat sat", "DT NN VBD"), ("a dog ran home", "DT NN VBD NN"), ("John sat", "NNP VBD"),
                 ("the dog sat", "DT NN VBD")]
         return [TaggedSentence(s.split(), t.split(), {}) for s, t in rows]
 
     def blank_example(self, tokens: list[str]):
-        from tasks.data.types import TaggedSentence
-
         return TaggedSentence(list(tokens), [self.labels[0]] * len(tokens), {})
 
     def logits(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -58,10 +57,13 @@ class TokenTagger(Head):
         return self.out(self.encoder(x, mask))
 
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> torch.Tensor:
-        gold = torch.full(mask.shape, -100, dtype=torch.long)  # (B, T); -100 = padding, ignored
+        gold = torch.full(mask.shape, -100, dtype=torch.long, device=x.device)  # (B, T); -100 = padding, ignored
         for b, ex in enumerate(examples):
-            gold[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags])
+            gold[b, : len(ex.tags)] = torch.tensor([self.index[t] for t in ex.tags], device=x.device)
         return F.cross_entropy(self.logits(x, mask).transpose(1, 2), gold, ignore_index=-100)
+
+    def loss_units(self, examples: list) -> int:
+        return sum(len(ex.tags) for ex in examples)  # the cross-entropy is a mean over tokens
 
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list[list[str]]:
         best = self.logits(x, mask).argmax(dim=-1)  # (B, T)

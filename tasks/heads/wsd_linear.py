@@ -3,7 +3,7 @@
 Every sense key seen in training has a weight vector and a bias. A target (a span of tokens; a
 multiword target is the mean of its token features) is scored against the WordNet candidates of its
 lemma+pos that have weights; with none, the prediction is the WordNet first sense. Examples are
-``tasks.wsd.examples.WsdSentence`` (reader ``raganato``). Metrics follow the framework's scorer:
+``tasks.data.wsd_examples.WsdSentence`` (reader ``raganato``). Metrics follow the framework's scorer:
 precision, recall and F1 over targets (one answer each; targets without an answer are unanswered).
 """
 from __future__ import annotations
@@ -13,6 +13,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..data.types import DataFormatError
+from ..data.wsd_examples import WsdSentence, WsdTarget
+from ..data.wsd_scorer import score
+from ..registry import HEADS
 from .base import Head
 
 
@@ -21,6 +25,7 @@ class WsdLinearConfig:
     dropout: float = 0.0  # on the target vectors during training
 
 
+@HEADS.register("wsd_linear")
 class WsdLinear(Head):
     """Per-sense linear scores on target vectors, softmax over the target's seen candidates."""
 
@@ -45,20 +50,19 @@ class WsdLinear(Head):
     def check_example(cls, example, where: str) -> None:
         for t in example.targets:
             if not 0 <= t.start < t.end <= len(example.tokens):
-                raise ValueError(f"{where}: target {t.id} spans tokens {t.start}:{t.end} of a "
-                                 f"{len(example.tokens)}-token sentence")
+                raise DataFormatError(f"{where}: target {t.id} spans tokens {t.start}:{t.end} of a "
+                                      f"{len(example.tokens)}-token sentence")
 
     @classmethod
     def build_vocab(cls, config, train_examples: list, data_options: dict) -> dict:
         labels = sorted({k for ex in train_examples for k in cls.gold_labels(ex)})
         if not labels:
-            raise ValueError("wsd_linear: the training data has no gold sense keys")
+            raise DataFormatError("wsd_linear: the training data has no gold sense keys (its targets need keys "
+                                  "in the gold key file)")
         return {"labels": labels}
 
     @classmethod
     def demo_examples(cls) -> list:
-        from tasks.wsd.examples import WsdSentence, WsdTarget
-
         fin, river = "bank%1:14:00::", "bank%1:17:01::"
         rows = [("the bank lent money", fin), ("the river bank was muddy", river), ("money from the bank", fin),
                 ("we sat on the bank of the river", river)]
@@ -101,9 +105,12 @@ class WsdLinear(Head):
                 targets.append((t, m))
         if not lengths:
             return None, None, None, None, targets
-        v = x.new_zeros(len(lengths), D).index_add(0, torch.tensor(tok_t), x.reshape(B * T, D)[torch.tensor(tok)])
-        v = v / torch.tensor(lengths, dtype=x.dtype).unsqueeze(1)  # (M, D) mean over each target's tokens
-        return v, torch.tensor(pair_t), torch.tensor(pair_k), torch.tensor(pair_gold), targets
+        dev = x.device
+        v = x.new_zeros(len(lengths), D).index_add(0, torch.tensor(tok_t, device=dev),
+                                                   x.reshape(B * T, D)[torch.tensor(tok, device=dev)])  # (M, D)
+        v = v / torch.tensor(lengths, dtype=x.dtype, device=dev).unsqueeze(1)  # (M, D) mean over each target's tokens
+        return (v, torch.tensor(pair_t, dtype=torch.long, device=dev), torch.tensor(pair_k, dtype=torch.long, device=dev),
+                torch.tensor(pair_gold, dtype=torch.bool, device=dev), targets)
 
     def pair_scores(self, v: torch.Tensor, pair_t: torch.Tensor, pair_k: torch.Tensor) -> torch.Tensor:
         """Logits (P,) of each (target, sense) pair: v[t] . W[k] + b[k]."""
@@ -127,6 +134,16 @@ class WsdLinear(Head):
         gold_lse = self._segment_logsumexp(logits[pair_gold], pair_t[pair_gold], M)  # (M,)
         return (all_lse - gold_lse).mean()
 
+    def loss_units(self, examples: list) -> int:
+        """The targets ``loss`` averages over: those with a gold key and 2+ known candidates (as in ``_pairs``)."""
+        n = 0
+        for ex in examples:
+            for t in ex.targets:
+                cands = [self.index[k] for k in t.candidates if k in self.index]
+                gold = {self.index[k] for k in t.gold if k in self.index}
+                n += bool(gold) and len(cands) + len(gold - set(cands)) >= 2
+        return n
+
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list[list[str | None]]:
         """Per example, one key per target (first sense when no candidate has weights; None if WordNet
         has no candidate). Ties go to the candidate with the lower sense number."""
@@ -136,8 +153,8 @@ class WsdLinear(Head):
             logits = self.pair_scores(v, pair_t, pair_k)  # (P,)
             M, P = v.shape[0], logits.shape[0]
             mx = logits.new_full((M,), float("-inf")).scatter_reduce(0, pair_t, logits, "amax")  # (M,)
-            pos = torch.where(logits == mx[pair_t], torch.arange(P), P)  # (P,) pair index at the max, else P
-            first = torch.full((M,), P, dtype=torch.long).scatter_reduce(0, pair_t, pos, "amin")  # (M,)
+            pos = torch.where(logits == mx[pair_t], torch.arange(P, device=logits.device), P)  # (P,) index at the max, else P
+            first = torch.full((M,), P, dtype=torch.long, device=logits.device).scatter_reduce(0, pair_t, pos, "amin")  # (M,)
             best = pair_k[first]  # (M,) sense row of the first best candidate
         answers = {}
         for t, m in targets:
@@ -145,8 +162,6 @@ class WsdLinear(Head):
         return [[answers[t.id] for t in ex.targets] for ex in examples]
 
     def evaluate(self, examples: list, predictions: list) -> dict[str, float]:
-        from tasks.wsd.scorer import score
-
         gold = {t.id: t.gold for ex in examples for t in ex.targets if t.gold}
         system = {t.id: p for ex, preds in zip(examples, predictions) for t, p in zip(ex.targets, preds) if p}
         s = score(gold, system)

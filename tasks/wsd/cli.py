@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from elmo_features.cli_embed import positive_int
+from elmo_features.devices import add_device_argument, parse_device
 
 DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
 
@@ -35,6 +36,7 @@ def register(subparsers) -> None:
                    help=f"frozen-feature cache folder (default: $ELMO_TASKS_CACHE or {DEFAULT_CACHE}); 'none' = off")
     p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="tqdm progress bars")
+    add_device_argument(p)
     p.set_defaults(func=cmd_wsd)
 
 
@@ -53,6 +55,8 @@ def command_line(args) -> str:
         parts += ["--cache-dir", args.cache_dir]
     if args.threads:
         parts += ["--threads", str(args.threads)]
+    if args.device != "cpu":
+        parts += ["--device", args.device]
     return shlex.join(parts + (["--no-plot"] if args.no_plot else []))
 
 
@@ -68,6 +72,7 @@ def cmd_wsd(args) -> int:
 
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
     features = [] if args.features == ["none"] else args.features
+    device = parse_device(args.device)
     cfg = load_wsd_config(args.config, overrides, features=features, bilm=args.bilm)
     # every input and output before any work (a missing vectors folder must not surface after training)
     check_input_dir(args.train, "--train")
@@ -83,7 +88,7 @@ def cmd_wsd(args) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     progress = {"auto": None, "on": True, "off": False}[args.progress]
-    context = FeatureContext(cache_dir=cache_dir, progress=progress)
+    context = FeatureContext(cache_dir=cache_dir, progress=progress, device=str(device))
     if not cfg.features:
         print("no feature sources to run: only the baselines are scored", file=sys.stderr)
     summary = run_wsd(cfg, args.train, args.test, out, context, progress, command=command_line(args),

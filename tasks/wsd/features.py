@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .examples import WsdSentence
+from ..data.wsd_examples import WsdSentence
 
 
 def all_layers(source, sentences: Sequence[Sequence[str]], split: str) -> list[np.ndarray]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from ..config import write_bytes_atomic
+from elmo_features.provenance import write_bytes_atomic
+
 from .table import PUBLISHED
 
 
 def plot_f1_per_layer(summary: dict, path: str | Path) -> None:
     """F1 on ALL (or the only test set) against layer, one line per (source, method)."""
-    import matplotlib
+    import matplotlib  # lazy: a heavy import only plotting needs (the Agg backend is set before pyplot)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

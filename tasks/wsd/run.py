@@ -12,18 +12,20 @@ from typing import Any
 
 import numpy as np
 
-from ..config import DataConfig, RunConfig, component_config, dump_yaml, to_dict
-from ..experiment import build_model, git_commit, machine, save_json, save_state
+from elmo_features.provenance import git_commit, machine
+
+from ..config import DataConfig, RunConfig
+from ..data.wsd_examples import WsdSentence, all_targets, load_inventory, to_examples
+from ..data.wsd_reader import WsdFormatError, load_dataset
+from ..data.wsd_scorer import Score, merge_scores, score, write_key_file
+from ..experiment import load_run, make_split, run_experiment, save_json
 from ..features.base import FeatureContext, build_features
-from ..registry import HEADS
-from ..training import Split, predict, train
+from ..training import predict
 from .baselines import MostFrequentSense, first_sense_answers
 from .config import WsdConfig
-from .examples import WsdSentence, all_targets, load_inventory, to_examples
 from .features import all_layers, instance_vectors
 from .knn import SenseSums, mix_layers, nearest_sense
-from .reader import WsdFormatError, load_dataset
-from .scorer import Score, merge_scores, score, write_key_file
+from .plot import plot_f1_per_layer
 from .table import write_table
 
 ALL = "ALL"
@@ -110,36 +112,39 @@ def _knn_rows(report: Report, cfg: WsdConfig, name: str, sums: SenseSums, test_v
 def _train_head(cfg: WsdConfig, section: dict, train_dir: str, train_ex: list[WsdSentence],
                 report: Report, context: FeatureContext, progress: bool | None, run_dir: Path,
                 command: str) -> tuple[dict[str, dict[str, str | None]], dict]:
-    """Train cfg.head on ``section`` features (the project's training loop); answers on every test set."""
-    head_cls = HEADS.get(cfg.head["name"])
+    """Train cfg.head on ``section`` features with ``run_experiment`` (the path of every head: ``run_dir`` is a
+    run folder as ``elmo-tasks run`` writes it), then answer every test set with the saved run, as
+    ``elmo-tasks predict`` would. Every ``head_dev_every``-th training sentence is the early-stopping dev set."""
     run_cfg = RunConfig(f"{cfg.name}-{run_dir.name}",
                         DataConfig(reader="raganato", train=str(train_dir), reader_options={"wordnet": cfg.wordnet}),
                         copy.deepcopy(section), copy.deepcopy(cfg.head), copy.deepcopy(cfg.training))
     every = cfg.head_dev_every
-    dev_idx = [i for i in range(len(train_ex)) if every and i % every == every - 1]
-    dev_set = set(dev_idx)
-    tr_idx = [i for i in range(len(train_ex)) if i not in dev_set]
-    vocab = head_cls.build_vocab(component_config(HEADS, cfg.head), [train_ex[i] for i in tr_idx], {})
-    model = build_model(run_cfg, vocab, context)
-    feats = model.features.precompute([ex.tokens for ex in train_ex], "train")  # same sentences: cache hit
-    tr = Split("train", [train_ex[i] for i in tr_idx], [feats[i] for i in tr_idx])
-    dev = Split("dev", [train_ex[i] for i in dev_idx], [feats[i] for i in dev_idx]) if dev_idx else None
-    t0 = time.perf_counter()
-    result = train(model, tr, dev, cfg.training, progress)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    dump_yaml(run_cfg.to_dict(), run_dir / "config.yaml")
-    save_json(vocab, run_dir / "vocab.json")
-    save_state(model, run_dir / "model.pt")
+    is_dev = [bool(every) and i % every == every - 1 for i in range(len(train_ex))]
+    examples = {"train": [ex for ex, d in zip(train_ex, is_dev) if not d]}
+    if any(is_dev):
+        examples["dev"] = [ex for ex, d in zip(train_ex, is_dev) if d]
+    metrics = run_experiment(run_cfg, run_dir, context, progress, command, examples=examples)
+    _, model = load_run(run_dir, context)
     answers: dict[str, dict[str, str | None]] = {}
     for ts in report.tests:
-        split = Split(ts.name, ts.examples, model.features.precompute([ex.tokens for ex in ts.examples], ts.name))
-        preds = predict(model, split, cfg.training.eval_batch_size, progress)
+        preds = predict(model, make_split(model, ts.name, ts.examples), cfg.training.eval_batch_size, progress)
         answers[ts.name] = {t.id: p for ex, ps in zip(ts.examples, preds) for t, p in zip(ex.targets, ps)}
-    info = {"features": model.features.report(), "best_epoch": result.best_epoch, "epochs_run": len(result.history),
-            "best_dev": result.best_dev, "history": result.history, "train_seconds": round(time.perf_counter() - t0, 1),
+    best = metrics["history"][metrics["best_epoch"] - 1] if metrics["best_epoch"] else {}
+    info = {"features": _merge_reports(metrics["features"], model.features.report()),
+            "best_epoch": metrics["best_epoch"], "epochs_run": metrics["epochs_run"], "best_dev": best.get("dev", {}),
+            "history": metrics["history"], "train_seconds": round(metrics["seconds"]["train"], 1),
             "run_dir": str(run_dir)}
-    save_json({"command": command, "git_commit": git_commit(), **info}, run_dir / "metrics.json")
     return answers, info
+
+
+def _merge_reports(trained: dict, reloaded: dict) -> dict:
+    """The trained model's feature report plus the per-split entries (e.g. static OOV rates) of the test sets
+    the reloaded model embedded."""
+    out = dict(trained)
+    for k, v in reloaded.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = {**out[k], **v}
+    return out
 
 
 def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, train_ex: list[WsdSentence],
@@ -221,7 +226,5 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
     save_json(summary, out_dir / "scores.json")
     write_table(summary, out_dir / "table5.md")
     if plot:
-        from .plot import plot_f1_per_layer
-
         plot_f1_per_layer(summary, out_dir / "f1_per_layer.png")
     return summary

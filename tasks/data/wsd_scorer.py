@@ -7,10 +7,12 @@ are ignored. P = correct / (correct + wrong), R = correct / gold instances, F1 t
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Mapping
+
+from elmo_features.provenance import write_text_atomic
+
+from .wsd_reader import read_gold_keys
 
 
 @dataclass(frozen=True)
@@ -65,25 +67,8 @@ def merge_scores(scores: Iterable[Score]) -> Score:
 
 
 def read_key_file(path: str | os.PathLike) -> dict[str, list[str]]:
-    """Read an answer/gold key file (``instance_id key [key ...]``); repeated ids are merged."""
-    from .reader import read_gold_keys  # same format
-
+    """Read an answer/gold key file (``instance_id key [key ...]``, the gold format); repeated ids are merged."""
     return read_gold_keys(path, check_keys=False)
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write text to path via a temporary file in the same folder + os.replace."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_key_file(path: str | os.PathLike, answers: Mapping[str, str | Iterable[str]], order: Iterable[str]) -> None:

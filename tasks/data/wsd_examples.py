@@ -1,15 +1,16 @@
 """WSD examples for heads and the 1-NN method: a sentence with its targets, each carrying the WordNet
 candidates of its lemma+pos (sense-number order) and its gold keys.
 
-``read_wsd(path, wordnet=...)`` is the data reader for run configs (register it as ``raganato``).
+``read_wsd(path, wordnet=...)`` is the data reader ``raganato`` of run configs.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
 
-from .inventory import SenseInventory
-from .reader import WsdDataset, load_dataset
+from ..registry import READERS
+from .wsd_inventory import SenseInventory
+from .wsd_reader import WsdDataset, load_dataset
 
 DEFAULT_WORDNET = os.environ.get("ELMO_TASKS_WORDNET", "data/wordnet-3.0")
 
@@ -64,17 +65,12 @@ def gold_map(examples: list[WsdSentence]) -> dict[str, list[str]]:
     return {t.id: t.gold for t in all_targets(examples) if t.gold}
 
 
-_INVENTORIES: dict[str, SenseInventory] = {}
-
-
 def load_inventory(wordnet: str | os.PathLike) -> SenseInventory:
-    """The (memoised) sense inventory of a WordNet 3.0 folder or index.sense file."""
-    key = os.path.abspath(wordnet)
-    if key not in _INVENTORIES:
-        _INVENTORIES[key] = SenseInventory.from_path(wordnet)
-    return _INVENTORIES[key]
+    """The sense inventory of a WordNet 3.0 folder or index.sense file (callers keep it: no module cache)."""
+    return SenseInventory.from_path(wordnet)
 
 
+@READERS.register("raganato")
 def read_wsd(path: str | os.PathLike, wordnet: str = DEFAULT_WORDNET) -> list[WsdSentence]:
     """Reader for run configs: a framework-format folder -> examples (wordnet: dict folder or index.sense)."""
     return to_examples(load_dataset(path), load_inventory(wordnet))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from elmo_features.text_input import iter_lines
 
-from ..data.types import DataFormatError
+from .types import DataFormatError
 
 POS_TAGS = ("NOUN", "VERB", "ADJ", "ADV")
 

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from .reader import WsdDataset
-from .scorer import write_text_atomic
+from elmo_features.provenance import write_text_atomic
+
+from .wsd_inventory import split_key
+from .wsd_reader import WsdDataset
 
 
 @dataclass
@@ -65,8 +67,6 @@ def write_dataset(folder: str | os.PathLike, name: str, sentences: Iterable[Sequ
 
 def write_index_sense(path: str | os.PathLike, keys_in_sense_order: Iterable[str]) -> Path:
     """A fake ``index.sense``: keys of each lemma+pos numbered 1, 2, ... in the order given."""
-    from .inventory import split_key
-
     seen: dict[tuple[str, str], int] = {}
     lines = []
     for i, key in enumerate(keys_in_sense_order):

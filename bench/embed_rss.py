@@ -1,0 +1,106 @@
+"""Peak RSS of ``embed`` for inputs of different sizes: does memory stay flat in the file size?
+
+    python bench/embed_rss.py --preset original --tokens 100000 1000000 --json out.json
+    python bench/embed_rss.py --tiny                 # a seconds-long check of the script itself
+
+Writes synthetic corpora (bench/corpus.py) of about the given token counts, saves a random-weight
+biLM of the preset, and runs ``python -m elmo_features.embed IN OUT --options .. --weights ..`` once
+per size (plus once on a 1-sentence file: the model's own footprint) in a fresh child process; the
+child's peak RSS (``ru_maxrss`` from ``os.wait4``) is reported with the growth per million input
+tokens. With flat (streamed) memory the growth is ~0.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+
+from common import REPO, machine, write_json  # noqa: E402
+from corpus import synthetic_corpus  # noqa: E402
+from presets import random_bilm  # noqa: E402
+from elmo_features import BiLM, BiLMOptions, save_bilm  # noqa: E402
+
+TINY_OPTIONS = {
+    "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8], [3, 16]], "n_highway": 1},
+    "lstm": {"dim": 32, "projection_dim": 16, "n_layers": 2, "cell_clip": 3, "proj_clip": 3},
+}
+MEAN_SENTENCE_TOKENS = 14.5  # bench/corpus.py
+
+
+def write_corpus(path: Path, n_tokens: int) -> int:
+    """A one-sentence-per-line file of about ``n_tokens`` tokens; -> its exact token count."""
+    sents = synthetic_corpus(max(1, round(n_tokens / MEAN_SENTENCE_TOKENS)))
+    path.write_text("".join(" ".join(s) + "\n" for s in sents), encoding="utf-8")
+    return sum(len(s) for s in sents)
+
+
+def peak_rss_of(argv: list[str], threads: int) -> tuple[float, float]:
+    """Run ``argv`` in a child; -> (its peak RSS in MB, wall seconds). Non-zero exit is an error."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=str(REPO))
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, cwd=REPO, env=env)
+    _, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"error: {' '.join(argv)} exited with {p.returncode}")
+    return usage.ru_maxrss / 1024, time.perf_counter() - t  # ru_maxrss is in KiB on Linux
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--preset", default="small", choices=["tiny", "small", "medium", "original"])
+    ap.add_argument("--tokens", type=int, nargs="+", default=[100_000, 1_000_000], help="input sizes in tokens")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more embed options (e.g. --top)")
+    ap.add_argument("--tiny", action="store_true", help="a quick check: tiny model, 2k and 8k tokens, 1 thread")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if args.tiny:
+        args.preset, args.tokens, args.threads = "tiny", [2_000, 8_000], 1
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory(prefix="embed_rss.") as tmp:
+        tmp = Path(tmp)
+        if args.preset == "tiny":
+            torch.manual_seed(0)
+            bilm = BiLM(BiLMOptions.from_dict(TINY_OPTIONS))
+        else:
+            bilm = random_bilm(args.preset)
+        save_bilm(bilm, tmp / "options.json", tmp / "weights.hdf5")
+        del bilm
+        rows = []
+        for n in [1, *args.tokens]:
+            inp = tmp / f"in_{n}.txt"
+            if n == 1:
+                inp.write_text("model\n", encoding="utf-8")
+                real = 1
+            else:
+                real = write_corpus(inp, n)
+            out = tmp / f"out_{n}.hdf5"
+            cmd = [sys.executable, "-m", "elmo_features.embed", str(inp), str(out), "--options",
+                   str(tmp / "options.json"), "--weights", str(tmp / "weights.hdf5"), *args.extra]
+            rss, sec = peak_rss_of(cmd, args.threads)
+            rows.append({"tokens": real, "input_bytes": inp.stat().st_size, "peak_rss_mb": rss, "seconds": sec})
+            print(f"  {real:>9} tokens ({inp.stat().st_size / 1e6:7.2f} MB of text): peak RSS {rss:8.1f} MB "
+                  f"({sec:.1f} s)", flush=True)
+            out.unlink(missing_ok=True)
+    base = rows[0]["peak_rss_mb"]
+    for r in rows[1:]:
+        r["growth_mb_per_million_tokens"] = (r["peak_rss_mb"] - base) / r["tokens"] * 1e6
+    print(f"[{args.preset}] model alone {base:.1f} MB; growth over it per million input tokens: "
+          + ", ".join(f"{r['growth_mb_per_million_tokens']:.1f} MB ({r['tokens']} tokens)" for r in rows[1:]))
+    if args.json:
+        write_json(args.json, {"machine": machine(), "preset": args.preset, "threads": args.threads,
+                               "extra": args.extra, "rows": rows})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The layer plan of tasks/ (docs/layers.md): import-linter keeps it, the contract says what we mean, it catches
+an upward import (even inside a function), and the registries are full wherever a name is looked up."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+LAYERS = [  # highest first; siblings in one layer
+    {"cli", "cli_run"},
+    {"harness", "wsd"},
+    {"experiment", "parallel", "preflight"},
+    {"training", "crossval", "plots"},
+    {"data_parallel"},
+    {"config"},
+    {"heads"},
+    {"features"},
+    {"metrics"},
+    {"data"},
+    {"components"},
+    {"registry"},
+]
+
+
+def contracts() -> dict[str, dict]:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    return {c["id"]: c for c in config["contracts"]}
+
+
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
+    exe = shutil.which("lint-imports")
+    if exe is None:
+        pytest.skip("lint-imports is not installed (pip install import-linter, or the package's `test` extra)")
+    env = {**os.environ, "PYTHONPATH": str(cwd)}  # the code under cwd, not an installed copy
+    return subprocess.run([exe, "--no-cache", "--no-logo"], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_the_contracts_name_the_intended_layers():
+    c = contracts()
+    layers = c["tasks-layers"]
+    assert layers["type"] == "layers" and layers["containers"] == ["tasks"] and layers["exhaustive"] is True
+    assert [set(re.split(r"\s*[|:]\s*", layer.strip())) for layer in layers["layers"]] == LAYERS
+    assert not layers.get("ignore_imports")  # no exceptions to the plan
+    standalone = c["elmo-features-standalone"]
+    assert (standalone["type"], standalone["source_modules"], standalone["forbidden_modules"]) == \
+        ("forbidden", ["elmo_features"], ["tasks"])
+    clis = c["cli-modules"]
+    assert clis["type"] == "protected" and clis["allowed_importers"] == ["tasks.cli"]
+    assert set(clis["protected_modules"]) == {"tasks.cli_run", "tasks.wsd.cli", "tasks.data.cli"}
+    # every module and package of tasks/ is in a layer (what `exhaustive` checks, here without the tool)
+    children = {p.stem for p in (REPO / "tasks").glob("*.py") if p.stem != "__init__"}
+    children |= {p.parent.name for p in (REPO / "tasks").glob("*/__init__.py")}
+    assert children == set().union(*LAYERS)
+
+
+def test_lint_imports_keeps_every_contract():
+    result = lint_imports(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 kept, 0 broken" in result.stdout
+
+
+def test_lint_imports_catches_upward_imports_inside_functions(tmp_path):
+    """A copy of the code with a data module importing a head, and elmo_features importing tasks, both inside
+    a function: the contracts break and name the import."""
+    for package in ("elmo_features", "tasks"):
+        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "models"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    with open(tmp_path / "tasks" / "data" / "types.py", "a", encoding="utf-8") as f:
+        f.write("\n\ndef _upward():\n    from tasks.heads.base import Head\n\n    return Head\n")
+    with open(tmp_path / "elmo_features" / "paths.py", "a", encoding="utf-8") as f:
+        f.write("\n\ndef _into_tasks():\n    import tasks.data\n\n    return tasks.data\n")
+    result = lint_imports(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 kept, 2 broken" in result.stdout
+    assert "tasks.data is not allowed to import tasks.heads" in result.stdout
+    assert "elmo_features.paths -> tasks.data" in result.stdout
+
+
+FULL = {  # every registry with every component of the code base
+    "READERS": ["conll2003", "csv", "hf", "raganato", "sst", "tsv"],
+    "FEATURES": ["concat", "elmo", "static"],
+    "FUSIONS": ["average", "concat_project", "gated", "layer_attention", "scalar"],
+    "CHAR_ENCODERS": ["cnn", "lstm"],
+    "HEADS": ["crf_tagger", "sentence_classifier", "token_tagger", "wsd_linear"],
+}
+# Fresh interpreters importing modules that look names up, in order: (module, the registries full afterwards;
+# the others must still be empty, i.e. nothing in a lower layer filled them by importing upwards).
+RUNS = [
+    [("tasks.data", {"READERS"}),  # get_reader
+     ("tasks.features.base", {"READERS", "FEATURES", "FUSIONS"}),  # build_features, build_fusion
+     ("tasks.heads.token_input", set(FULL))],  # a head's chars: section
+    [("tasks.config", set(FULL))],  # resolve (configs name readers, sources, mixes, heads, char encoders)
+]
+CHECK = """
+import importlib, json, sys
+import tasks.registry as r
+for module in sys.argv[1:]:
+    importlib.import_module(module)
+    print(json.dumps([module, {k: getattr(r, k).names() for k in %r}]))
+""" % sorted(FULL)
+
+
+def test_importing_a_lookup_module_fills_its_registries_and_no_more():
+    procs = [subprocess.Popen([sys.executable, "-c", CHECK, *[m for m, _ in run]], cwd=REPO, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for run in RUNS]  # in parallel
+    for run, proc in zip(RUNS, procs):
+        stdout, stderr = proc.communicate(timeout=900)  # generous: on a loaded machine torch takes a minute
+        assert proc.returncode == 0, stderr
+        lines = [json.loads(line) for line in stdout.splitlines()]
+        assert [m for m, _ in lines] == [m for m, _ in run]
+        for (module, full), (_, names) in zip(run, lines):
+            assert names == {k: FULL[k] if k in full else [] for k in FULL}, module
