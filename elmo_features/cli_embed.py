@@ -16,7 +16,6 @@ OUTPUT (``elmo_features.sharded_embed``).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -28,6 +27,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .devices import add_device_argument, parse_device
+from .embed_input import EmbedInput
 from .embedder import Embedder
 from .errors import TextInputError, UsageError
 from .feature_cache import bilm_fingerprint
@@ -35,7 +35,6 @@ from .locking import OutputLock, lock_path_for
 from .paths import check_input_file, check_output_file
 from .precision import PRECISIONS, check_precision
 from .provenance import commit_file
-from .text_input import decode_line
 from .weights import load_bilm
 
 FORMATS = ("all", "top", "average")
@@ -44,35 +43,6 @@ _RESUME_ATTRS = ("input_sha256", "settings", "n_done")
 
 
 InputError = TextInputError  # the input file breaks the text policy (elmo_features.text_input)
-
-
-def read_sentences(path: str | Path, max_errors: int = 5) -> tuple[list[str], list[list[str]], str]:
-    """-> (stripped lines, tokenized sentences, sha256 of the file).
-
-    The text policy of ``elmo_features.text_input``; blank lines are errors (dataset "i" is line i+1).
-    All problems of the file are reported at once (the first ``max_errors`` in full)."""
-    path = Path(path)
-    check_input_file(path, "embed input")
-    data = path.read_bytes()
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()  # the file's final newline
-    lines, errors = [], []
-    for lineno, raw in enumerate(raw_lines, start=1):
-        try:
-            text = decode_line(raw, path, lineno).strip()
-        except TextInputError as e:
-            errors.append(str(e))
-            continue
-        if not text:
-            errors.append(f"{path}:{lineno}: blank line; every line must hold one whitespace-tokenized sentence")
-        lines.append(text)
-    if errors:
-        more = f"; ... and {len(errors) - max_errors} more" if len(errors) > max_errors else ""
-        raise InputError("; ".join(errors[:max_errors]) + more)
-    if not lines:
-        raise InputError(f"{path}: no sentences (the file is empty); give one sentence per line")
-    return lines, [line.split() for line in lines], hashlib.sha256(data).hexdigest()
 
 
 def _select(a: np.ndarray, output_format: str) -> np.ndarray:
@@ -116,36 +86,32 @@ def embed_file(input_path: str | Path, output_path: str | Path, embedder: Embedd
     if chunk_size < 1:
         raise UsageError(f"chunk_size must be >= 1, got {chunk_size}")
     output_path = check_output_file(output_path, "embed output")
-    lines, sentences, input_hash = read_sentences(input_path)
+    source = EmbedInput(input_path)  # checked in one streaming pass; sentences are streamed again below
     output_path.parent.mkdir(parents=True, exist_ok=True)
     with OutputLock(lock_path_for(output_path), f"the embed output {output_path}"):
-        return _embed_locked(lines, sentences, input_hash, output_path, embedder, output_format, chunk_size,
-                             forget_sentences, resume, on_chunk)
+        return _embed_locked(source, output_path, embedder, output_format, chunk_size, forget_sentences, resume,
+                             on_chunk)
 
 
-def write_sentence_index(f: h5py.File, lines: list[str]) -> None:
+def write_sentence_index(f: h5py.File, source: EmbedInput) -> None:
     """The "sentence_to_index" dataset: a JSON string mapping each stripped line to its dataset name
     (a repeated line maps to its last occurrence, as allennlp's)."""
-    index = {}
-    for i, line in enumerate(lines):
-        index[line] = str(i)
     ds = f.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-    ds[0] = json.dumps(index)
+    ds[0] = source.sentence_index()
 
 
-def _embed_locked(lines, sentences, input_hash, output_path: Path, embedder: Embedder, output_format: str,
+def _embed_locked(source: EmbedInput, output_path: Path, embedder: Embedder, output_format: str,
                   chunk_size: int, forget_sentences: bool, resume: bool, on_chunk) -> dict:
     """embed_file's work, while holding the output's lock."""
     partial = Path(str(output_path) + PARTIAL_SUFFIX)
     settings = json.dumps({"format": output_format, "bilm": bilm_fingerprint(embedder.bilm),
                            "forget_sentences": bool(forget_sentences)}, sort_keys=True)
     t0 = time.time()
-    f, start = _open_partial(partial, input_hash, settings, resume)
-    n = len(sentences)
+    f, start = _open_partial(partial, source.sha256, settings, resume)
+    n = len(source)
     with f, tqdm(total=n, initial=start, unit="sent", desc="embed",
                  disable=not (sys.stderr.isatty() and n > 1000)) as bar:
-        for k, c0 in enumerate(range(start, n, chunk_size)):
-            chunk = sentences[c0 : c0 + chunk_size]
+        for k, (c0, chunk) in enumerate(source.chunks(start, n, chunk_size)):
             for j, a in enumerate(embedder.embed_sentences(chunk)):
                 name = str(c0 + j)
                 if name in f:  # written by an interrupted run after its last flush
@@ -159,11 +125,11 @@ def _embed_locked(lines, sentences, input_hash, output_path: Path, embedder: Emb
         if "sentence_to_index" in f:
             del f["sentence_to_index"]
         if not forget_sentences:
-            write_sentence_index(f, lines)
+            write_sentence_index(f, source)
         for key in _RESUME_ATTRS:
             del f.attrs[key]
     commit_file(partial, output_path)
-    return {"sentences": n, "tokens": sum(len(s) for s in sentences), "resumed_from": start,
+    return {"sentences": n, "tokens": source.tokens(), "resumed_from": start,
             "seconds": time.time() - t0, "output": str(output_path)}
 
 

@@ -23,7 +23,8 @@ import h5py
 import numpy as np
 
 from . import distributed as D
-from .cli_embed import FORMATS, _open_partial, _select, read_sentences, write_sentence_index
+from .cli_embed import FORMATS, _open_partial, _select, write_sentence_index
+from .embed_input import EmbedInput
 from .embedder import Embedder
 from .errors import UsageError
 from .feature_cache import bilm_fingerprint
@@ -81,9 +82,9 @@ def prepare_shards(shard_dir: Path, manifest: dict, restart: bool) -> str | None
     return None
 
 
-def embed_shard(sentences: list[list[str]], lo: int, hi: int, path: Path, embedder: Embedder, output_format: str,
+def embed_shard(source: EmbedInput, lo: int, hi: int, path: Path, embedder: Embedder, output_format: str,
                 chunk_size: int, input_hash: str, settings: str, on_chunk=None) -> int:
-    """Embed sentences[lo:hi] into the shard file ``path`` (resumable); returns how many were embedded now."""
+    """Embed the input's lines [lo, hi) (streamed) into the shard file ``path`` (resumable); returns how many were embedded now."""
     shard_settings = json.dumps({"settings": settings, "lo": lo, "hi": hi})
     if path.exists():
         with h5py.File(path, "r") as f:
@@ -94,8 +95,7 @@ def embed_shard(sentences: list[list[str]], lo: int, hi: int, path: Path, embedd
         f, done = _open_partial(partial, input_hash, shard_settings, resume=True)
         start = lo + done
         with f:
-            for k, c0 in enumerate(range(start, hi, chunk_size)):
-                chunk = sentences[c0 : min(c0 + chunk_size, hi)]
+            for k, (c0, chunk) in enumerate(source.chunks(start, hi, chunk_size)):
                 for j, a in enumerate(embedder.embed_sentences(chunk)):
                     name = str(c0 + j)
                     if name in f:  # written by an interrupted run after its last flush
@@ -109,7 +109,7 @@ def embed_shard(sentences: list[list[str]], lo: int, hi: int, path: Path, embedd
     return hi - start
 
 
-def merge_shards(shard_dir: Path, manifest: dict, lines: list[str], output_path: Path, forget_sentences: bool) -> None:
+def merge_shards(shard_dir: Path, manifest: dict, source: EmbedInput, output_path: Path, forget_sentences: bool) -> None:
     """Rank 0: copy every shard, in order, into OUTPUT (atomically), then delete ``shard_dir``."""
     with atomic_path(output_path) as tmp, h5py.File(tmp, "w") as out:
         W = manifest["world_size"]
@@ -118,7 +118,7 @@ def merge_shards(shard_dir: Path, manifest: dict, lines: list[str], output_path:
                 for i in range(manifest["bounds"][r], manifest["bounds"][r + 1]):
                     out.create_dataset(str(i), data=f[str(i)][...])
         if not forget_sentences:
-            write_sentence_index(out, lines)
+            write_sentence_index(out, source)
     shutil.rmtree(shard_dir, ignore_errors=True)
 
 
@@ -128,11 +128,12 @@ def embed_file_sharded(input_path, output_path, embedder: Embedder, dist: D.Dist
     if output_format not in FORMATS:
         raise UsageError(f"unknown output format {output_format!r}; valid: {FORMATS}")
     output_path = check_output_file(output_path, "embed output")
-    lines, sentences, input_hash = read_sentences(input_path)
+    source = EmbedInput(input_path)  # checked in one streaming pass; each rank streams its lines again
+    input_hash = source.sha256
     shard_dir = Path(str(output_path) + SHARDS_SUFFIX)
     settings = settings_for(embedder, output_format, forget_sentences)
     manifest = {"input_sha256": input_hash, "settings": settings, "world_size": dist.world_size,
-                "bounds": shard_bounds([len(s) for s in sentences], dist.world_size)}
+                "bounds": shard_bounds(list(source.lengths), dist.world_size)}
     lock = OutputLock(lock_path_for(output_path), f"the embed output {output_path}")
     error = None
     if dist.is_main:
@@ -148,14 +149,14 @@ def embed_file_sharded(input_path, output_path, embedder: Embedder, dist: D.Dist
         raise D.DistributedError(error if dist.is_main else f"rank 0: {error}")
     lo, hi = manifest["bounds"][dist.rank], manifest["bounds"][dist.rank + 1]
     try:
-        n_new = embed_shard(sentences, lo, hi, shard_path(shard_dir, dist.rank, dist.world_size), embedder,
+        n_new = embed_shard(source, lo, hi, shard_path(shard_dir, dist.rank, dist.world_size), embedder,
                             output_format, chunk_size, input_hash, settings)
     except BaseException as e:
         D.post_status("embed", dist.rank, f"{type(e).__name__}: {' '.join(str(e).split())}"[:500])
         lock.release()
         raise
     D.post_status("embed", dist.rank, "ok")
-    summary = {"sentences": hi - lo, "tokens": sum(len(s) for s in sentences[lo:hi]), "resumed_from": hi - lo - n_new,
+    summary = {"sentences": hi - lo, "tokens": source.tokens(lo, hi), "resumed_from": hi - lo - n_new,
                "shard": [lo, hi], "output": str(output_path)}
     if not dist.is_main:
         return summary
@@ -165,7 +166,7 @@ def embed_file_sharded(input_path, output_path, embedder: Embedder, dist: D.Dist
         if failed:
             raise D.DistributedError(f"{len(failed)} rank(s) failed ({'; '.join(failed)}); the finished shards in "
                                      f"{shard_dir} are kept: rerun the same command to resume")
-        merge_shards(shard_dir, manifest, lines, output_path, forget_sentences)
+        merge_shards(shard_dir, manifest, source, output_path, forget_sentences)
     finally:
         lock.release()
-    return {**summary, "sentences": len(sentences), "tokens": sum(len(s) for s in sentences)}
+    return {**summary, "sentences": len(source), "tokens": source.tokens()}

@@ -1,4 +1,5 @@
 """``elmo-tasks embed`` end to end on a tiny model: allennlp-compatible output, bad lines, resume."""
+import hashlib
 import json
 
 import h5py
@@ -8,7 +9,8 @@ import torch
 
 from elmo_features import BiLM, BiLMOptions, Embedder, load_bilm, save_bilm
 from elmo_features import default_model
-from elmo_features.cli_embed import InputError, embed_file, read_sentences
+from elmo_features.cli_embed import InputError, embed_file
+from elmo_features.embed_input import EmbedInput
 
 TINY = {
     "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8]], "n_highway": 1},
@@ -96,7 +98,7 @@ def test_bad_lines_name_file_and_line(tmp_path, model, capsys):
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
     with pytest.raises(InputError, match="no sentences"):
-        read_sentences(empty)
+        EmbedInput(empty)
 
 
 def test_model_argument_errors(tmp_path, model, infile, capsys, monkeypatch):
@@ -153,3 +155,16 @@ def test_partial_from_other_input_or_settings_is_discarded(tmp_path, model, infi
     assert read(out)[0]["0"].shape == (4, 8)
     (tmp_path / "out.hdf5.partial").write_bytes(b"not hdf5")  # e.g. killed mid-write
     assert embed_file(infile, out, emb, chunk_size=2)["resumed_from"] == 0
+
+
+def test_embed_input_streams_ranges_chunks_and_index(tmp_path):
+    p = tmp_path / "in.txt"
+    lines = [f"s{i} " + "w " * (i % 4) for i in range(11)] + ["s1 w"]  # the last line repeats line 2
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    src = EmbedInput(p)
+    want = [line.split() for line in lines]
+    assert len(src) == 12 and list(src.lengths) == [len(t) for t in want] and src.tokens(2, 5) == 3 + 4 + 1
+    got = list(src.chunks(3, 10, 3))
+    assert [start for start, _ in got] == [3, 6, 9] and sum((c for _, c in got), []) == want[3:10]
+    assert json.loads(src.sentence_index())["s1 w"] == "11"  # a repeated line maps to its last occurrence
+    assert src.sha256 == hashlib.sha256(p.read_bytes()).hexdigest()

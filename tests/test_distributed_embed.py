@@ -11,7 +11,8 @@ import torch
 
 from dist_launch import launch
 from elmo_features import BiLM, BiLMOptions, Embedder, load_bilm, save_bilm
-from elmo_features.cli_embed import embed_file, read_sentences
+from elmo_features.cli_embed import embed_file
+from elmo_features.embed_input import EmbedInput
 from elmo_features.locking import OutputLock, lock_path_for
 from elmo_features.sharded_embed import (embed_shard, merge_shards, prepare_shards, settings_for, shard_bounds,
                                          shard_path)
@@ -63,36 +64,36 @@ def test_shard_bounds_are_contiguous_and_token_balanced():
 
 
 def _manifest(env, world):
-    lines, sentences, digest = read_sentences(env["input"])
-    return sentences, {"input_sha256": digest, "settings": settings_for(env["embedder"], "all", False),
-                       "world_size": world, "bounds": shard_bounds([len(s) for s in sentences], world)}
+    source = EmbedInput(env["input"])
+    return source, {"input_sha256": source.sha256, "settings": settings_for(env["embedder"], "all", False),
+                    "world_size": world, "bounds": shard_bounds(list(source.lengths), world)}
 
 
 def test_shards_merge_to_the_single_process_output_and_resume(tmp_path, env):
     single = tmp_path / "single.hdf5"
     embed_file(env["input"], single, env["embedder"], chunk_size=3)
-    sentences, m = _manifest(env, 2)
+    source, m = _manifest(env, 2)
     shard_dir = tmp_path / "out.hdf5.shards"
     assert prepare_shards(shard_dir, m, restart=False) is None
     (lo, mid, hi) = m["bounds"]
     p0, p1 = shard_path(shard_dir, 0, 2), shard_path(shard_dir, 1, 2)
-    embed_shard(sentences, lo, mid, p0, env["embedder"], "all", 2, m["input_sha256"], m["settings"])
+    embed_shard(source, lo, mid, p0, env["embedder"], "all", 2, m["input_sha256"], m["settings"])
 
     def crash(k, n):
         raise KeyboardInterrupt  # a crash after the first flushed chunk
 
     with pytest.raises(KeyboardInterrupt):
-        embed_shard(sentences, mid, hi, p1, env["embedder"], "all", 1, m["input_sha256"], m["settings"], crash)
+        embed_shard(source, mid, hi, p1, env["embedder"], "all", 1, m["input_sha256"], m["settings"], crash)
     assert not p1.exists() and Path(str(p1) + ".partial").exists()  # a partial shard is never a shard file
     # a relaunch with another world size is refused; the same world size keeps the finished shard
     err = prepare_shards(shard_dir, {**m, "world_size": 3, "bounds": shard_bounds([1] * 8, 3)}, restart=False)
     assert "made with 2 processes (1 shard(s) finished), but this launch has 3" in err and "--restart" in err
     assert prepare_shards(shard_dir, m, restart=False) is None and p0.exists()
-    assert embed_shard(sentences, lo, mid, p0, env["embedder"], "all", 2, m["input_sha256"], m["settings"]) == 0
-    assert embed_shard(sentences, mid, hi, p1, env["embedder"], "all", 1, m["input_sha256"], m["settings"]) \
+    assert embed_shard(source, lo, mid, p0, env["embedder"], "all", 2, m["input_sha256"], m["settings"]) == 0
+    assert embed_shard(source, mid, hi, p1, env["embedder"], "all", 1, m["input_sha256"], m["settings"]) \
         == hi - mid - 1  # resumed after the flushed sentence
     out = tmp_path / "out.hdf5"
-    merge_shards(shard_dir, m, read_sentences(env["input"])[0], out, forget_sentences=False)
+    merge_shards(shard_dir, m, source, out, forget_sentences=False)
     assert_same_output(single, out)
     assert not shard_dir.exists()
     # other input or settings: the old shards are discarded, not mixed in
@@ -110,7 +111,7 @@ def test_two_processes_gloo_end_to_end_failure_and_resume(tmp_path, env):
     args = [str(env["input"]), str(out), "--options", str(env["options"]), "--weights", str(env["weights"]),
             "--chunk-size", "2"]
     # rank 1 cannot take its shard (another process holds the shard's lock): the job stops with its error
-    sentences, m = _manifest(env, 2)
+    source, m = _manifest(env, 2)
     shard_dir = Path(str(out) + ".shards")
     prepare_shards(shard_dir, m, restart=False)
     with OutputLock(lock_path_for(shard_path(shard_dir, 1, 2)), "test"):

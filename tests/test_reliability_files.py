@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from elmo_features import BiLMOptions, OptionsError, WeightFileError, load_bilm
-from elmo_features.cli_embed import read_sentences as embed_read
+from elmo_features.embed_input import EmbedInput
 from elmo_features.errors import CheckpointError, TextInputError
 from elmo_features.text_input import iter_sentences, read_sentences
 from elmo_features.training.data import read_sentences as corpus_read
@@ -30,7 +30,7 @@ def test_bom_crlf_and_no_final_newline_read_like_plain_text(tmp_path, variant):
     p.write_bytes(variant)
     want = [["John", "visited", "Berlin"], ["Mary", "met", "Smith"]]
     assert read_sentences(p) == want and list(corpus_read([p])) == want
-    assert embed_read(p)[1] == want
+    assert [line.split() for line in EmbedInput(p).lines()] == want
 
 
 @pytest.mark.parametrize("data, message", [
@@ -64,7 +64,7 @@ def test_blank_lines_error_where_outputs_follow_lines_skipped_in_corpora(tmp_pat
     with pytest.raises(TextInputError, match=r"in.txt:2: blank line"):
         read_sentences(p, blank_lines="error")  # embed, predict
     with pytest.raises(TextInputError, match=r"in.txt:2: blank line.*in.txt:3: blank line"):
-        embed_read(p)  # every problem of the file in one line
+        EmbedInput(p)  # every problem of the file in one line
     assert list(corpus_read([p])) == [["a", "b"], ["c"]]  # train-bilm, eval-bilm
     assert [n for n, _ in iter_sentences(p)] == [1, 4]
 
