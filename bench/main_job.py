@@ -76,6 +76,7 @@ def main(argv=None) -> None:
     steps: dict[str, float] = {}
 
     steps["clone"] = _run(["git", "clone", "-q", str(REPO), str(clone)], work, env, log)
+    commit = git_commit(clone)  # the code that is timed (HEAD may move while this runs)
     config = "configs/tiny_ner_conll2003.yaml" if args.tiny else "configs/ner_conll2003.yaml"
     if args.tiny:
         exe = [sys.executable, "-m", "tasks.cli"]
@@ -111,7 +112,7 @@ def main(argv=None) -> None:
         v["total_s"] = round(setup + v["compare_s"], 1)
         v["same_runs_as_first"] = v["per_run"] == first
     report = {"command": "python bench/" + Path(__file__).name + (" " + " ".join(argv or sys.argv[1:])).rstrip(),
-              "git_commit": git_commit(), "date": now(), "machine": machine(), "config": config,
+              "git_commit": commit, "date": now(), "machine": machine(), "config": config,
               "sources": SOURCES, "install": install, "steps_s": {k: round(v, 1) for k, v in steps.items()},
               "variants": variants, "gate_minutes": 20}
     out = Path(args.out)

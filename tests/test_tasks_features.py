@@ -136,3 +136,19 @@ def test_classification_scores():
     s = classification_scores(["a", "a", "b", "c"], ["a", "b", "b", "b"])
     assert s["accuracy"] == 0.5
     assert s["macro_f1"] == pytest.approx((2 / 3 + 1 / 2 + 0) / 3)  # F1 of a, b, c
+
+
+def test_pad_tokens_pads_and_is_64_byte_aligned_whatever_the_heap_did():
+    """MKL's GEMM rounds differently for differently aligned inputs, so batches must not inherit NumPy's
+    16-byte heap alignment (a run that computed its features trained differently from one reading the cache)."""
+    from tasks.features.base import pad_tokens
+
+    rng = np.random.default_rng(0)
+    for n in (1, 3, 70):
+        junk = [np.empty(int(k)) for k in rng.integers(1, 5000, 20)]  # stir the heap
+        items = [rng.standard_normal((3, int(t), 40)).astype(np.float32) for t in rng.integers(1, 9, n)]
+        out = pad_tokens(items, 9)  # (3, n, 9, 40)
+        assert out.shape == (3, n, 9, 40) and out.data_ptr() % 64 == 0
+        for b, a in enumerate(items):
+            assert np.array_equal(out[:, b, : a.shape[1]].numpy(), a) and not out[:, b, a.shape[1]:].any()
+        del junk

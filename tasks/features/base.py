@@ -124,10 +124,14 @@ def pad_tokens(items: list[np.ndarray], T: int) -> torch.Tensor:
     if not items:
         raise ValueError("pad_tokens: empty batch")
     lead, D = items[0].shape[:-2], items[0].shape[-1]
-    out = np.zeros((*lead, len(items), T, D), dtype=np.float32)
+    # torch's allocator (64-byte aligned), not NumPy's (16): MKL's GEMM results depend on the alignment of
+    # its inputs, so a NumPy buffer made the head's training depend on the process's heap history (a run
+    # that computed its features differed from the same run reading them from the cache)
+    out = torch.zeros((*lead, len(items), T, D), dtype=torch.float32)
+    view = out.numpy()
     for b, a in enumerate(items):
-        out[..., b, : a.shape[-2], :] = a
-    return torch.from_numpy(out)
+        view[..., b, : a.shape[-2], :] = a
+    return out
 
 
 def build_features(resolved: dict, context: FeatureContext) -> FeatureSource:
