@@ -152,3 +152,23 @@ def test_pad_tokens_pads_and_is_64_byte_aligned_whatever_the_heap_did():
         for b, a in enumerate(items):
             assert np.array_equal(out[:, b, : a.shape[1]].numpy(), a) and not out[:, b, a.shape[1]:].any()
         del junk
+
+
+def test_elmo_precision_bf16_in_a_config(env, tmp_path, monkeypatch):
+    """`precision: bf16` reaches the biLM (emulated here), is its own cache entry, and is refused with one
+    typed error on a CPU without bf16."""
+    from elmo_features import precision as P
+    from elmo_features.errors import ElmoTasksError
+
+    monkeypatch.setattr(P, "bf16_cpu_support", lambda: (False, "Test CPU: no avx512_bf16, no amx_bf16"))
+    monkeypatch.delenv(P.EMULATE_ENV, raising=False)
+    with pytest.raises(ElmoTasksError, match="AVX512-BF16"):
+        build(elmo_section(env, layer=2, precision="bf16"))
+    monkeypatch.setenv(P.EMULATE_ENV, "1")
+    ctx = FeatureContext(cache_dir=tmp_path / "cache", progress=False)
+    fp32 = build(elmo_section(env, layer=2), context=ctx).precompute(SENTS, "test")
+    bf16 = build(elmo_section(env, layer=2, precision="bf16"), context=ctx).precompute(SENTS, "test")
+    assert len(list((tmp_path / "cache").glob("*.hdf5"))) == 2  # two cache entries, not one reused
+    scale = max(float(np.abs(a).max()) for a in fp32)
+    err = max(float(np.abs(a - b).max()) for a, b in zip(fp32, bf16))
+    assert 0 < err <= 0.02 * scale

@@ -31,6 +31,8 @@ class ElmoConfig:
     layer: int | None = None  # use this single layer (0 = token layer) instead of a mix
     mix: dict | None = field(default=None, metadata={"component": "mix"})  # a fusion; default {name: scalar}
     cache_dtype: Literal["float32", "float16"] = "float32"  # on-disk precision of cached features
+    precision: Literal["fp32", "bf16"] = "fp32"  # the biLM's inference matmuls (docs/precision.md); bf16 needs
+    # a CPU with AVX512-BF16/AMX or CUDA, else one error line (ELMO_FEATURES_BF16_EMULATE=1: emulated, for tests)
 
     def check(self, where: str) -> None:
         if (self.options_file is None) != (self.weights_file is None):
@@ -51,13 +53,14 @@ def load_frozen_bilm(config: ElmoConfig, memo: Memo):
 
     def load():
         with torch.random.fork_rng(devices=[]):  # building the module draws random init: a run's seeded head
-            bilm = resolve_bilm(spec)  # must not depend on whether this memo held the biLM before
+            bilm = resolve_bilm(spec, precision=config.precision)  # must not depend on whether this memo held it
         bilm.eval()
         for p in bilm.parameters():
             p.requires_grad_(False)
         return bilm
 
-    return memo.model("elmo " + json.dumps(spec, sort_keys=True), load)
+    key = json.dumps(spec, sort_keys=True) + ("" if config.precision == "fp32" else f" {config.precision}")
+    return memo.model("elmo " + key, load)
 
 
 @FEATURES.register("elmo")
