@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from common import REPO, machine, write_json  # noqa: E402
+from common import REPO, git_commit, machine, now, write_atomic, write_json  # noqa: E402
 from corpus import synthetic_corpus  # noqa: E402
 from presets import random_bilm  # noqa: E402
 from elmo_features import BiLM, BiLMOptions, save_bilm  # noqa: E402
@@ -42,11 +42,12 @@ def write_corpus(path: Path, n_tokens: int) -> int:
     return sum(len(s) for s in sents)
 
 
-def peak_rss_of(argv: list[str], threads: int) -> tuple[float, float]:
-    """Run ``argv`` in a child; -> (its peak RSS in MB, wall seconds). Non-zero exit is an error."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=str(REPO))
+def peak_rss_of(argv: list[str], threads: int, code: Path = REPO) -> tuple[float, float]:
+    """Run ``argv`` in a child with ``code`` first on its path; -> (its peak RSS in MB, wall seconds). Non-zero
+    exit is an error."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=str(code))
     t = time.perf_counter()
-    p = subprocess.Popen(argv, cwd=REPO, env=env)
+    p = subprocess.Popen(argv, cwd=code, env=env)
     _, status, usage = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
     if p.returncode != 0:
@@ -61,8 +62,12 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more embed options (e.g. --top)")
     ap.add_argument("--tiny", action="store_true", help="a quick check: tiny model, 2k and 8k tokens, 1 thread")
-    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=None, help="also writes the same name with .md: a table")
+    ap.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
+                    help="also run each size with another checkout's elmo_features (e.g. a git worktree of an "
+                         "older commit), in the same run")
     args = ap.parse_args(argv)
+    codes = [("this", REPO)] + ([("other", args.compare_with.resolve())] if args.compare_with else [])
     if args.tiny:
         args.preset, args.tokens, args.threads = "tiny", [2_000, 8_000], 1
     torch.set_num_threads(args.threads)
@@ -86,20 +91,46 @@ def main(argv=None) -> int:
             out = tmp / f"out_{n}.hdf5"
             cmd = [sys.executable, "-m", "elmo_features.embed", str(inp), str(out), "--options",
                    str(tmp / "options.json"), "--weights", str(tmp / "weights.hdf5"), *args.extra]
-            rss, sec = peak_rss_of(cmd, args.threads)
-            rows.append({"tokens": real, "input_bytes": inp.stat().st_size, "peak_rss_mb": rss, "seconds": sec})
-            print(f"  {real:>9} tokens ({inp.stat().st_size / 1e6:7.2f} MB of text): peak RSS {rss:8.1f} MB "
-                  f"({sec:.1f} s)", flush=True)
-            out.unlink(missing_ok=True)
-    base = rows[0]["peak_rss_mb"]
-    for r in rows[1:]:
-        r["growth_mb_per_million_tokens"] = (r["peak_rss_mb"] - base) / r["tokens"] * 1e6
-    print(f"[{args.preset}] model alone {base:.1f} MB; growth over it per million input tokens: "
-          + ", ".join(f"{r['growth_mb_per_million_tokens']:.1f} MB ({r['tokens']} tokens)" for r in rows[1:]))
+            for label, code in codes:
+                rss, sec = peak_rss_of(cmd, args.threads, code)
+                rows.append({"code": label, "commit": git_commit(code), "tokens": real,
+                             "input_bytes": inp.stat().st_size, "peak_rss_mb": rss, "seconds": sec})
+                print(f"  [{label}] {real:>9} tokens ({inp.stat().st_size / 1e6:7.2f} MB of text): peak RSS "
+                      f"{rss:8.1f} MB ({sec:.1f} s)", flush=True)
+                out.unlink(missing_ok=True)
+    for label, _ in codes:
+        mine = [r for r in rows if r["code"] == label]
+        base = mine[0]["peak_rss_mb"]
+        for prev, r in zip(mine, mine[1:]):
+            r["growth_mb_per_million_tokens"] = (r["peak_rss_mb"] - base) / r["tokens"] * 1e6
+            if prev["tokens"] > 1:  # the slope between two real inputs: ~0 when memory is flat in the file size
+                r["slope_mb_per_million_tokens"] = ((r["peak_rss_mb"] - prev["peak_rss_mb"])
+                                                    / (r["tokens"] - prev["tokens"]) * 1e6)
+        print(f"[{args.preset}, {label}] model alone {base:.1f} MB; growth over it per million input tokens: "
+              + ", ".join(f"{r['growth_mb_per_million_tokens']:.1f} MB ({r['tokens']} tokens)" for r in mine[1:]))
     if args.json:
-        write_json(args.json, {"machine": machine(), "preset": args.preset, "threads": args.threads,
-                               "extra": args.extra, "rows": rows})
+        report = {"command": "python bench/embed_rss.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                  "date": now(), "machine": machine(), "preset": args.preset, "threads": args.threads,
+                  "extra": args.extra, "rows": rows}
+        write_json(args.json, report)
+        write_atomic(args.json.with_suffix(".md"), render(report))
     return 0
+
+
+def render(r: dict) -> str:
+    """A Markdown table of a report."""
+    m = r["machine"]
+    lines = ["# Peak RSS of `embed` against the input size", "", f"- command: `{r['command']}`",
+             f"- {r['date']}; machine: {m.get('cpu_model')}, {m.get('cpu_cores')} cores; torch threads {r['threads']}",
+             f"- model: random `{r['preset']}` preset; extra embed options: `{' '.join(r['extra']) or '(none)'}`", "",
+             "| code (commit) | input tokens | input MB | peak RSS MB | MB per M tokens over the 1-sentence run "
+             "| MB per M tokens over the previous size | seconds |", "|---|---|---|---|---|---|---|"]
+    fmt = lambda v: "" if v is None else f"{v:.1f}"  # noqa: E731
+    for x in sorted(r["rows"], key=lambda x: (x["code"], x["tokens"])):
+        lines.append(f"| {x['code']} (`{x['commit']}`) | {x['tokens']:,} | {x['input_bytes'] / 1e6:.2f} | "
+                     f"{x['peak_rss_mb']:.1f} | {fmt(x.get('growth_mb_per_million_tokens'))} | "
+                     f"{fmt(x.get('slope_mb_per_million_tokens'))} | {x['seconds']:.1f} |")
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
