@@ -105,7 +105,7 @@ def bench_train(work: Path, args) -> list[dict]:
     return rows
 
 
-def to_markdown(report: dict) -> str:
+def to_markdown(report: dict, main_job: dict | None = None) -> str:
     m = report["machine"]
     lines = ["# 1 process vs torchrun ranks: embed and train-bilm throughput", "",
              f"- command: `{report['command']}`", f"- git commit: `{report['git_commit']}`, {report['date']}",
@@ -122,6 +122,16 @@ def to_markdown(report: dict) -> str:
                     f"trainer's elapsed {r['train_seconds']} s (by wall: {r['tokens_per_wall_second']})")
         lines.append(f"| {r['what']} | {r['processes']} x {r['threads_per_process']} | {r['tokens']} | "
                      f"{r['wall_seconds']} | {r['tokens_per_second']} | {note} |")
+    if main_job:  # bench/main_job.py's report, measured in its own run
+        mm = main_job["machine"]
+        lines += ["", "## The main job: `compare --jobs 1` vs `--jobs 2`", "",
+                  f"From `{main_job['command']}` (results/bench/main_job.md; the commit and the per-run check are explained in main_job_notes.md), commit `{main_job['git_commit']}`, "
+                  f"{main_job['date']}, {mm.get('cpu_model', '?')}, {mm.get('cpu_cores', '?')} cores: the README's "
+                  f"main job from a clean clone and a fresh venv (setup: "
+                  + ", ".join(f"{k} {v:.0f} s" for k, v in main_job["steps_s"].items()) + ").", "",
+                  "| compare | processes x threads | compare wall s | total with setup, min |", "|---|---|---|---|"]
+        for v in main_job["variants"]:
+            lines.append(f"| --jobs {v['jobs']} | {v['jobs']} x 1 | {v['compare_s']:.0f} | {v['total_s'] / 60:.1f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -137,7 +147,14 @@ def main() -> None:
     ap.add_argument("--skip", choices=["embed", "train"], action="append", default=[])
     ap.add_argument("--tiny", action="store_true", help="small corpus and model: checks the script in ~a minute")
     ap.add_argument("--out", default=str(REPO / "results" / "bench"), help="folder of distributed.{json,md}")
+    ap.add_argument("--render-only", action="store_true",
+                    help="measure nothing: rewrite distributed.md from distributed.json and main_job.json in --out")
     args = ap.parse_args()
+    out = Path(args.out)
+    main_job = json.loads((out / "main_job.json").read_text()) if (out / "main_job.json").exists() else None
+    if args.render_only:
+        write_atomic(out / "distributed.md", to_markdown(json.loads((out / "distributed.json").read_text()), main_job))
+        return
     if args.tiny:
         args.sentences, args.train_tokens, args.batch_tokens = 200, 4000, 400
     corpus = synthetic_corpus(args.sentences)
@@ -149,10 +166,9 @@ def main() -> None:
         rows += [] if "train" in args.skip else bench_train(work, args)
     report = {"command": " ".join(["python", *sys.argv]), "git_commit": git_commit(), "date": now(),
               "machine": machine(), "cores": args.cores, "sentences": args.sentences, "tokens": tokens, "rows": rows}
-    out = Path(args.out)
     write_json(out / "distributed.json", report)
-    write_atomic(out / "distributed.md", to_markdown(report))
-    print(to_markdown(report))
+    write_atomic(out / "distributed.md", to_markdown(report, main_job))
+    print(to_markdown(report, main_job))
 
 
 if __name__ == "__main__":
