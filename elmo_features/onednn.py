@@ -46,6 +46,24 @@ def _probe() -> bool:
         return False
 
 
+def padded_rows(m: int) -> int:
+    """Row count that ``m`` rows are padded to before a oneDNN GEMM: a multiple of 8 up to 64, then 8 buckets per
+    octave (at most 12.5% extra rows). PyTorch's oneDNN linear keeps a compiled kernel (~0.6 MB) for every
+    distinct row count it meets, so without buckets ``embed``'s memory grew with the input until it had seen
+    every sentence-batch size (bench/embed_rss.py); with them it stays bounded by ~100 shapes."""
+    if m <= 64:
+        return (m + 7) // 8 * 8
+    step = 1 << (m.bit_length() - 4)
+    return (m + step - 1) // step * step
+
+
+def pad_rows(x: torch.Tensor, rows: int) -> torch.Tensor:
+    """(M, n) -> (rows, n) with zero rows appended (contiguous)."""
+    if x.shape[0] == rows:
+        return x.contiguous()
+    return F.pad(x, (0, 0, 0, rows - x.shape[0]))
+
+
 class PackedLinear:
     """``y = x @ weight.T + bias`` for 2-D inputs, with ``weight`` (out, in) packed once for oneDNN.
 
@@ -69,17 +87,24 @@ class PackedLinear:
         """(M, in) -> (M, out)."""
         if not self.onednn:
             return F.linear(x, self.weight, self.bias)
-        if x.shape[0] == 0:
+        m = x.shape[0]
+        if m == 0:
             return x.new_empty(0, self.out_features)
-        return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.packed, self.bias, "none", [], "")
+        rows = padded_rows(m)  # bounded set of shapes: see padded_rows
+        y = torch.ops.mkldnn._linear_pointwise(pad_rows(x, rows), self.packed, self.bias, "none", [], "")
+        return y if rows == m else y[:m]
 
     def add_to(self, x: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
         """``other + x @ weight.T`` (bias not applied): (M, in), (M, out) -> new (M, out)."""
         if not self.onednn:
             return torch.addmm(other, x, self.weight.t())
-        if x.shape[0] == 0:
+        m = x.shape[0]
+        if m == 0:
             return other.clone()
-        return torch.ops.mkldnn._linear_pointwise.binary(x.contiguous(), other.contiguous(), self.packed, None, "add")
+        rows = padded_rows(m)
+        y = torch.ops.mkldnn._linear_pointwise.binary(pad_rows(x, rows), pad_rows(other, rows), self.packed, None,
+                                                      "add")
+        return y if rows == m else y[:m]
 
 
 def param_key(module: torch.nn.Module) -> tuple:

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .errors import ElmoTasksError, UsageError
-from .onednn import PackedLinear
+from .onednn import PackedLinear, pad_rows, padded_rows
 
 PRECISIONS = ("fp32", "bf16")
 EMULATE_ENV = "ELMO_FEATURES_BF16_EMULATE"
@@ -180,8 +180,9 @@ class Bf16Linear:
         if self.emulated is not None:
             return self.emulated(x.to(torch.bfloat16).float()).to(torch.bfloat16).float()
         xb = x.to(torch.bfloat16).contiguous()
-        if self.packed is not None:
-            return torch.ops.mkldnn._linear_pointwise(xb, self.packed, None, "none", [], "").float()
+        if self.packed is not None:  # padded to a bounded set of row counts (onednn.padded_rows)
+            m, rows = xb.shape[0], padded_rows(xb.shape[0])
+            return torch.ops.mkldnn._linear_pointwise(pad_rows(xb, rows), self.packed, None, "none", [], "")[:m].float()
         return F.linear(xb, self.weight).float()
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:

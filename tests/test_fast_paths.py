@@ -153,3 +153,21 @@ def test_direction_pool_finds_torchs_openmp_when_another_copy_loaded_first():
             "from elmo_features import lstm; print(lstm._direction_pool() is not None)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr[-2000:]
+
+
+def test_onednn_row_buckets_are_few_and_results_unchanged():
+    """PyTorch's oneDNN linear keeps a kernel per distinct row count: rows are padded to few buckets (memory
+    bounded), and the padding changes no result."""
+    from elmo_features.onednn import PackedLinear, onednn_available, padded_rows
+
+    buckets = {padded_rows(m) for m in range(1, 100_001)}
+    assert len(buckets) < 130 and all(m <= padded_rows(m) <= max(m + 7, m * 1.125) for m in range(1, 5000))
+    if not onednn_available():
+        pytest.skip("oneDNN linear not available here")
+    g = torch.Generator().manual_seed(0)
+    w, b = torch.randn(48, 20, generator=g), torch.randn(48, generator=g)
+    lin = PackedLinear(w, b)
+    for m in (1, 7, 65, 130, 1000):
+        x, other = torch.randn(m, 20, generator=g), torch.randn(m, 48, generator=g)
+        assert lin(x).shape == (m, 48) and torch.allclose(lin(x), x @ w.t() + b, atol=1e-5)
+        assert torch.allclose(lin.add_to(x, other), other + x @ w.t(), atol=1e-5)
