@@ -47,12 +47,13 @@ def _probe() -> bool:
 
 
 def padded_rows(m: int) -> int:
-    """Row count that ``m`` rows are padded to before a oneDNN GEMM: a multiple of 8 up to 64, then 8 buckets per
-    octave (at most 12.5% extra rows). PyTorch's oneDNN linear keeps a compiled kernel (~0.6 MB) for every
-    distinct row count it meets, so without buckets ``embed``'s memory grew with the input until it had seen
-    every sentence-batch size (bench/embed_rss.py); with them it stays bounded by ~100 shapes."""
+    """Row count that ``m`` rows are padded to before a oneDNN GEMM: ``m`` itself up to 64 (the LSTM's recurrent
+    step, whose cost is per row), then 8 buckets per octave (at most 12.5% extra rows). PyTorch's oneDNN linear
+    keeps a compiled kernel (~0.6 MB) for every distinct row count it meets, so without buckets ``embed``'s
+    memory grew with the input until it had seen every batch size (bench/embed_rss.py); with them it stays
+    bounded by ~150 shapes (~90 MB)."""
     if m <= 64:
-        return (m + 7) // 8 * 8
+        return m
     step = 1 << (m.bit_length() - 4)
     return (m + step - 1) // step * step
 
