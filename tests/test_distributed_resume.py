@@ -2,23 +2,15 @@
 ``--resume`` with the same launch then ends where an uninterrupted run ends."""
 from __future__ import annotations
 
-import random
 import time
 
 import torch
 import yaml
 
 from dist_launch import launch, start, wait
+from test_distributed_training import _corpus  # the same tiny corpus as the equivalence test
 from elmo_features.training.config import TrainConfig
 from elmo_features.training.trainer import Trainer
-
-
-def _corpus(path, n, seed):
-    rng = random.Random(seed)
-    path.write_text("\n".join(" ".join(["the", rng.choice(["big", "small", "red"]), rng.choice(["cat", "dog"]),
-                                        rng.choice(["sat", "ran"]) + (" fast" * rng.randint(0, 3)), "."])
-                              for _ in range(n)) + "\n", encoding="utf-8")
-    return str(path)
 
 
 def test_killed_rank_stops_the_job_and_resume_ends_like_an_uninterrupted_run(tmp_path):
