@@ -126,8 +126,9 @@ def pad_tokens(items: list[np.ndarray], T: int) -> torch.Tensor:
     lead, D = items[0].shape[:-2], items[0].shape[-1]
     # torch's allocator (64-byte aligned), not NumPy's (16): MKL's GEMM results depend on the alignment of
     # its inputs, so a NumPy buffer made the head's training depend on the process's heap history (a run
-    # that computed its features differed from the same run reading them from the cache)
-    out = torch.zeros((*lead, len(items), T, D), dtype=torch.float32)
+    # that computed its features differed from the same run reading them from the cache). Built on the
+    # CPU explicitly (host memory, whatever the default device): the caller moves the batch
+    out = torch.zeros((*lead, len(items), T, D), dtype=torch.float32, device="cpu")
     view = out.numpy()
     for b, a in enumerate(items):
         view[..., b, : a.shape[-2], :] = a
