@@ -26,6 +26,7 @@ import h5py
 import numpy as np
 from tqdm.auto import tqdm
 
+from .cli_types import positive_int
 from .devices import add_device_argument, parse_device
 from .embed_input import EmbedInput
 from .embedder import Embedder
@@ -52,6 +53,18 @@ def _select(a: np.ndarray, output_format: str) -> np.ndarray:
     if output_format == "average":
         return a.mean(axis=0)
     return a
+
+
+def write_chunk(f: h5py.File, c0: int, chunk: list[list[str]], embedder: Embedder, output_format: str,
+                n_done: int) -> None:
+    """Embed one chunk of sentences (numbered from ``c0``) into the open partial file, then flush ``n_done``."""
+    for j, a in enumerate(embedder.embed_sentences(chunk)):  # a: (L, n_j, D)
+        name = str(c0 + j)
+        if name in f:  # written by an interrupted run after its last flush
+            del f[name]
+        f.create_dataset(name, data=_select(a, output_format).astype(np.float32))
+    f.attrs["n_done"] = n_done
+    f.flush()
 
 
 def _open_partial(partial: Path, input_hash: str, settings: str, resume: bool) -> tuple[h5py.File, int]:
@@ -112,13 +125,7 @@ def _embed_locked(source: EmbedInput, output_path: Path, embedder: Embedder, out
     with f, tqdm(total=n, initial=start, unit="sent", desc="embed",
                  disable=not (sys.stderr.isatty() and n > 1000)) as bar:
         for k, (c0, chunk) in enumerate(source.chunks(start, n, chunk_size)):
-            for j, a in enumerate(embedder.embed_sentences(chunk)):
-                name = str(c0 + j)
-                if name in f:  # written by an interrupted run after its last flush
-                    del f[name]
-                f.create_dataset(name, data=_select(a, output_format).astype(np.float32))
-            f.attrs["n_done"] = c0 + len(chunk)
-            f.flush()
+            write_chunk(f, c0, chunk, embedder, output_format, n_done=c0 + len(chunk))
             bar.update(len(chunk))
             if on_chunk is not None:
                 on_chunk(k, c0 + len(chunk))
@@ -178,17 +185,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {s['sentences']} sentences ({s['tokens']} tokens) to {s['output']} in {s['seconds']:.1f} s",
           file=sys.stderr)
     return 0
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
-    return value
 
 
 def register(subparsers) -> None:

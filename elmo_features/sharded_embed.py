@@ -23,7 +23,7 @@ import h5py
 import numpy as np
 
 from . import distributed as D
-from .cli_embed import FORMATS, _open_partial, _select, write_sentence_index
+from .cli_embed import FORMATS, _open_partial, write_chunk, write_sentence_index
 from .embed_input import EmbedInput
 from .embedder import Embedder
 from .errors import UsageError
@@ -96,13 +96,7 @@ def embed_shard(source: EmbedInput, lo: int, hi: int, path: Path, embedder: Embe
         start = lo + done
         with f:
             for k, (c0, chunk) in enumerate(source.chunks(start, hi, chunk_size)):
-                for j, a in enumerate(embedder.embed_sentences(chunk)):
-                    name = str(c0 + j)
-                    if name in f:  # written by an interrupted run after its last flush
-                        del f[name]
-                    f.create_dataset(name, data=_select(a, output_format).astype(np.float32))
-                f.attrs["n_done"] = c0 + len(chunk) - lo
-                f.flush()
+                write_chunk(f, c0, chunk, embedder, output_format, n_done=c0 + len(chunk) - lo)
                 if on_chunk is not None:
                     on_chunk(k, c0 + len(chunk) - lo)
         commit_file(partial, path)

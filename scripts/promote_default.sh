@@ -35,18 +35,22 @@ git commit -qm "Default biLM: the GloVe-prior biLM continued to 14.5M tokens (he
 log "promoted"
 
 # 2. The default's results, with the commands that made them (NER gate rows x 3 seeds; WSD Table 5 1-NN;
-#    sentiment 5-fold CV, seed 1), on 2 processes.
+#    sentiment 5-fold CV, seed 1), on 2 processes. The replaced default's results move to default_4m/.
+archive() { local dir=$1; shift; mkdir -p "$dir/default_4m"; for f in "$@"; do git mv "$dir/$f" "$dir/default_4m/$f"; done; }
+archive results/ner_conll2003 summary.md summary.json summary.csv mix_weights.png scores.png
 elmo-tasks compare configs/ner_conll2003.yaml --sources glove,elmo_mix,glove+elmo_mix --jobs 2 --progress off \
   > runs/logs/promote_ner.log 2>&1
-git add results/ner_conll2003 && git commit -qm "NER CoNLL-2003 on the new default biLM: gate rows, 3 seeds"
+git add -A results/ner_conll2003 && git commit -qm "NER CoNLL-2003 on the new default biLM: gate rows, 3 seeds"
 log "ner done"
+archive results/wsd table5.md scores.json f1_per_layer.png keys
 elmo-tasks wsd --train ../shared/data/wsd/semcor --test ../shared/data/wsd/senseval2 ../shared/data/wsd/senseval3 \
   ../shared/data/wsd/semeval2007 --config configs/wsd_semcor.yaml --set head=null --out results/wsd --threads 2 \
   --progress off > runs/logs/promote_wsd.log 2>&1
-git add results/wsd && git commit -qm "WSD Table 5 on the new default biLM: 1-NN per layer"
+git add -A results/wsd && git commit -qm "WSD Table 5 on the new default biLM: 1-NN per layer"
 log "wsd done"
+archive results/sentiment_polarity summary.md summary.json summary.csv
 elmo-tasks compare configs/sentiment_polarity.yaml \
   --sources glove,elmo_mix,glove+elmo_mix,elmo_charonly_mix,glove+elmo_charonly_mix --seeds 1 --jobs 2 \
   --progress off > runs/logs/promote_sentiment.log 2>&1
-git add results/sentiment_polarity && git commit -qm "Sentiment 5-fold CV on the new default biLM, seed 1"
+git add -A results/sentiment_polarity && git commit -qm "Sentiment 5-fold CV on the new default biLM, seed 1"
 log "sentiment done"

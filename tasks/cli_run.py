@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from elmo_features.cli_embed import positive_int
+from elmo_features.cli_types import positive_int
 from elmo_features.devices import add_device_argument, parse_device
 from elmo_features.distributed import finish
 from elmo_features.errors import CheckpointError, ElmoTasksError, UsageError

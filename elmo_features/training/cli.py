@@ -12,7 +12,7 @@ import numpy as np
 import torch
 import yaml
 
-from ..cli_embed import positive_int
+from ..cli_types import non_negative_int, positive_int
 from ..errors import OutputExistsError, UsageError
 from ..paths import check_input_file, check_input_path, check_output_dir
 
@@ -131,17 +131,6 @@ def cmd_eval(args) -> int:
     res["sentences"] = len(sentences)
     print(json.dumps(res, indent=2))
     return 0
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
 
 
 def register(sub) -> None:

@@ -6,7 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from elmo_features.cli_embed import positive_int
+from elmo_features.cli_types import positive_int
 from elmo_features.devices import add_device_argument, parse_device
 
 DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
