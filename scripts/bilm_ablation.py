@@ -3,10 +3,11 @@
     python scripts/bilm_ablation.py [--out results/bilm]
 
 Reads only measured result files (each names its own command and commit):
-- results/bilm/before_issue9/default.json, results/bilm/default_charonly.json, results/bilm/default.json
-  (held-out perplexity over all of heldout.txt.gz, shipped fp16 weights; learning curves);
-- results/{ner_conll2003,wsd}/before_issue9/ and results/{ner_conll2003,wsd}/ (NER dev F1 of the scalar-mix
-  row, 3 seeds; WSD 1-NN F1 of the best biLM layer on Senseval-2 and on ALL);
+- the biLM reports (held-out perplexity over all of heldout.txt.gz, shipped fp16 weights; learning curves):
+  results/bilm/before_issue9/default.json, default_charonly.json, history/default_4m.json,
+  candidates/glove_prior_8m/glove_prior_8m.json and default.json;
+- each model's NER summary (dev F1 of the scalar-mix row, 3 seeds), WSD scores (1-NN F1 of the best biLM layer
+  on Senseval-2 and on ALL) and sentiment summary (5-fold CV paired bootstrap, GloVe vs GloVe + mix);
 - results/bilm/train_levers.json when present (bench/train_levers.py: threads and batch size).
 Writes results/bilm/ablation.{md,json} and results/bilm/learning_curves.png.
 """
@@ -21,17 +22,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from elmo_features.provenance import atomic_path, git_commit, machine, write_text_atomic  # noqa: E402
 
-# (label, lever, bilm report, NER summary + source, WSD scores + source, tokens before this run)
+# (label, lever, bilm report, NER summary + source, WSD scores + source, sentiment summary, tokens before this run)
+CAND = "results/bilm/candidates/glove_prior_8m"
 MODELS = [
     ("char-only, 7.0M tokens (first default)", "baseline",
      "results/bilm/before_issue9/default.json", ("results/ner_conll2003/before_issue9/summary.json", "elmo_mix"),
-     ("results/wsd/before_issue9/scores.json", "elmo"), 0),
+     ("results/wsd/before_issue9/scores.json", "elmo"), None, 0),
     ("char-only, 7.0M + 4.0M tokens (`default_charonly`)", "more tokens (warm start from the first default)",
      "results/bilm/default_charonly.json", ("results/ner_conll2003/charonly_rows/summary.json", "elmo_charonly_mix"),
-     ("results/wsd/scores.json", "elmo_charonly"), 7_003_087),
-    ("GloVe prior, 4.0M tokens from scratch (`default`)", "static-vector prior (frozen GloVe 6B 50d in the token layer)",
+     ("results/wsd/scores.json", "elmo_charonly"), None, 7_003_087),
+    ("GloVe prior, 4.0M tokens from scratch (the second `default`)",
+     "static-vector prior (frozen GloVe 6B 50d in the token layer)",
+     "results/bilm/history/default_4m.json", ("results/ner_conll2003/default_4m/summary.json", "elmo_mix"),
+     ("results/wsd/default_4m/scores.json", "elmo"), "results/sentiment_polarity/default_4m/summary.json", 0),
+    ("GloVe prior, 4.0M + 4.5M tokens (candidate `glove_prior_8m`)", "more tokens (warm start with its softmax)",
+     f"{CAND}/glove_prior_8m.json", (f"{CAND}/ner/summary.json", "elmo_mix"), (f"{CAND}/wsd/scores.json", "elmo"),
+     f"{CAND}/sentiment/summary.json", 4_002_623),
+    ("GloVe prior, 8.5M + 6.0M tokens (`default`)", "more tokens, 2 threads (warm start with its softmax)",
      "results/bilm/default.json", ("results/ner_conll2003/summary.json", "elmo_mix"),
-     ("results/wsd/scores.json", "elmo"), 0),
+     ("results/wsd/scores.json", "elmo"), "results/sentiment_polarity/summary.json", 8_510_195),
 ]
 
 
@@ -65,6 +74,16 @@ def wsd_best_knn(path: str, source: str) -> dict | None:
     return out
 
 
+def sentiment_gain(path: str | None) -> dict | None:
+    """GloVe + mix minus GloVe in 5-fold CV accuracy (x100), with the bootstrap 95% CI (issue 9, gate 3)."""
+    cv = (load(path) or {}).get("cross_validation") if path else None
+    for p in (cv or {}).get("paired", []):
+        if p["a"] == "glove" and p["b"] == "glove+elmo_mix":
+            b = p["bootstrap"]
+            return {"delta": b["delta"] * 100, "ci95": [c * 100 for c in b["ci95"]], "seeds": p["seeds"]}
+    return None
+
+
 def plot(curves: list[tuple[str, list[float], list[float]]], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -91,7 +110,7 @@ def main() -> None:
     out = ROOT / args.out
     commit, m = git_commit(), machine()
     rows, curves = [], []
-    for label, lever, report, (ner_path, ner_src), (wsd_path, wsd_src), before in MODELS:
+    for label, lever, report, (ner_path, ner_src), (wsd_path, wsd_src), senti_path, before in MODELS:
         rep = load(report)
         row = {"model": label, "lever": lever, "report": report}
         if rep:
@@ -101,6 +120,7 @@ def main() -> None:
                            [h["mean"] for h in rep.get("history", [])]))
         row["ner_dev_f1"] = ner_dev(ner_path, ner_src)
         row["wsd"] = wsd_best_knn(wsd_path, wsd_src)
+        row["sentiment_gain"] = sentiment_gain(senti_path)
         rows.append(row)
     levers = load("results/bilm/train_levers.json")
     fmt = lambda v, f="{:.1f}": "-" if v is None else f.format(v)
@@ -108,20 +128,23 @@ def main() -> None:
           f"Made by `python scripts/bilm_ablation.py` at commit `{commit}` ({m['cpu_cores']} CPU cores, "
           f"{m['cpu_model']}) from the measured result files named in each row; nothing is re-measured here.",
           "", "| model | lever | tokens seen | held-out ppl (mean, all 4,775 sentences) | NER dev F1, scalar mix "
-          "(3 seeds; char-only continued: 1 seed) | WSD 1-NN best layer, Senseval-2 | WSD 1-NN best layer, ALL | training wall time |",
-          "|---|---|---|---|---|---|---|---|"]
+          "(3 seeds; char-only continued: 1 seed) | WSD 1-NN best layer, Senseval-2 | WSD 1-NN best layer, ALL | "
+          "sentiment 5-fold CV, GloVe + mix minus GloVe [95% CI] | training wall time |",
+          "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ner = r["ner_dev_f1"]
         w = r["wsd"] or {}
         s2 = f"{w['senseval2'][0]:.1f} (layer {w['senseval2'][1]})" if w else "-"
         al = f"{w['ALL'][0]:.1f} (layer {w['ALL'][1]})" if w else "-"
+        g = r["sentiment_gain"]
+        sg = f"{g['delta']:+.2f} [{g['ci95'][0]:+.2f}, {g['ci95'][1]:+.2f}]" if g else "-"
         md.append(f"| {r['model']} | {r['lever']} | {fmt(r.get('tokens'), '{:,}')} | {fmt(r.get('ppl'))} | "
-                  f"{f'{ner[0]:.2f} ± {ner[1]:.2f}' if ner else '-'} | {s2} | {al} | "
+                  f"{f'{ner[0]:.2f} ± {ner[1]:.2f}' if ner else '-'} | {s2} | {al} | {sg} | "
                   f"{fmt(r.get('train_hours'), '{:.2f} h')} |")
     fs = next((r["wsd"]["first_sense"] for r in rows if r["wsd"]), None)
     if fs:
         md += ["", f"WordNet first sense (the gate for WSD): Senseval-2 {fs['senseval2']:.1f}, ALL {fs['ALL']:.1f}. "
-               "Models were chosen on NER dev F1, not on the WSD test sets."]
+               "Models were chosen on held-out perplexity and NER dev F1, never on the WSD or sentiment test data."]
     md += ["", "Training throughput levers (same machine, real-corpus batches):", ""]
     if levers:
         md += [f"`{levers['command']}` at commit `{levers['git_commit']}`, CPU {levers['machine']['cpu_model']}, "
@@ -129,8 +152,8 @@ def main() -> None:
         md += [f"| {m['threads']} | {m['batch_tokens']:,} | {m['tok_per_s']:,.0f} |" for m in levers["measurements"]]
     else:
         md += ["(results/bilm/train_levers.json not measured yet: `python bench/train_levers.py`)"]
-    md += ["", "Learning curves of all three models: `learning_curves.png` (tokens counted from the start of each "
-           "model, so the warm-started run begins at 7.0M)."]
+    md += ["", "Learning curves of all models: `learning_curves.png` (tokens counted from the start of each "
+           "model's chain of warm starts, so a continued run begins where its starting model stopped)."]
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "ablation.md", "\n".join(md) + "\n")
     write_text_atomic(out / "ablation.json", json.dumps({"commit": commit, "rows": rows, "levers": levers},
