@@ -4,6 +4,8 @@
 # perplexity of the shipped weights), then NER (3 gate rows x 3 seeds, 2 jobs), WSD 1-NN per layer, and the
 # sentiment cross-validation of the gate rows (seed 1 only: session time). Each stage is committed when done. Everything goes to results/bilm/candidates/glove_prior_8m/.
 #   bash scripts/candidate_pipeline.sh
+# Superseded: glove_prior_8m left the package at commit 253219c (scripts/promote_default.sh); this script stays as
+# the record of how results/bilm/candidates/glove_prior_8m/ was made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=results/bilm/candidates/glove_prior_8m
