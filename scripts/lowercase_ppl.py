@@ -10,7 +10,7 @@ OUT.md with the command, commit and machine.
 from __future__ import annotations
 
 import argparse
-import gzip
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from elmo_features.provenance import git_commit, machine, timestamp, write_text_atomic  # noqa: E402
 from elmo_features.training.cli import load_language_model  # noqa: E402
+from elmo_features.training.data import read_sentences  # noqa: E402
 from elmo_features.training.evaluate import perplexity  # noqa: E402
 
 HELDOUT = REPO.parent / "shared" / "data" / "corpus" / "heldout.txt.gz"
@@ -36,8 +37,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     ex = Path(args.export)
     model, vocab = load_language_model(ex / "options.json", ex / "weights.hdf5", ex / "vocab.txt", None)
-    with gzip.open(HELDOUT, "rt", encoding="utf-8") as f:
-        sents = [line.split() for _, line in zip(range(args.sentences), f)]
+    sents = list(itertools.islice(read_sentences([HELDOUT]), args.sentences))  # the corpus text policy
     res = {"as written": perplexity(model, sents, vocab),
            "lower-cased": perplexity(model, [[w.lower() for w in s] for s in sents], vocab)}
     cmd = "python scripts/lowercase_ppl.py " + " ".join(sys.argv[1:])
