@@ -133,6 +133,31 @@ def test_warm_start_continues_a_model_and_freezes_it_first(tmp_path):
         Trainer(bad, progress=False)
 
 
+def test_vocab_file_continues_the_softmax_on_other_text(tmp_path):
+    """vocab_file keeps the init_from export's output vocabulary (and softmax) when train_files change; without
+    it the vocabulary rebuilt from the new text no longer matches the softmax, which is refused."""
+    first = Trainer(_cfg(tmp_path / "a", max_train_tokens=1500), progress=False)
+    first.run()
+    exp = tmp_path / "a" / "run" / "export"
+    other = tmp_path / "other.txt"
+    other.write_text("\n".join(["a quickly red log ran slowly and the dog sat ."] * 40) + "\n", encoding="utf-8")
+    kw = dict(max_train_tokens=600, init_from=str(exp))
+    with pytest.raises(ValueError, match="vocab.txt differs"):
+        Trainer(_cfg(tmp_path / "b", train_files=[str(other)], **kw), progress=False)
+    n_words = len((exp / "vocab.txt").read_text(encoding="utf-8").split()) - 3
+    with pytest.raises(ValueError, match=f"holds {n_words} words"):
+        Trainer(_cfg(tmp_path / "c", train_files=[str(other)], vocab_file=str(exp / "vocab.txt"),
+                     vocab_size=n_words + 1, **kw), progress=False)
+    cfg = _cfg(tmp_path / "d", train_files=[str(first.cfg.train_files[0]), str(other)],
+               vocab_file=str(exp / "vocab.txt"), vocab_size=n_words, **kw)
+    tr = Trainer(cfg, progress=False)
+    assert tr.vocab == first.vocab
+    assert torch.equal(tr.model.softmax_w, first.model.softmax_w)  # the softmax came along
+    tr.run()
+    assert (tmp_path / "d" / "run" / "vocab.txt").read_text(encoding="utf-8") == \
+        (exp / "vocab.txt").read_text(encoding="utf-8")
+
+
 def test_trainer_bad_input_policy(tmp_path):
     """Issue 9's hostile corpus: blank lines are skipped, a 10,000-token line is cut into max_sentence_length
     pieces, invalid UTF-8 is an error naming file and line and leaves no cache behind."""

@@ -48,6 +48,8 @@ def check_train_inputs(cfg, source: str) -> None:
         check_input_file(p, f"{source}: train_files[{i}]")
     if cfg.heldout_file:
         check_input_file(cfg.heldout_file, f"{source}: heldout_file")
+    if cfg.vocab_file:
+        check_input_file(cfg.vocab_file, f"{source}: vocab_file")
     if cfg.token_vectors:
         check_input_path(cfg.token_vectors, f"{source}: token_vectors",
                          "run `elmo-tasks data get glove-6b-50d` or give a vectors folder / GloVe text file")

@@ -52,6 +52,9 @@ class TrainConfig:
     skip_batches: int = 0  # epoch 0 starts at this batch (the batches a warm-started model already saw)
     # output vocabulary and softmax
     vocab_size: int = 50000  # most frequent training words, plus <S>, </S>, <UNK>
+    # a given output vocabulary instead of one built from train_files (e.g. the init_from export's vocab.txt,
+    # to continue its softmax on other text); it must hold exactly vocab_size words after the three specials
+    vocab_file: str | None = None
     n_negative_samples: int = 4096  # sampled softmax candidates per batch (shared by all tokens)
     # optimisation
     batch_tokens: int = 4000  # tokens per batch (whole sentences, bucketed by length)
@@ -167,7 +170,7 @@ SCHEMA = Obj({  # types and ranges of every TrainConfig key
     "cell_clip": _Float(min=0), "proj_clip": _Float(min=0),
     "token_vectors": Str(nullable=True), "token_vectors_dim": Int(min=1, nullable=True),
     "token_vectors_lowercase": Bool(),
-    "vocab_size": Int(min=1), "n_negative_samples": Int(min=1),
+    "vocab_size": Int(min=1), "vocab_file": Str(nullable=True), "n_negative_samples": Int(min=1),
     "batch_tokens": Int(min=1), "max_sentence_length": Int(min=1), "max_train_tokens": Int(min=1),
     "lr": _Float(gt=0), "warmup_steps": Int(min=0), "min_lr_ratio": _Float(min=0, max=1),
     "weight_decay": _Float(min=0), "dropout": _Float(min=0, lt=1), "clip_norm": _Float(gt=0), "seed": Int(min=0),

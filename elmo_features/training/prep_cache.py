@@ -117,7 +117,7 @@ def check_vocab_key(cfg: TrainConfig, out: Path) -> bool:
     """True when out/vocab.txt was built with cfg.vocab_size from the cached corpus; False when unknown
     (it is rebuilt); a vocabulary built with another vocab_size is refused."""
     key = read_prep_key(out) or {}
-    if "vocab_size" not in key:
+    if "vocab_size" not in key or key.get("vocab_file") != cfg.vocab_file:
         return False
     if key["vocab_size"] != cfg.vocab_size:
         raise StaleCacheError(f"{out / 'vocab.txt'} was built with vocab_size {key['vocab_size']}, the config says "

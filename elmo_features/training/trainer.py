@@ -19,9 +19,9 @@ from ..locking import OutputLock
 from ..options import BiLMOptions
 from ..provenance import atomic_open, write_text_atomic
 from ..text_input import iter_lines
-from .config import TrainConfig
+from .config import TrainConfig, TrainConfigError
 from .ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
-from .data import (Corpus, batches_for_epoch, build_corpus, build_vocab, make_batch, read_sentences,
+from .data import (SPECIALS, Corpus, batches_for_epoch, build_corpus, build_vocab, make_batch, read_sentences,
                    read_vocab, type_char_ids, type_targets, write_vocab)
 from .evaluate import perplexity
 from .prep_cache import check_prep_key, check_vocab_key, corpus_digest, prep_key, update_prep_key, write_prep_key
@@ -204,16 +204,23 @@ class Trainer:
                 self.model.softmax_b.data.copy_(torch.from_numpy(f["softmax/b"][...].astype("float32")))
 
     def _load_or_build_vocab(self, has_checkpoint: bool) -> list[str]:
-        """out/vocab.txt when it was built with this vocab_size from this corpus; else built (and saved)."""
-        path = self.out / "vocab.txt"
-        if path.exists() and check_vocab_key(self.cfg, self.out):
+        """The config's vocab_file; else out/vocab.txt when it was built with this vocab_size from this
+        corpus; else built from the corpus. Saved as out/vocab.txt."""
+        path, cfg = self.out / "vocab.txt", self.cfg
+        if cfg.vocab_file:
+            vocab = read_vocab(cfg.vocab_file)
+            if len(vocab) - len(SPECIALS) != cfg.vocab_size:
+                raise TrainConfigError(f"vocab_file {cfg.vocab_file} holds {len(vocab) - len(SPECIALS)} words after "
+                                       f"{SPECIALS}, vocab_size says {cfg.vocab_size}; set vocab_size to match")
+        elif path.exists() and check_vocab_key(cfg, self.out):
             return read_vocab(path)
-        vocab = build_vocab(self.corpus, self.cfg.vocab_size)
+        else:
+            vocab = build_vocab(self.corpus, cfg.vocab_size)
         if path.exists() and has_checkpoint and read_vocab(path) != vocab:
-            raise StaleCacheError(f"{path}: the checkpoint's vocabulary differs from the one the training files now "
-                                  "give; choose another out_dir")
+            raise StaleCacheError(f"{path}: the checkpoint's vocabulary differs from the one the training files "
+                                  "(or vocab_file) now give; choose another out_dir")
         write_vocab(vocab, path)
-        update_prep_key(self.out, vocab_size=self.cfg.vocab_size)
+        update_prep_key(self.out, vocab_size=cfg.vocab_size, vocab_file=cfg.vocab_file)
         return vocab
 
 
