@@ -5,7 +5,7 @@
 Reads only measured result files (each names its own command and commit):
 - the biLM reports (held-out perplexity over all of heldout.txt.gz, shipped fp16 weights; learning curves):
   results/bilm/before_issue9/default.json, default_charonly.json, history/default_4m.json,
-  candidates/glove_prior_8m/glove_prior_8m.json and default.json;
+  candidates/glove_prior_8m/glove_prior_8m.json, history/default_14m.json and default.json;
 - each model's NER summary (dev F1 of the scalar-mix row, 3 seeds), WSD scores (1-NN F1 of the best biLM layer
   on Senseval-2 and on ALL) and sentiment summary (5-fold CV paired bootstrap, GloVe vs GloVe + mix);
 - results/bilm/train_levers.json when present (bench/train_levers.py: threads and batch size).
@@ -38,9 +38,14 @@ MODELS = [
     ("GloVe prior, 4.0M + 4.5M tokens (candidate `glove_prior_8m`)", "more tokens (warm start with its softmax)",
      f"{CAND}/glove_prior_8m.json", (f"{CAND}/ner/summary.json", "elmo_mix"), (f"{CAND}/wsd/scores.json", "elmo"),
      f"{CAND}/sentiment/summary.json", 4_002_623),
-    ("GloVe prior, 8.5M + 6.0M tokens (`default`)", "more tokens, 2 threads (warm start with its softmax)",
+    ("GloVe prior, 8.5M + 6.0M tokens (the third `default`)", "more tokens, 2 threads (warm start with its softmax)",
+     "results/bilm/history/default_14m.json", ("results/ner_conll2003/default_14m/summary.json", "elmo_mix"),
+     ("results/wsd/default_14m/scores.json", "elmo"), "results/sentiment_polarity/default_14m/summary.json",
+     8_510_195),
+    ("GloVe prior, 14.5M + 8.5M tokens with the WordNet glosses (`default`)",
+     "more tokens, 12.7% of them WordNet glosses (warm start with its softmax)",
      "results/bilm/default.json", ("results/ner_conll2003/summary.json", "elmo_mix"),
-     ("results/wsd/scores.json", "elmo"), "results/sentiment_polarity/summary.json", 8_510_195),
+     ("results/wsd/scores.json", "elmo"), "results/sentiment_polarity/summary.json", 14_521_431),
 ]
 
 
