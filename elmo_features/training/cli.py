@@ -1,10 +1,8 @@
 """``elmo-tasks train-bilm`` and ``elmo-tasks eval-bilm``."""
 from __future__ import annotations
 
-import argparse
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import h5py

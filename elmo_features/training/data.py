@@ -7,7 +7,6 @@ the character CNN runs once per distinct type in a batch. The output vocabulary 
 from __future__ import annotations
 
 import gzip
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -59,7 +58,6 @@ class Corpus:
 def build_corpus(paths: Iterable[str | Path], max_sentence_length: int) -> Corpus:
     """Read the files once; cut sentences longer than ``max_sentence_length`` into pieces."""
     index: dict[str, int] = {BOS_TOKEN: 0, EOS_TOKEN: 1}
-    counter: Counter = Counter()
     sentences: list[np.ndarray] = []
     for toks in read_sentences(paths):
         ids = np.fromiter((index.setdefault(w, len(index)) for w in toks), dtype=np.int32, count=len(toks))

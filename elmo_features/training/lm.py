@@ -62,7 +62,7 @@ class BiLanguageModel(nn.Module):
                              denominator: float | None = None):
         """Mean sampled-softmax loss (log-uniform candidates, accidental hits removed). h (N, P), y (N,).
         ``denominator``: the sum over the N predictions divided by it instead (data-parallel slices)."""
-        V = self.softmax_w.shape[0]
+        # softmax_w: (V, P)
         draws = torch.multinomial(self.log_uniform, n_samples, replacement=True, generator=gen)  # (S,)
         cand = torch.unique(draws)  # (S_u,)
         p = self.log_uniform[cand].double()

@@ -7,7 +7,6 @@ import signal
 import time
 from pathlib import Path
 
-import h5py
 import numpy as np
 import torch
 import yaml
@@ -19,17 +18,16 @@ from ..locking import OutputLock
 from ..options import BiLMOptions
 from ..provenance import atomic_open, write_text_atomic
 from ..text_input import iter_lines
-from .config import TrainConfig, TrainConfigError
+from .config import TrainConfig
 from .ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
-from .data import (SPECIALS, Corpus, batches_for_epoch, build_corpus, build_vocab, make_batch, read_sentences,
-                   read_vocab, type_char_ids, type_targets, write_vocab)
+from .data import Corpus, batches_for_epoch, build_corpus, make_batch, read_sentences, type_char_ids, type_targets
 from .evaluate import perplexity
-from .prep_cache import check_prep_key, check_vocab_key, corpus_digest, prep_key, update_prep_key, write_prep_key
+from .prep_cache import check_prep_key, corpus_digest, prep_key, write_prep_key
 from .export import export_model
 from .lm import BiLanguageModel
 from .vectors import read_vector_table, table_digest
+from .warm_start import resolve_vocab, warm_start
 from ..token_vectors import TokenVectors, select_vectors
-from ..weights import load_weights_into
 
 
 def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
@@ -143,7 +141,7 @@ class Trainer:
             raise MissingPathError(f"--resume: no checkpoint at {ckpt} (start without --resume)")
         torch.set_num_threads(cfg.threads)
         self.corpus = load_or_build_corpus(cfg, self.out)
-        self.vocab = self._load_or_build_vocab(ckpt.exists())
+        self.vocab = resolve_vocab(cfg, self.corpus, self.out, ckpt.exists())
         self.type_chars = torch.from_numpy(type_char_ids(self.corpus.types))  # (n_types, 50)
         self.targets = torch.from_numpy(type_targets(self.corpus.types, self.vocab))  # (n_types,)
         self.lengths = np.array([len(s) for s in self.corpus.sentences])
@@ -164,7 +162,7 @@ class Trainer:
             self.heldout = [s[: cfg.max_sentence_length] for _, s in zip(range(cfg.eval_sentences),
                                                                           read_sentences([cfg.heldout_file]))]
         if cfg.init_from and not resume:
-            self._init_from(Path(cfg.init_from))
+            warm_start(self.model, Path(cfg.init_from), self.vocab, self._tv_module if cfg.token_vectors else None)
             self.state["batch_in_epoch"] = cfg.skip_batches
         corpus_key = corpus_digest(self.out)
         if resume:
@@ -181,48 +179,6 @@ class Trainer:
         if self.main:
             write_text_atomic(self.out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         self._stop = False
-
-    def _init_from(self, folder: Path) -> None:
-        """Warm start from an exported biLM: same model options required; softmax too when present."""
-        opts, weights = folder / "options.json", folder / "weights.hdf5"
-        if not opts.exists() or not weights.exists():
-            raise FileNotFoundError(f"init_from: {folder} needs options.json and weights.hdf5")
-        have = BiLMOptions.from_file(opts)
-        want = self.model.bilm.options
-        if have != want:  # every field that defines the model (the free-form extra keys are not compared)
-            raise ValueError(f"init_from: {opts} describes another model than this config "
-                             f"(file: {have}; config: {want})")
-        load_weights_into(self.model.bilm, weights)
-        if self.cfg.token_vectors:  # the loaded table must be the one this run selected
-            self.model.bilm.char_cnn.token_vectors = self._tv_module
-        with h5py.File(weights, "r") as f:
-            if "softmax/W" in f:
-                vocab_file = folder / "vocab.txt"
-                if not vocab_file.exists() or vocab_file.read_text(encoding="utf-8").split("\n")[:-1] != self.vocab:
-                    raise ValueError(f"init_from: {folder} has a softmax but its vocab.txt differs from this run's")
-                self.model.softmax_w.data.copy_(torch.from_numpy(f["softmax/W"][...].astype("float32")))
-                self.model.softmax_b.data.copy_(torch.from_numpy(f["softmax/b"][...].astype("float32")))
-
-    def _load_or_build_vocab(self, has_checkpoint: bool) -> list[str]:
-        """The config's vocab_file; else out/vocab.txt when it was built with this vocab_size from this
-        corpus; else built from the corpus. Saved as out/vocab.txt."""
-        path, cfg = self.out / "vocab.txt", self.cfg
-        if cfg.vocab_file:
-            vocab = read_vocab(cfg.vocab_file)
-            if len(vocab) - len(SPECIALS) != cfg.vocab_size:
-                raise TrainConfigError(f"vocab_file {cfg.vocab_file} holds {len(vocab) - len(SPECIALS)} words after "
-                                       f"{SPECIALS}, vocab_size says {cfg.vocab_size}; set vocab_size to match")
-        elif path.exists() and check_vocab_key(cfg, self.out):
-            return read_vocab(path)
-        else:
-            vocab = build_vocab(self.corpus, cfg.vocab_size)
-        if path.exists() and has_checkpoint and read_vocab(path) != vocab:
-            raise StaleCacheError(f"{path}: the checkpoint's vocabulary differs from the one the training files "
-                                  "(or vocab_file) now give; choose another out_dir")
-        write_vocab(vocab, path)
-        update_prep_key(self.out, vocab_size=cfg.vocab_size, vocab_file=cfg.vocab_file)
-        return vocab
-
 
     # -- checkpoints -------------------------------------------------------------------------
     def _save(self) -> None:

@@ -1,0 +1,57 @@
+"""A run's output vocabulary (built, cached or given) and the warm start from an exported biLM."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import torch
+
+from ..errors import StaleCacheError
+from ..options import BiLMOptions
+from ..weights import load_weights_into
+from .config import TrainConfig, TrainConfigError
+from .data import SPECIALS, Corpus, build_vocab, read_vocab, write_vocab
+from .prep_cache import check_vocab_key, update_prep_key
+
+
+def resolve_vocab(cfg: TrainConfig, corpus: Corpus, out: Path, has_checkpoint: bool) -> list[str]:
+    """The config's vocab_file; else out/vocab.txt when it was built with this vocab_size from this corpus;
+    else built from the corpus. Saved as out/vocab.txt; a checkpoint's vocabulary may not change."""
+    path = out / "vocab.txt"
+    if cfg.vocab_file:
+        vocab = read_vocab(cfg.vocab_file)
+        if len(vocab) - len(SPECIALS) != cfg.vocab_size:
+            raise TrainConfigError(f"vocab_file {cfg.vocab_file} holds {len(vocab) - len(SPECIALS)} words after "
+                                   f"{SPECIALS}, vocab_size says {cfg.vocab_size}; set vocab_size to match")
+    elif path.exists() and check_vocab_key(cfg, out):
+        return read_vocab(path)
+    else:
+        vocab = build_vocab(corpus, cfg.vocab_size)
+    if path.exists() and has_checkpoint and read_vocab(path) != vocab:
+        raise StaleCacheError(f"{path}: the checkpoint's vocabulary differs from the one the training files "
+                              "(or vocab_file) now give; choose another out_dir")
+    write_vocab(vocab, path)
+    update_prep_key(out, vocab_size=cfg.vocab_size, vocab_file=cfg.vocab_file)
+    return vocab
+
+
+def warm_start(model, folder: Path, vocab: list[str], token_vectors=None) -> None:
+    """Load an exported biLM (``folder``/options.json + weights.hdf5) into ``model`` (a BiLanguageModel): the
+    same model options are required; the softmax too when the file has one (then its vocab.txt must be
+    ``vocab``). ``token_vectors``: the run's own frozen table, put back after loading."""
+    opts, weights = folder / "options.json", folder / "weights.hdf5"
+    if not opts.exists() or not weights.exists():
+        raise FileNotFoundError(f"init_from: {folder} needs options.json and weights.hdf5")
+    have, want = BiLMOptions.from_file(opts), model.bilm.options
+    if have != want:  # every field that defines the model (the free-form extra keys are not compared)
+        raise ValueError(f"init_from: {opts} describes another model than this config (file: {have}; config: {want})")
+    load_weights_into(model.bilm, weights)
+    if token_vectors is not None:  # the loaded table must be the one this run selected
+        model.bilm.char_cnn.token_vectors = token_vectors
+    with h5py.File(weights, "r") as f:
+        if "softmax/W" in f:
+            vocab_file = folder / "vocab.txt"
+            if not vocab_file.exists() or vocab_file.read_text(encoding="utf-8").split("\n")[:-1] != vocab:
+                raise ValueError(f"init_from: {folder} has a softmax but its vocab.txt differs from this run's")
+            model.softmax_w.data.copy_(torch.from_numpy(f["softmax/W"][...].astype("float32")))  # (V, D)
+            model.softmax_b.data.copy_(torch.from_numpy(f["softmax/b"][...].astype("float32")))  # (V,)
