@@ -8,7 +8,8 @@ Reads only measured result files (each names its own command and commit):
   candidates/glove_prior_8m/glove_prior_8m.json, history/default_14m.json and default.json;
 - each model's NER summary (dev F1 of the scalar-mix row, 3 seeds), WSD scores (1-NN F1 of the best biLM layer
   on Senseval-2 and on ALL) and sentiment summary (5-fold CV paired bootstrap, GloVe vs GloVe + mix);
-- results/bilm/train_levers.json when present (bench/train_levers.py: threads and batch size).
+- results/bilm/train_levers*.json when present (bench/train_levers.py: threads, batch size, precision; one
+  file per machine).
 Writes results/bilm/ablation.{md,json} and results/bilm/learning_curves.png.
 """
 from __future__ import annotations
@@ -42,7 +43,7 @@ MODELS = [
      "results/bilm/history/default_14m.json", ("results/ner_conll2003/default_14m/summary.json", "elmo_mix"),
      ("results/wsd/default_14m/scores.json", "elmo"), "results/sentiment_polarity/default_14m/summary.json",
      8_510_195),
-    ("GloVe prior, 14.5M + 8.5M tokens with the WordNet glosses (`default`)",
+    ("GloVe prior, 14.5M + 7.0M tokens with the WordNet glosses (`default`)",
      "more tokens, 12.7% of them WordNet glosses (warm start with its softmax)",
      "results/bilm/default.json", ("results/ner_conll2003/summary.json", "elmo_mix"),
      ("results/wsd/scores.json", "elmo"), "results/sentiment_polarity/summary.json", 14_521_431),
@@ -127,7 +128,7 @@ def main() -> None:
         row["wsd"] = wsd_best_knn(wsd_path, wsd_src)
         row["sentiment_gain"] = sentiment_gain(senti_path)
         rows.append(row)
-    levers = load("results/bilm/train_levers.json")
+    levers = [json.loads(f.read_text()) for f in sorted((ROOT / "results/bilm").glob("train_levers*.json"))]
     fmt = lambda v, f="{:.1f}": "-" if v is None else f.format(v)
     md = ["# biLM levers (issue 9): held-out perplexity and downstream probes", "",
           f"Made by `python scripts/bilm_ablation.py` at commit `{commit}` ({m['cpu_cores']} CPU cores, "
@@ -150,13 +151,16 @@ def main() -> None:
     if fs:
         md += ["", f"WordNet first sense (the gate for WSD): Senseval-2 {fs['senseval2']:.1f}, ALL {fs['ALL']:.1f}. "
                "Models were chosen on held-out perplexity and NER dev F1, never on the WSD or sentiment test data."]
-    md += ["", "Training throughput levers (same machine, real-corpus batches):", ""]
-    if levers:
-        md += [f"`{levers['command']}` at commit `{levers['git_commit']}`, CPU {levers['machine']['cpu_model']}, "
-               f"bf16 matmul support: {levers['bf16']}.", "", "| threads | batch tokens | train tok/s |", "|---|---|---|"]
-        md += [f"| {m['threads']} | {m['batch_tokens']:,} | {m['tok_per_s']:,.0f} |" for m in levers["measurements"]]
-    else:
-        md += ["(results/bilm/train_levers.json not measured yet: `python bench/train_levers.py`)"]
+    md += ["", "Training throughput levers (real-corpus batches; compare figures within one table only):", ""]
+    for lev in levers:
+        md += [f"`{lev['command']}` at commit `{lev['git_commit']}`, CPU {lev['machine']['cpu_model']}, "
+               f"bf16 matmul support: {lev['bf16']}.", "", "| threads | batch tokens | precision | train tok/s |",
+               "|---|---|---|---|"]
+        md += [f"| {m['threads']} | {m['batch_tokens']:,} | {m.get('precision', 'fp32')} | {m['tok_per_s']:,.0f} |"
+               for m in lev["measurements"]]
+        md += [""]
+    if not levers:
+        md += ["(results/bilm/train_levers*.json not measured yet: `python bench/train_levers.py`)"]
     md += ["", "Learning curves of all models: `learning_curves.png` (tokens counted from the start of each "
            "model's chain of warm starts, so a continued run begins where its starting model stopped)."]
     out.mkdir(parents=True, exist_ok=True)

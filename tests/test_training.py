@@ -179,3 +179,33 @@ def test_trainer_bad_input_policy(tmp_path):
     with pytest.raises(ElmoTasksError, match=r"bad\.txt:2: not valid UTF-8"):
         Trainer(cfg, progress=False)
     assert not (tmp_path / "b" / "run" / "prep.npz").exists()
+
+
+def test_bf16_training_learns_and_keeps_fp32_master_weights(tmp_path, monkeypatch):
+    """precision bf16: autocast matmuls, fp32 parameters and optimizer state; it learns like fp32
+    (emulated by torch where the CPU has no bf16 instructions: the check is told to allow it)."""
+    import elmo_features.precision as P
+    monkeypatch.setenv(P.EMULATE_ENV, "1")
+    tr = Trainer(_cfg(tmp_path, precision="bf16"), progress=False)
+    seen = []
+    hook = tr.model.softmax_w.register_hook(lambda g: seen.append(g.dtype))
+    before = tr.evaluate()["mean"]
+    tr.run()
+    hook.remove()
+    after = tr.state["history"][-1]["mean"]
+    assert after < 0.5 * before, (before, after)
+    assert seen and set(seen) == {torch.float32}  # fp32 gradients for the fp32 master weights
+    assert all(p.dtype == torch.float32 for p in tr.model.parameters())
+    with tr.autocast():  # the matmuls really run in bf16
+        assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.bfloat16
+
+
+def test_bf16_training_refused_on_a_cpu_without_bf16(tmp_path, monkeypatch):
+    import elmo_features.precision as P
+    from elmo_features.precision import PrecisionError
+    monkeypatch.delenv(P.EMULATE_ENV, raising=False)
+    monkeypatch.setattr(P, "bf16_cpu_support", lambda: (False, "Test CPU: no avx512_bf16, no amx_bf16"))
+    with pytest.raises(PrecisionError, match="AVX512-BF16 or AMX"):
+        Trainer(_cfg(tmp_path, precision="bf16"), progress=False)
+    with pytest.raises(ValueError, match="precision.*'fp32', 'bf16'"):
+        _cfg(tmp_path / "b", precision="fp16")

@@ -68,6 +68,9 @@ class TrainConfig:
     clip_norm: float = 1.0
     seed: int = 1
     threads: int = 2
+    # "bf16": the forward pass and loss under torch.autocast (bf16 matmuls with fp32 accumulation; fp32 master
+    # weights, optimizer state, cell state and held-out evaluation). Only on CPUs with AVX512-BF16/AMX or CUDA.
+    precision: str = "fp32"
     # bookkeeping
     checkpoint_minutes: float = 5.0
     eval_every_tokens: int = 1_000_000
@@ -174,7 +177,7 @@ SCHEMA = Obj({  # types and ranges of every TrainConfig key
     "batch_tokens": Int(min=1), "max_sentence_length": Int(min=1), "max_train_tokens": Int(min=1),
     "lr": _Float(gt=0), "warmup_steps": Int(min=0), "min_lr_ratio": _Float(min=0, max=1),
     "weight_decay": _Float(min=0), "dropout": _Float(min=0, lt=1), "clip_norm": _Float(gt=0), "seed": Int(min=0),
-    "threads": Int(min=1), "checkpoint_minutes": _Float(gt=0), "eval_every_tokens": Int(min=1),
+    "threads": Int(min=1), "precision": Str(choices=("fp32", "bf16")), "checkpoint_minutes": _Float(gt=0), "eval_every_tokens": Int(min=1),
     "eval_sentences": Int(min=1),
     "init_from": Str(nullable=True), "init_freeze_steps": Int(min=0), "skip_batches": Int(min=0),
     "backbone": Str(), "transformer_heads": Int(min=1), "transformer_ff_dim": Int(min=1),

@@ -16,6 +16,7 @@ from .. import distributed as D
 from ..errors import CheckpointError, MissingPathError, OutputExistsError, StaleCacheError
 from ..locking import OutputLock
 from ..options import BiLMOptions
+from ..precision import check_precision
 from ..provenance import atomic_open, write_text_atomic
 from ..text_input import iter_lines
 from .config import TrainConfig
@@ -140,6 +141,7 @@ class Trainer:
         if resume and not ckpt.exists():
             raise MissingPathError(f"--resume: no checkpoint at {ckpt} (start without --resume)")
         torch.set_num_threads(cfg.threads)
+        check_precision(cfg.precision, "cpu")  # bf16 only where it is fast (PrecisionError, exit 2, otherwise)
         self.corpus = load_or_build_corpus(cfg, self.out)
         self.vocab = resolve_vocab(cfg, self.corpus, self.out, ckpt.exists())
         self.type_chars = torch.from_numpy(type_char_ids(self.corpus.types))  # (n_types, 50)
@@ -251,11 +253,12 @@ class Trainer:
         frozen = self.state["step"] < cfg.init_freeze_steps  # warm start: the fresh softmax learns alone first
         for p in self.model.bilm.parameters():
             p.requires_grad_(not frozen)
-        top = self.model.hidden_states(type_ids, lengths, self.type_chars, self.type_rows)  # (B, T, 2P)
-        h_f, y_f, h_b, y_b = self.model.prediction_pairs(top, targets, lengths)
-        h = torch.cat([h_f, h_b])  # (2N, P)
-        y = torch.cat([y_f, y_b])
-        loss = self.model.sampled_softmax_loss(h, y, cfg.n_negative_samples, self.gen)
+        with self.autocast():
+            top = self.model.hidden_states(type_ids, lengths, self.type_chars, self.type_rows)  # (B, T, 2P)
+            h_f, y_f, h_b, y_b = self.model.prediction_pairs(top, targets, lengths)
+            h = torch.cat([h_f, h_b])  # (2N, P)
+            y = torch.cat([y_f, y_b])
+            loss = self.model.sampled_softmax_loss(h, y, cfg.n_negative_samples, self.gen)
         for g in self.opt.param_groups:
             g["lr"] = lr_at(cfg, self.state["step"], self.state["tokens"])
         self.opt.zero_grad(set_to_none=True)
@@ -263,6 +266,11 @@ class Trainer:
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
         self.opt.step()
         return float(loss.detach()), int((lengths - 2).sum())
+
+    def autocast(self):
+        """The forward pass's precision context: bf16 autocast (bf16 matmuls, fp32 accumulation and master
+        weights) when the config says precision bf16, else a no-op."""
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.cfg.precision == "bf16")
 
     def _train_step_ddp(self, idx: np.ndarray) -> tuple[float, int]:
         cfg = self.cfg
@@ -276,11 +284,12 @@ class Trainer:
         if len(idx):
             type_ids, lengths = make_batch(self.corpus.sentences, idx)  # (B, T), (B,)
             targets = torch.where(type_ids >= 0, self.targets[type_ids.clamp(min=0)], 0)  # (B, T)
-            top = self.model.hidden_states(type_ids, lengths, self.type_chars, self.type_rows)  # (B, T, 2P)
-            h_f, y_f, h_b, y_b = self.model.prediction_pairs(top, targets, lengths)
-            h, y = torch.cat([h_f, h_b]), torch.cat([y_f, y_b])  # (2N, P), (2N,)
-            total = count_predictions(h.shape[0])
-            loss = self.model.sampled_softmax_loss(h, y, cfg.n_negative_samples, self.gen, denominator=total)
+            with self.autocast():
+                top = self.model.hidden_states(type_ids, lengths, self.type_chars, self.type_rows)  # (B, T, 2P)
+                h_f, y_f, h_b, y_b = self.model.prediction_pairs(top, targets, lengths)
+                h, y = torch.cat([h_f, h_b]), torch.cat([y_f, y_b])  # (2N, P), (2N,)
+                total = count_predictions(h.shape[0])
+                loss = self.model.sampled_softmax_loss(h, y, cfg.n_negative_samples, self.gen, denominator=total)
             loss.backward()
             tokens = int((lengths - 2).sum())
             value = float(loss.detach())
