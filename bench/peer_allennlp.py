@@ -29,6 +29,7 @@ from common import REPO, machine, make_batches, time_batches, write_atomic, writ
 from corpus import describe, synthetic_corpus  # noqa: E402
 from presets import random_bilm  # noqa: E402
 from elmo_features import batch_to_ids, save_bilm  # noqa: E402
+from elmo_features.precision import PrecisionError, check_precision, set_precision  # noqa: E402
 
 DEFAULT_SENTENCES = {"small": 2048, "medium": 1536, "original": 1024}
 VENV_PACKAGES = ["tqdm", "more-itertools", "base58", "dill", "lmdb", "h5py", "numpy", "termcolor", "filelock",
@@ -63,7 +64,7 @@ def clean_env() -> dict:
 
 
 def run_preset(name: str, n_sentences: int, batch_size: int, order: str, threads: int, py: Path,
-               work: Path, compare: int) -> dict:
+               work: Path, compare: int, bf16: bool = False) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(threads)
     bilm = random_bilm(name, stateful=True)
@@ -93,7 +94,19 @@ def run_preset(name: str, n_sentences: int, batch_size: int, order: str, threads
     diffs = [float(np.abs(first[i] - theirs[f"arr_{i}"]).max()) for i in range(len(first))]
     bilm.reset_states()
     t = time_batches(ours, ids, n_tokens)
-    return {"preset": name, "corpus": describe(corpus), "batch_size": batch_size, "batches": len(batches),
+    extra = {}
+    if bf16:  # ours again with precision bf16 (opt-in), same batches, same run
+        set_precision(bilm, "bf16")
+        bilm.reset_states()
+        first16 = [ours(x).numpy() for x in ids[:compare]]
+        rel = [float(np.abs(first16[i] - theirs[f"arr_{i}"]).max() / np.abs(theirs[f"arr_{i}"]).max())
+               for i in range(len(first16))]
+        bilm.reset_states()
+        t16 = time_batches(ours, ids, n_tokens)
+        extra = {"ours_bf16_tokens_per_s": t16["tokens_per_s"],
+                 "speedup_bf16_vs_allennlp": t16["tokens_per_s"] / peer["tokens_per_s"],
+                 "bf16_max_rel_diff_per_batch": rel}
+    return {**extra, "preset": name, "corpus": describe(corpus), "batch_size": batch_size, "batches": len(batches),
             "order": order, "threads": threads, "ours_tokens_per_s": t["tokens_per_s"],
             "allennlp_tokens_per_s": peer["tokens_per_s"], "speedup_vs_allennlp": t["tokens_per_s"] / peer["tokens_per_s"],
             "max_abs_diff_per_batch": diffs, "char_ids_identical": ids_same, "allennlp_version": peer["allennlp"],
@@ -106,7 +119,10 @@ def report(r: dict) -> str:
             f"  AllenNLP {r['allennlp_version']} _ElmoBiLm: {r['allennlp_tokens_per_s']:.1f} tokens/s; "
             f"ours: {r['ours_tokens_per_s']:.1f} tokens/s -> {r['speedup_vs_allennlp']:.2f}x\n"
             f"  same char ids: {r['char_ids_identical']}; max abs diff of all layers, batch by batch: "
-            + ", ".join(f"{d:.2e}" for d in r["max_abs_diff_per_batch"]))
+            + ", ".join(f"{d:.2e}" for d in r["max_abs_diff_per_batch"])
+            + (f"\n  ours with --precision bf16: {r['ours_bf16_tokens_per_s']:.1f} tokens/s -> "
+               f"{r['speedup_bf16_vs_allennlp']:.2f}x AllenNLP (fp32); max |diff| / max |AllenNLP| per batch: "
+               + ", ".join(f"{d:.1e}" for d in r["bf16_max_rel_diff_per_batch"]) if "ours_bf16_tokens_per_s" in r else ""))
 
 
 def main(argv=None) -> int:
@@ -120,8 +136,15 @@ def main(argv=None) -> int:
     ap.add_argument("--venv", type=Path, default=REPO / ".cache" / "peer_venv")
     ap.add_argument("--work", type=Path, default=REPO / ".cache" / "peer_bench", help="weights, batches, outputs")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--bf16", action="store_true", help="also time ours with precision bf16 (CPUs with AVX512-BF16/AMX)")
     ap.add_argument("--setup-only", action="store_true", help="create the AllenNLP venv if needed, then stop")
     args = ap.parse_args(argv)
+    if args.bf16:
+        try:
+            check_precision("bf16")
+        except PrecisionError as e:
+            print(f"error: --bf16: {e}", file=sys.stderr)
+            return 2
     py = ensure_venv(args.venv)
     if args.setup_only:
         print(f"AllenNLP venv ready: {py}")
@@ -129,7 +152,7 @@ def main(argv=None) -> int:
     results = []
     for name in args.preset:
         r = run_preset(name, args.sentences or DEFAULT_SENTENCES[name], args.batch_size, args.order,
-                       args.threads, py, args.work, args.compare)
+                       args.threads, py, args.work, args.compare, args.bf16)
         print(report(r), flush=True)
         results.append(r)
     if args.json:

@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, git_commit, machine, now, write_atomic, write_json  # noqa: E402
+from elmo_features.precision import bf16_cpu_support  # noqa: E402
 
 PID_FILE = REPO / "runs" / "bilm" / "train.pid"
 OUT = REPO / "results" / "bench"
@@ -105,15 +106,28 @@ def markdown(ours: list[dict], sorted_run: dict, peers: list[dict], meta: dict) 
     for r in sorted_run["results"]:
         lines.append(f"| {r['preset']} | {r['ours_tokens_per_s']:.1f} | {100 * r['model_flops_roofline_share']:.1f}% | "
                      f"{100 * r['executed_flops_roofline_share']:.1f}% |")
+    ceiling = {}  # preset -> tokens/s at 100% of the fp32 roofline (executed FLOPs)
+    for step in ours:
+        for r in step["results"]:
+            ceiling[r["preset"]] = r["ours_tokens_per_s"] / r["executed_flops_roofline_share"]
+    has_bf16 = any("ours_bf16_tokens_per_s" in r for step in peers for r in step["results"])
     lines += ["", "AllenNLP 2.10.1 `_ElmoBiLm` on the same weights and batches (corpus order):", "",
-              "| preset | tokens | AllenNLP tokens/s | ours tokens/s | ours / AllenNLP | max abs diff (per batch) |",
-              "| --- | --- | --- | --- | --- | --- |"]
+              "| preset | tokens | AllenNLP tokens/s | ours tokens/s | ours / AllenNLP | max abs diff (per batch) | "
+              "ours / AllenNLP if ours ran at 100% of the fp32 roofline |"
+              + (" ours bf16 tokens/s | ours bf16 / AllenNLP (fp32) | bf16 max rel diff (per batch) |" if has_bf16 else ""),
+              "| --- | --- | --- | --- | --- | --- | --- |" + (" --- | --- | --- |" if has_bf16 else "")]
     for step in peers:
         for r in step["results"]:
-            lines.append(
-                f"| {r['preset']} | {r['corpus']['tokens']} | {r['allennlp_tokens_per_s']:.1f} | "
-                f"{r['ours_tokens_per_s']:.1f} | {r['speedup_vs_allennlp']:.2f}x | "
-                + ", ".join(f"{d:.1e}" for d in r["max_abs_diff_per_batch"]) + " |")
+            cap = ceiling.get(r["preset"])
+            row = (f"| {r['preset']} | {r['corpus']['tokens']} | {r['allennlp_tokens_per_s']:.1f} | "
+                   f"{r['ours_tokens_per_s']:.1f} | {r['speedup_vs_allennlp']:.2f}x | "
+                   + ", ".join(f"{d:.1e}" for d in r["max_abs_diff_per_batch"]) + " | "
+                   + (f"{cap / r['allennlp_tokens_per_s']:.1f}x |" if cap else "- |"))
+            if has_bf16:
+                row += (f" {r['ours_bf16_tokens_per_s']:.1f} | {r['speedup_bf16_vs_allennlp']:.2f}x | "
+                        + ", ".join(f"{d:.1e}" for d in r["bf16_max_rel_diff_per_batch"]) + " |"
+                        if "ours_bf16_tokens_per_s" in r else " - | - | - |")
+            lines.append(row)
     lines += [
         "",
         "Notes:",
@@ -128,6 +142,10 @@ def markdown(ours: list[dict], sorted_run: dict, peers: list[dict], meta: dict) 
         "- The AllenNLP run is stateful (as `_ElmoBiLm` always is); ours runs stateful there too, on the same weights "
         "(written by `save_bilm`) and batches. Diffs are over all layers of the first batches.",
         "- Load average before each step and whether the biLM training job was paused: see the JSON.",
+        "- \"100% of the fp32 roofline\": the corpus-order tokens/s ours would reach if every executed FLOP ran at the "
+        "measured fp32 matmul peak, divided by AllenNLP's tokens/s: the highest fp32 ratio this CPU allows.",
+        "- bf16 columns (CPUs with AVX512-BF16/AMX only): ours with `--precision bf16` (docs/precision.md) on the same "
+        "batches in the same run, against AllenNLP in fp32; the diff is max |ours bf16 - AllenNLP| / max |AllenNLP|.",
         "",
         "Commands:",
         "",
@@ -146,6 +164,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-pause", action="store_true", help="do not pause the training job (trial runs)")
     args = ap.parse_args(argv)
     py = sys.executable
+    bf16 = ["--bf16"] if bf16_cpu_support()[0] else []  # also ours in bf16 where the CPU has it
     extra = ["--threads", str(args.threads)] + (["--sentences", str(args.sentences)] if args.sentences else [])
     ours, peers = [], []
     for name in args.preset:
@@ -155,7 +174,7 @@ def main(argv=None) -> int:
     sorted_run, _ = run_step([py, "bench/embed_throughput.py", "--preset", *args.preset, "--order", "sorted",
                               "--no-reference"] + extra, args.step_timeout, not args.no_pause)
     for name in args.preset:
-        data, _ = run_step([py, "bench/peer_allennlp.py", "--preset", name] + extra, args.step_timeout,
+        data, _ = run_step([py, "bench/peer_allennlp.py", "--preset", name] + extra + bf16, args.step_timeout,
                            not args.no_pause)
         peers.append(data)
     meta = {"commit": git_commit(), "machine": machine(), "date": now(),

@@ -119,6 +119,14 @@ def test_warm_start_continues_a_model_and_freezes_it_first(tmp_path):
     ref = first.model.bilm.state_dict()
     assert all(torch.allclose(start[k], ref[k]) for k in ref)  # the biLM starts where the first run ended
     assert tr.state["batch_in_epoch"] == 3
+    # the fresh softmax's bias starts at the log unigram distribution of the output words (add-one)
+    counts = np.zeros(len(tr.vocab))
+    for sent in tr.corpus.sentences:
+        for t in sent:
+            counts[tr.targets[t]] += 1
+    counts[:2] = len(tr.corpus.sentences)
+    expected = np.log((counts + 1) / (counts + 1).sum())
+    assert np.allclose(tr.model.softmax_b.detach().numpy(), expected, atol=1e-5)
     softmax0 = tr.model.softmax_w.detach().clone()
     tr.train_step(np.arange(4))
     tr.state["step"] += 1

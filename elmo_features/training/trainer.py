@@ -164,7 +164,10 @@ class Trainer:
             self.heldout = [s[: cfg.max_sentence_length] for _, s in zip(range(cfg.eval_sentences),
                                                                           read_sentences([cfg.heldout_file]))]
         if cfg.init_from and not resume:
-            warm_start(self.model, Path(cfg.init_from), self.vocab, self._tv_module if cfg.token_vectors else None)
+            counts = np.bincount(self.targets.numpy(), weights=self.corpus.counts, minlength=len(self.vocab))  # (V,)
+            counts[:2] = len(self.corpus.sentences)  # <S>, </S>: one target per sentence and direction
+            warm_start(self.model, Path(cfg.init_from), self.vocab, self._tv_module if cfg.token_vectors else None,
+                       counts)
             self.state["batch_in_epoch"] = cfg.skip_batches
         corpus_key = corpus_digest(self.out)
         if resume:

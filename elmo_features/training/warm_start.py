@@ -35,10 +35,12 @@ def resolve_vocab(cfg: TrainConfig, corpus: Corpus, out: Path, has_checkpoint: b
     return vocab
 
 
-def warm_start(model, folder: Path, vocab: list[str], token_vectors=None) -> None:
+def warm_start(model, folder: Path, vocab: list[str], token_vectors=None, target_counts=None) -> bool:
     """Load an exported biLM (``folder``/options.json + weights.hdf5) into ``model`` (a BiLanguageModel): the
     same model options are required; the softmax too when the file has one (then its vocab.txt must be
-    ``vocab``). ``token_vectors``: the run's own frozen table, put back after loading."""
+    ``vocab``). ``token_vectors``: the run's own frozen table, put back after loading. Without a softmax in
+    the file, the fresh softmax's bias starts at the log unigram probabilities of ``target_counts`` (V,), the
+    training frequency of each output word, when given. Returns whether the file had a softmax."""
     opts, weights = folder / "options.json", folder / "weights.hdf5"
     if not opts.exists() or not weights.exists():
         raise FileNotFoundError(f"init_from: {folder} needs options.json and weights.hdf5")
@@ -55,3 +57,8 @@ def warm_start(model, folder: Path, vocab: list[str], token_vectors=None) -> Non
                 raise ValueError(f"init_from: {folder} has a softmax but its vocab.txt differs from this run's")
             model.softmax_w.data.copy_(torch.from_numpy(f["softmax/W"][...].astype("float32")))  # (V, D)
             model.softmax_b.data.copy_(torch.from_numpy(f["softmax/b"][...].astype("float32")))  # (V,)
+            return True
+    if target_counts is not None:  # a fresh softmax predicts the unigram distribution from the first step
+        counts = torch.as_tensor(target_counts, dtype=torch.float64) + 1.0  # (V,) add-one: no -inf
+        model.softmax_b.data.copy_((counts / counts.sum()).log().float())
+    return False
