@@ -28,6 +28,9 @@ from .options import LstmOptions
 from .precision import linear_for
 
 
+CHUNK_BYTES = 16 << 20  # see ElmoLstm.chunk_rows (measured: original preset +4% fp32, +8% bf16 on an Intel Xeon)
+
+
 class LstmCellWithProjection(nn.Module):
     """The parameters of one direction of one layer (AllenNLP names)."""
 
@@ -137,7 +140,10 @@ class ElmoLstm(nn.Module):
         super().__init__()
         self.opts = opts
         self._fast_weights: dict[int, tuple] = {}  # inference-only copies, see _inference_weights
-        self.chunk_rows = 512  # inference path: rows per block of input projections
+        # inference path: rows per block of input projections, at most 512 and at most CHUNK_BYTES of fp32
+        # projections, so that a block stays below glibc's largest mmap threshold (32 MB) and its memory is reused
+        # from the heap instead of being mapped (and page-faulted) afresh for every block
+        self.chunk_rows = max(64, min(512, CHUNK_BYTES // (4 * 4 * opts.dim)))
         self.forward_layers = nn.ModuleList()
         self.backward_layers = nn.ModuleList()
         size = input_size
