@@ -1,13 +1,15 @@
 """Peak RSS of ``embed`` for inputs of different sizes: does memory stay flat in the file size?
 
     python bench/embed_rss.py --preset original --tokens 100000 1000000 --json out.json
-    python bench/embed_rss.py --tiny                 # a seconds-long check of the script itself
+    python bench/embed_rss.py --tiny [--allennlp]    # a seconds-long check of the script itself
 
 Writes synthetic corpora (bench/corpus.py) of about the given token counts, saves a random-weight
 biLM of the preset, and runs ``python -m elmo_features.embed IN OUT --options .. --weights ..`` once
 per size (plus once on a 1-sentence file: the model's own footprint) in a fresh child process; the
 child's peak RSS (``ru_maxrss`` from ``os.wait4``) is reported with the growth per million input
-tokens. With flat (streamed) memory the growth is ~0.
+tokens. With flat (streamed) memory the growth is ~0. ``--allennlp`` also embeds each file with AllenNLP 2.10.1
+(bench/peer_embed_file.py: the loop of AllenNLP 0.9's ``elmo`` command on 2.10.1's ``_ElmoBiLm``, in the venv
+of bench/peer_allennlp.py) and reports its peak RSS in the same table.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import torch  # noqa: E402
 from common import REPO, git_commit, machine, now, write_atomic, write_json  # noqa: E402
 from corpus import synthetic_corpus  # noqa: E402
 from presets import random_bilm  # noqa: E402
+from peer_allennlp import clean_env, ensure_venv  # noqa: E402
 from elmo_features import BiLM, BiLMOptions, save_bilm  # noqa: E402
 
 TINY_OPTIONS = {
@@ -42,10 +45,10 @@ def write_corpus(path: Path, n_tokens: int) -> int:
     return sum(len(s) for s in sents)
 
 
-def peak_rss_of(argv: list[str], threads: int, code: Path = REPO) -> tuple[float, float]:
-    """Run ``argv`` in a child with ``code`` first on its path; -> (its peak RSS in MB, wall seconds). Non-zero
-    exit is an error."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=str(code))
+def peak_rss_of(argv: list[str], threads: int, code: Path = REPO, env: dict | None = None) -> tuple[float, float]:
+    """Run ``argv`` in a child with ``code`` first on its path (or with ``env``); -> (its peak RSS in MB, wall
+    seconds). Non-zero exit is an error."""
+    env = dict(env if env is not None else dict(os.environ, PYTHONPATH=str(code)), OMP_NUM_THREADS=str(threads))
     t = time.perf_counter()
     p = subprocess.Popen(argv, cwd=code, env=env)
     _, status, usage = os.wait4(p.pid, 0)
@@ -66,11 +69,14 @@ def main(argv=None) -> int:
     ap.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
                     help="also run each size with another checkout's elmo_features (e.g. a git worktree of an "
                          "older commit), in the same run")
+    ap.add_argument("--allennlp", action="store_true",
+                    help="also embed each file with AllenNLP 2.10.1 (bench/peer_embed_file.py in the peer venv)")
     args = ap.parse_args(argv)
     codes = [("this", REPO)] + ([("other", args.compare_with.resolve())] if args.compare_with else [])
     if args.tiny:
         args.preset, args.tokens, args.threads = "tiny", [2_000, 8_000], 1
     torch.set_num_threads(args.threads)
+    peer_py = ensure_venv(REPO / ".cache" / "peer_venv") if args.allennlp else None
     with tempfile.TemporaryDirectory(prefix="embed_rss.") as tmp:
         tmp = Path(tmp)
         if args.preset == "tiny":
@@ -91,14 +97,19 @@ def main(argv=None) -> int:
             out = tmp / f"out_{n}.hdf5"
             cmd = [sys.executable, "-m", "elmo_features.embed", str(inp), str(out), "--options",
                    str(tmp / "options.json"), "--weights", str(tmp / "weights.hdf5"), *args.extra]
-            for label, code in codes:
-                rss, sec = peak_rss_of(cmd, args.threads, code)
-                rows.append({"code": label, "commit": git_commit(code), "tokens": real,
+            runs = [(label, cmd, code, None) for label, code in codes]
+            if args.allennlp:
+                peer = [str(peer_py), str(REPO / "bench" / "peer_embed_file.py"), str(tmp / "options.json"),
+                        str(tmp / "weights.hdf5"), str(inp), str(out), "--threads", str(args.threads)]
+                runs.append(("allennlp", peer, REPO, clean_env()))
+            for label, cmd_, code, env in runs:
+                rss, sec = peak_rss_of(cmd_, args.threads, code, env)
+                rows.append({"code": label, "commit": "AllenNLP 2.10.1" if label == "allennlp" else git_commit(code), "tokens": real,
                              "input_bytes": inp.stat().st_size, "peak_rss_mb": rss, "seconds": sec})
                 print(f"  [{label}] {real:>9} tokens ({inp.stat().st_size / 1e6:7.2f} MB of text): peak RSS "
                       f"{rss:8.1f} MB ({sec:.1f} s)", flush=True)
                 out.unlink(missing_ok=True)
-    for label, _ in codes:
+    for label in [c[0] for c in codes] + (["allennlp"] if args.allennlp else []):
         mine = [r for r in rows if r["code"] == label]
         base = mine[0]["peak_rss_mb"]
         for prev, r in zip(mine, mine[1:]):
