@@ -171,12 +171,14 @@ def run(args: argparse.Namespace) -> int:
         from .sharded_embed import embed_file_sharded
 
         dist = distributed.init()
+        ok = False
         try:
             s = embed_file_sharded(args.input, args.output, embedder, dist, args.output_format,
                                    chunk_size=args.chunk_size, forget_sentences=args.forget_sentences,
                                    restart=args.restart)
+            ok = True
         finally:
-            distributed.finish()
+            distributed.finish(sync=ok)
         print(f"rank {dist.rank}/{dist.world_size}: embedded lines {s['shard'][0] + 1}..{s['shard'][1]}"
               + (f"; wrote {s['sentences']} sentences to {s['output']}" if dist.is_main else ""), file=sys.stderr)
         return 0

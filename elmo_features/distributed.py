@@ -13,7 +13,7 @@ import os
 import re
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Iterator
@@ -88,9 +88,15 @@ def collective(what: str) -> Iterator[None]:
                                "(see its error, or torchrun's report of the failed rank)") from None
 
 
-def finish() -> None:
-    """Leave the process group (if joined)."""
+def finish(sync: bool = False) -> None:
+    """Leave the process group (if joined). ``sync``: after a successful run, first wait for every rank (a
+    barrier), so that no rank tears down its connections while another is still using them (seen once: a rank
+    aborting at exit with "terminate called without an active exception"). Never after an error: a rank that
+    failed must not wait for ranks that may be stuck in another collective."""
     if dist.is_available() and dist.is_initialized():
+        if sync:
+            with suppress(RuntimeError):  # a rank lost at this point: leave anyway
+                dist.barrier()
         dist.destroy_process_group()
 
 

@@ -115,6 +115,7 @@ def cmd_run(args) -> int:
     dist = None
     if torchrun_ranks() > 1:  # data-parallel: a slice of every batch per rank; rank 0 writes the run folder
         dist = join()
+    ok = False
     try:
         cfg = load_config(args.config, args.overrides)
         check_run_inputs(cfg, args.config)
@@ -132,9 +133,10 @@ def cmd_run(args) -> int:
         args.interrupt_hint = (f"the run folder {out} is incomplete (no metrics.json; runs do not resume); "
                                f"to train it again: {command_line(args)}")
         metrics = run_experiment(cfg, out, context, progress, command=command_line(args), dist=dist)
+        ok = True
     finally:
         if dist is not None:
-            finish()
+            finish(sync=ok)
     if dist is not None and not dist.is_main:
         return 0
     print(f"run folder: {out}")

@@ -67,14 +67,16 @@ def cmd_train(args) -> int:
     from .. import distributed
 
     dist = distributed.init() if distributed.torchrun_world() > 1 else None  # torchrun: data-parallel ranks
+    ok = False
     try:
         try:
             trainer = Trainer(cfg, resume=args.resume, progress=not args.no_progress, dist=dist)
         except OutputExistsError as e:
             raise OutputExistsError(f"{e}; to continue it: {resume_command(args)}") from None
         result = trainer.run()
+        ok = True
     finally:
-        distributed.finish()
+        distributed.finish(sync=ok)
     if dist is None or dist.is_main:
         print(json.dumps(result))
         if not result["finished"]:
