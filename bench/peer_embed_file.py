@@ -16,14 +16,10 @@ from itertools import islice
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peer_stubs"))
-import stub_finder  # noqa: E402
-
-stub_finder.install()
+from peer_env import batch_to_ids, load_elmo_bilm, remove_sentence_boundaries  # noqa: E402  (stubs first)
 
 import h5py  # noqa: E402
 import torch  # noqa: E402
-from allennlp.modules.elmo import _ElmoBiLm, batch_to_ids  # noqa: E402
-from allennlp.nn.util import remove_sentence_boundaries  # noqa: E402
 
 
 def main() -> int:
@@ -35,9 +31,7 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    bilm = _ElmoBiLm(args.options, args.weights)
-    bilm.eval()
+    bilm = load_elmo_bilm(args.options, args.weights, args.threads)
     n = 0
     with open(args.input, encoding="utf-8") as f, h5py.File(args.output, "w") as out, torch.no_grad():
         lines = (line.split() for line in f)

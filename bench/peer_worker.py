@@ -17,14 +17,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "peer_stubs"))
-import stub_finder  # noqa: E402
-
-stub_finder.install()
+from peer_env import batch_to_ids, load_elmo_bilm, remove_sentence_boundaries  # noqa: E402  (stubs first)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from allennlp.modules.elmo import _ElmoBiLm, batch_to_ids  # noqa: E402
-from allennlp.nn.util import remove_sentence_boundaries  # noqa: E402
 
 
 def main() -> int:
@@ -36,12 +32,10 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--compare", type=int, default=2)
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
     batches = json.loads(Path(args.batches_json).read_text(encoding="utf-8"))
     ids = [batch_to_ids(b) for b in batches]
     n_tokens = sum(len(s) for b in batches for s in b)
-    bilm = _ElmoBiLm(args.options, args.weights)
-    bilm.eval()
+    bilm = load_elmo_bilm(args.options, args.weights, args.threads)
     saved = []
     with torch.no_grad():
         bilm(ids[0])  # warm-up
