@@ -94,7 +94,8 @@ def from_dict(cls: type, data: Any, where: str) -> Any:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: expected a mapping, got {data!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    own = cls.__dict__.get("__annotations__", {})  # the class's own keys first, then those of its bases
+    fields = {f.name: f for f in sorted(dataclasses.fields(cls), key=lambda f: f.name not in own)}
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ConfigError(

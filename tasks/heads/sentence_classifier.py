@@ -13,26 +13,19 @@ from ..metrics import classification_scores
 from ..registry import HEADS
 from .base import Head
 from .output_mix import OutputMixOption
-from .token_input import TokenInput, check_token_input, token_input_vocab, uses_token_input
+from .token_input import TokenInput, TokenInputOptions, token_input_vocab, uses_token_input
 from .variational import make_encoder
 
 
 @dataclass
-class SentenceClassifierConfig:
+class SentenceClassifierConfig(TokenInputOptions):
+    # + the strong-baseline options of TokenInputOptions (docs/strong_baselines.md), all off by default
     hidden_dim: int = 64  # BiLSTM hidden size per direction (0 = pool the features directly)
     num_layers: int = 1
     dropout: float = 0.5
     pooling: Literal["max", "mean"] = "max"
     # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
     output_mix: dict | None = field(default=None, metadata={"component": "mix"})
-    # Strong-baseline options (docs/strong_baselines.md), all off by default:
-    chars: dict | None = field(default=None, metadata={"component": "chars"})  # {name: cnn|lstm, ...}: char encoder
-    casing_dim: int = 0  # > 0: a learned embedding of each token's casing class
-    word_dropout: float = 0.0  # training: a token's whole feature vector -> zeros with this probability
-    variational_dropout: bool = False  # dropout masks shared over time steps, also between BiLSTM layers
-
-    def check(self, where: str) -> None:
-        check_token_input(self, where)
 
 
 @HEADS.register("sentence_classifier")

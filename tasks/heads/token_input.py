@@ -15,6 +15,7 @@ All three are off by default, and then nothing is built: the head is exactly the
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -48,6 +49,19 @@ def casing_class(token: str) -> int:
     if digits:
         return 6
     return 7
+
+
+@dataclass
+class TokenInputOptions:
+    """The options of this module, shared by the configs of the heads that take them (a dataclass base)."""
+
+    chars: dict | None = field(default=None, metadata={"component": "chars"})  # {name: cnn|lstm, ...}: char encoder
+    casing_dim: int = 0  # > 0: a learned embedding of each token's casing class
+    word_dropout: float = 0.0  # training: a token's whole feature vector -> zeros with this probability
+    variational_dropout: bool = False  # dropout masks shared over time steps, also between BiLSTM layers
+
+    def check(self, where: str) -> None:
+        check_token_input(self, where)
 
 
 def uses_token_input(config: Any) -> bool:
