@@ -5,8 +5,8 @@
 Reads only measured result files (each names its own command and commit):
 - the biLM reports (held-out perplexity over all of heldout.txt.gz, shipped fp16 weights; learning curves):
   results/bilm/before_issue9/default.json, default_charonly.json, history/default_4m.json,
-  candidates/glove_prior_8m/glove_prior_8m.json, history/default_14m.json, history/default_21m.json and
-  default.json;
+  candidates/glove_prior_8m/glove_prior_8m.json, history/default_14m.json, history/default_21m.json,
+  history/default_34m.json and default.json;
 - each model's NER summary (dev F1 of the scalar-mix row, 3 seeds), WSD scores (1-NN F1 of the best biLM layer
   on Senseval-2 and on ALL) and sentiment summary (5-fold CV paired bootstrap, GloVe vs GloVe + mix);
 - results/bilm/train_levers*.json when present (bench/train_levers.py: threads, batch size, precision; one
@@ -49,10 +49,15 @@ MODELS = [
      "results/bilm/history/default_21m.json", ("results/ner_conll2003/default_21m/summary.json", "elmo_mix"),
      ("results/wsd/default_21m/scores.json", "elmo"), "results/sentiment_polarity/default_21m/summary.json",
      14_521_431),
-    ("GloVe prior, 21.5M + 13.0M tokens with the WordNet glosses, bf16 (`default`)",
+    ("GloVe prior, 21.5M + 13.0M tokens with the WordNet glosses, bf16 (the fifth `default`)",
      "more tokens, bf16 autocast on AMX (warm start without its softmax: fresh softmax, 80 frozen steps)",
+     "results/bilm/history/default_34m.json", ("results/ner_conll2003/default_34m/summary.json", "elmo_mix"),
+     ("results/wsd/default_34m/scores.json", "elmo"), "results/sentiment_polarity/default_34m/summary.json",
+     21_529_027),
+    ("GloVe prior, 34.5M + 14.0M tokens with the WordNet glosses, bf16 (`default`)",
+     "more tokens, bf16 (warm start with its own softmax, nothing frozen)",
      "results/bilm/default.json", ("results/ner_conll2003/summary.json", "elmo_mix"),
-     ("results/wsd/scores.json", "elmo"), "results/sentiment_polarity/summary.json", 21_529_027),
+     ("results/wsd/scores.json", "elmo"), "results/sentiment_polarity/summary.json", 34_539_254),
 ]
 
 
