@@ -61,20 +61,16 @@ class TokenInputOptions:
     variational_dropout: bool = False  # dropout masks shared over time steps, also between BiLSTM layers
 
     def check(self, where: str) -> None:
-        check_token_input(self, where)
+        """Range checks (called by the config system with the section's name)."""
+        if self.casing_dim < 0:
+            raise ConfigError(f"{where}.casing_dim: must be >= 0 (0 = off), got {self.casing_dim}")
+        if not 0.0 <= self.word_dropout < 1.0:
+            raise ConfigError(f"{where}.word_dropout: must be in [0, 1), got {self.word_dropout}")
 
 
 def uses_token_input(config: Any) -> bool:
     """Whether a head config turns on any of the options of this module."""
     return config.chars is not None or config.casing_dim > 0 or config.word_dropout > 0
-
-
-def check_token_input(config: Any, where: str) -> None:
-    """Range checks for the options (called from the head configs' ``check``)."""
-    if config.casing_dim < 0:
-        raise ConfigError(f"{where}.casing_dim: must be >= 0 (0 = off), got {config.casing_dim}")
-    if not 0.0 <= config.word_dropout < 1.0:
-        raise ConfigError(f"{where}.word_dropout: must be in [0, 1), got {config.word_dropout}")
 
 
 def char_encoder_config(section: dict) -> tuple[type, Any]:
