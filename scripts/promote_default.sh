@@ -43,6 +43,10 @@ fi
 git add -A elmo_features/models results/bilm
 git commit -qm "Default biLM: $RUN ($CFG) promoted (held-out perplexity $new, was $old)"
 log "promoted"
+# The run's softmax goes to dev/ (shipped weights carry none), so the next continuation can start from it.
+python scripts/export_softmax.py --run "$RUN" --vocab elmo_features/models/default/vocab.txt --out dev/default_softmax.hdf5 \
+  | tee -a runs/logs/promote.log
+git commit -qm "dev/default_softmax.hdf5: the softmax of $RUN, the new default" -- dev/default_softmax.hdf5
 
 # 2. The default's results, with the commands that made them (NER gate rows x 3 seeds; WSD Table 5 1-NN;
 #    sentiment 5-fold CV, seed 1), on 2 processes. The replaced default's results move to ARCHIVE/.
