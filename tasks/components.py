@@ -29,7 +29,7 @@ def _type_name(tp: Any) -> str:
 
 
 def coerce(value: Any, tp: Any, where: str) -> Any:
-    """Check ``value`` against the type hint ``tp`` (int, float, bool, str, Optional, list[X], dict, Literal)."""
+    """Check ``value`` against the type hint ``tp`` (int, float, bool, str, Optional, list[X], dict[K, X], Literal)."""
     origin = typing.get_origin(tp)
     if tp is Any:
         return value
@@ -61,7 +61,8 @@ def coerce(value: Any, tp: Any, where: str) -> Any:
     if origin is dict or tp is dict:
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected a mapping, got {value!r}")
-        return dict(value)
+        _, elem = typing.get_args(tp) or (Any, Any)
+        return {k: coerce(v, elem, f"{where}.{k}") for k, v in value.items()}
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{where}: expected true/false, got {value!r}")

@@ -87,6 +87,7 @@ class CompareConfig:
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
     folds: int | None = None  # K-fold cross-validation over train + dev + test (tasks/crossval.py); None: fixed split
     fold_seed: int = 0  # the permutation that cuts the folds (the same for every source and seed)
+    seeds_by_source: dict[str, list[int]] = field(default_factory=dict)  # source -> its own seeds (else `seeds`)
 
     def check(self, where: str) -> None:
         if self.folds is not None and self.folds < 3:
@@ -95,6 +96,16 @@ class CompareConfig:
             raise ConfigError(f"{where}.sources: list at least one named feature-source variant")
         if not self.seeds:
             raise ConfigError(f"{where}.seeds: give at least one seed")
+        for name, seeds in self.seeds_by_source.items():
+            if name not in self.sources:
+                raise ConfigError(f"{where}.seeds_by_source: {name!r} is not a source; "
+                                  f"sources: {', '.join(self.sources)}")
+            if not seeds:
+                raise ConfigError(f"{where}.seeds_by_source.{name}: give at least one seed, or drop the key")
+
+    def seeds_of(self, name: str) -> list[int]:
+        """The seeds source ``name`` runs with: its ``seeds_by_source`` entry, else ``seeds``."""
+        return list(self.seeds_by_source.get(name, self.seeds))
 
 
 TOP_KEYS = ("name", "data", "features", "head", "training", "compare")

@@ -114,6 +114,12 @@ def _pm(stat: dict | None, scale: float = 100.0) -> str:
     return f"{stat['mean'] * scale:.2f} ± {stat['std'] * scale:.2f}"
 
 
+def _own_seeds(s: dict) -> str:
+    """The sources that ran with other seeds (compare.seeds_by_source), for the summary's seeds line."""
+    own = s.get("seeds_by_source") or {}
+    return f" ({'; '.join(f'{n}: ' + ', '.join(map(str, ss)) for n, ss in own.items())})" if own else ""
+
+
 def to_markdown(s: dict) -> str:
     m = s["primary_metric"]
     lines = [f"# {s['name']}: feature-source comparison", "",
@@ -123,8 +129,8 @@ def to_markdown(s: dict) -> str:
              f"- wall time: {s['wall_seconds']:.0f} s in total, finished {s['finished']}",
              f"- head: `{json.dumps(s['head'])}`", f"- data: `{json.dumps(s['data'])}`",
              f"- training: `{json.dumps(s['training'])}`",
-             f"- seeds: {', '.join(map(str, s['seeds']))}; scores are mean ± sample std over seeds, x100; "
-             f"early stopping on dev {m}", "",
+             f"- seeds: {', '.join(map(str, s['seeds']))}{_own_seeds(s)}; scores are mean ± sample std over seeds, "
+             f"x100; early stopping on dev {m}", "",
              f"| source | test {m} | dev {m} | other test metrics | mix weights (softmax) | gamma | OOV rate test | "
              "epochs | s/run |", "|---|---|---|---|---|---|---|---|---|"]
     for r in s["sources"]:
@@ -210,17 +216,20 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     results_dir = Path(results_dir)
     context = context or FeatureContext()  # one memo for all runs: each sentence is embedded once
     names = sources or list(cfg.compare.sources)
-    seeds = seeds or list(cfg.compare.seeds)
+    seeds_of = {n: list(seeds) if seeds else cfg.compare.seeds_of(n) for n in names}  # --seeds overrides the config
     stamp = shared_value(datetime.now().strftime("%Y%m%d-%H%M%S"))  # rank 0's under torchrun
     base = {k: v for k, v in cfg.to_dict().items() if k in ("head", "data", "training")}
     info = {"name": cfg.name, "command": command, "git_commit": git_commit(), "machine": machine(),
-            "seeds": seeds, **base}
+            "seeds": sorted({s for ss in seeds_of.values() for s in ss}), **base}
+    own = {n: ss for n, ss in seeds_of.items() if ss != info["seeds"]}
+    if own:
+        info["seeds_by_source"] = own
     folds = cfg.compare.folds if folds is None else folds
     pool: list = []
     if folds:
         pool = pooled_examples(cfg)
         info.update(folds=folds, fold_seed=cfg.compare.fold_seed, pool_size=len(pool))
-    cells = [(n, s, f) for n in names for s in seeds for f in (range(folds) if folds else [None])]
+    cells = [(n, s, f) for n in names for s in seeds_of[n] for f in (range(folds) if folds else [None])]
     grid_dir = Path(resume) if resume is not None else Path(runs_dir) / cfg.name / f"compare-{stamp}"
     dirs = [grid_dir / f"{n}-seed{s}" for n, s, _ in cells]
     dirs = [d if k is None else d / f"fold{k}" for d, (_, _, k) in zip(dirs, cells)]

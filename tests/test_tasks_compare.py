@@ -61,3 +61,32 @@ def test_single_seed_has_no_spread():
     assert mean_std([0.25]) == (0.25, None)
     assert _pm(dict(zip(("mean", "std"), mean_std([0.25])))) == "25.00 (1 seed)"
     assert _pm(dict(zip(("mean", "std"), mean_std([0.25, 0.35])))) == "30.00 ± 7.07"
+
+
+def test_seeds_by_source_gives_a_source_its_own_seeds(tmp_path, capsys):
+    torch.set_num_threads(1)
+    env = make_env(tmp_path)
+    cfg = tagging_config(env, max_epochs=1)
+    glove = {"name": "static", "path": str(env["glove"])}
+    cfg["compare"] = {"seeds": [1, 2], "seeds_by_source": {"layer1": [3]},
+                      "sources": {"glove": glove, "layer1": elmo_section(env, layer=1)}}
+    conf = tmp_path / "cmp.yaml"
+    conf.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    args = ["--runs-dir", str(tmp_path / "runs"), "--cache-dir", str(tmp_path / "cache"), "--progress", "off"]
+    assert main(["compare", str(conf), "--results-dir", str(tmp_path / "r1"), *args]) == 0
+    s = json.loads((tmp_path / "r1" / "summary.json").read_text())
+    assert [(r["source"], r["seed"]) for r in s["runs"]] == [("glove", 1), ("glove", 2), ("layer1", 3)]
+    assert s["seeds"] == [1, 2, 3] and s["seeds_by_source"] == {"glove": [1, 2], "layer1": [3]}
+    assert "- seeds: 1, 2, 3 (glove: 1, 2; layer1: 3);" in (tmp_path / "r1" / "summary.md").read_text()
+    # --seeds overrides the config for every source
+    assert main(["compare", str(conf), "--seeds", "5", "--results-dir", str(tmp_path / "r2"), *args]) == 0
+    s = json.loads((tmp_path / "r2" / "summary.json").read_text())
+    assert [(r["source"], r["seed"]) for r in s["runs"]] == [("glove", 5), ("layer1", 5)] and "seeds_by_source" not in s
+    # a name that is not a source, or an empty list, is a config error naming the key
+    for bad, msg in (({"mix": [1]}, "compare.seeds_by_source: 'mix' is not a source; sources: glove, layer1"),
+                     ({"layer1": []}, "compare.seeds_by_source.layer1: give at least one seed"),
+                     ({"layer1": ["a"]}, "compare.seeds_by_source.layer1[0]: expected an integer")):
+        cfg["compare"]["seeds_by_source"] = bad
+        conf.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        assert main(["compare", str(conf), "--results-dir", str(tmp_path / "r3"), *args]) == 2
+        assert msg in capsys.readouterr().err
