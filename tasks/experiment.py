@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from elmo_features.errors import CheckpointError
+from elmo_features.locking import OutputLock
 from elmo_features.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
 from .components import ConfigError, component_config
@@ -125,10 +126,20 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
     computes (or reads from the cache) the frozen features; rank 0 alone writes the run folder.
     """
     main = dist is None or dist.is_main
+    out_dir = Path(out_dir)
+    if not main:
+        return _run_experiment(cfg, out_dir, context, progress, command, examples, dist)
+    # one writer per run folder: a second process (e.g. two resumed comparisons) is refused, not interleaved
+    with OutputLock(out_dir / "run.lock", f"the run folder {out_dir}"):
+        return _run_experiment(cfg, out_dir, context, progress, command, examples, dist)
+
+
+def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | None, progress: bool | None,
+                    command: str, examples: dict[str, list] | None, dist: DataParallel | None) -> dict:
+    main = dist is None or dist.is_main
     t_start = time.perf_counter()
     seconds: dict[str, float] = {}
     context = context or FeatureContext()
-    out_dir = Path(out_dir)
     head_cls = HEADS.get(cfg.head["name"])
     data, stats = {}, {}
     for split in ("train", "dev", "test"):

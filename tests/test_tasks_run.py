@@ -116,3 +116,18 @@ def test_missing_data_file_says_how_to_fetch(env, tmp_path):
     cfg["data"]["train"] = "data/conll2003/nope.txt"
     with pytest.raises(FileNotFoundError, match="elmo-tasks data get"):
         run_experiment(resolve(cfg), tmp_path / "r", FeatureContext(progress=False), progress=False)
+
+
+def test_run_folder_being_written_by_another_process_is_refused(env, tmp_path, capsys):
+    from elmo_features.locking import OutputLock
+
+    conf = write_config(tmp_path / "ner.yaml", tagging_config(env))
+    out = tmp_path / "run"
+    args = ["run", str(conf), "--out", str(out), "--cache-dir", str(tmp_path / "cache"), "--progress", "off"]
+    with OutputLock(out / "run.lock", "a run folder"):  # another writer (flock: per open file, so also in-process)
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert f"the run folder {out} is being written by another process" in err and "Traceback" not in err
+        assert not (out / "metrics.json").exists() and not (out / "config.yaml").exists()
+    assert main(args) == 0 and (out / "metrics.json").is_file()
+    assert not (out / "run.lock").exists()  # released when the run ends
