@@ -82,6 +82,9 @@ def summarize(cfg: RunConfig, runs: list[dict], info: dict) -> dict:
             row["oov_rate"] = rs[0]["oov_rate"]
         row["seconds_per_run"] = statistics.fmean(r["seconds"]["total"] for r in rs)
         row["epochs"] = [r["epochs_run"] for r in rs]
+        fingerprints = list(dict.fromkeys(r["bilm_fingerprint"] for r in rs if r.get("bilm_fingerprint")))
+        if fingerprints:  # which biLM weights the runs used (a named model can be replaced between runs)
+            row["bilm_fingerprints"] = fingerprints
         sources.append(row)
     out = {**info, "primary_metric": metric, "sources": sources, "runs": runs}
     if info.get("folds"):
@@ -114,6 +117,14 @@ def _pm(stat: dict | None, scale: float = 100.0) -> str:
     return f"{stat['mean'] * scale:.2f} ± {stat['std'] * scale:.2f}"
 
 
+def _bilm_note(row: dict) -> str:
+    """Which biLM weights a source's runs used (fingerprint prefixes); a warning when they differ."""
+    fps = row.get("bilm_fingerprints") or []
+    if len(fps) > 1:
+        return f" (WARNING: its runs used {len(fps)} different biLMs: {', '.join(f[:12] for f in fps)})"
+    return f" (biLM `{fps[0][:12]}`)" if fps else ""
+
+
 def _own_seeds(s: dict) -> str:
     """The sources that ran with other seeds (compare.seeds_by_source), for the summary's seeds line."""
     own = s.get("seeds_by_source") or {}
@@ -144,7 +155,7 @@ def to_markdown(s: dict) -> str:
     if s.get("cross_validation"):
         lines += cv_markdown(s["cross_validation"])
     lines += ["", "Feature sources:", ""]
-    lines += [f"- **{r['source']}**: `{json.dumps(r['features'])}`" for r in s["sources"]]
+    lines += [f"- **{r['source']}**{_bilm_note(r)}: `{json.dumps(r['features'])}`" for r in s["sources"]]
     lines += ["", "## Runs", "", f"| source | seed | dev {m} | test {m} | best epoch | features s | train s | "
               "total s | run folder |", "|---|---|---|---|---|---|---|---|---|"]
     for r in s["runs"]:
@@ -320,7 +331,7 @@ def run_record(name: str, seed: int, k: int | None, run_dir: Path, m: dict, pool
             "primary_metric": m["primary_metric"], "best_epoch": m["best_epoch"],
             "epochs_run": m["epochs_run"], "seconds": m["seconds"],
             "mix_weights": _find(feats, "mix_weights"), "gamma": _find(feats, "gamma"),
-            "oov_rate": _find(feats, "oov_rate")}
+            "oov_rate": _find(feats, "oov_rate"), "bilm_fingerprint": _find(feats, "bilm_fingerprint")}
 
 
 def pooled_examples(cfg: RunConfig) -> list:

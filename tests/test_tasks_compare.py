@@ -43,6 +43,10 @@ def test_compare_writes_summary_with_measured_numbers(tmp_path, capsys):
     assert s["machine"]["cpu_cores"] >= 1 and s["git_commit"] and s["command"].startswith("elmo-tasks compare")
     md = (results / "summary.md").read_text()
     assert "| glove+mix |" in md and "git commit" in md and "16.67%" in md
+    fp = json.loads(next((tmp_path / "runs" / "tiny_ner").glob("compare-*/layer1-seed1/metrics.json"))
+                    .read_text())["features"]["bilm_fingerprint"]
+    assert by["layer1"]["bilm_fingerprints"] == [fp] == by["glove+mix"]["bilm_fingerprints"]
+    assert "bilm_fingerprints" not in by["glove"] and f"- **layer1** (biLM `{fp[:12]}`):" in md
     rows = list(csv.DictReader(open(results / "summary.csv")))
     assert len(rows) == 6 * 2 * 5  # runs x (dev, test) x metrics
     for png in ("scores.png", "mix_weights.png"):
