@@ -6,7 +6,7 @@ Reads only measured result files (each names its own command and commit):
 - the biLM reports (held-out perplexity over all of heldout.txt.gz, shipped fp16 weights; learning curves):
   results/bilm/before_issue9/default.json, default_charonly.json, history/default_4m.json,
   candidates/glove_prior_8m/glove_prior_8m.json, history/default_14m.json, history/default_21m.json,
-  history/default_34m.json and default.json;
+  history/default_34m.json, history/default_48m.json and default.json;
 - each model's NER summary (dev F1 of the scalar-mix row, 3 seeds), WSD scores (1-NN F1 of the best biLM layer
   on Senseval-2 and on ALL) and sentiment summary (5-fold CV paired bootstrap, GloVe vs GloVe + mix);
 - results/bilm/train_levers*.json when present (bench/train_levers.py: threads, batch size, precision; one
@@ -54,10 +54,15 @@ MODELS = [
      "results/bilm/history/default_34m.json", ("results/ner_conll2003/default_34m/summary.json", "elmo_mix"),
      ("results/wsd/default_34m/scores.json", "elmo"), "results/sentiment_polarity/default_34m/summary.json",
      21_529_027),
-    ("GloVe prior, 34.5M + 14.0M tokens with the WordNet glosses, bf16 (`default`)",
+    ("GloVe prior, 34.5M + 14.0M tokens with the WordNet glosses, bf16 (the sixth `default`)",
      "more tokens, bf16 (warm start with its own softmax, nothing frozen)",
+     "results/bilm/history/default_48m.json", ("results/ner_conll2003/default_48m/summary.json", "elmo_mix"),
+     ("results/wsd/default_48m/scores.json", "elmo"), "results/sentiment_polarity/default_48m/summary.json",
+     34_539_254),
+    ("GloVe prior, 48.5M + 9.0M tokens with the WordNet glosses, bf16, 1 thread (`default`)",
+     "more tokens, bf16 (warm start with its own softmax, nothing frozen; new shuffle)",
      "results/bilm/default.json", ("results/ner_conll2003/summary.json", "elmo_mix"),
-     ("results/wsd/scores.json", "elmo"), "results/sentiment_polarity/summary.json", 34_539_254),
+     ("results/wsd/scores.json", "elmo"), "results/sentiment_polarity/summary.json", 48_547_290),
 ]
 
 
@@ -154,7 +159,8 @@ def main() -> None:
         s2 = f"{w['senseval2'][0]:.1f} (layer {w['senseval2'][1]})" if w else "-"
         al = f"{w['ALL'][0]:.1f} (layer {w['ALL'][1]})" if w else "-"
         g = r["sentiment_gain"]
-        sg = f"{g['delta']:+.2f} [{g['ci95'][0]:+.2f}, {g['ci95'][1]:+.2f}]" if g else "-"
+        sg = (f"{g['delta']:+.2f} [{g['ci95'][0]:+.2f}, {g['ci95'][1]:+.2f}], {len(g['seeds'])} "
+              f"seed{'s' if len(g['seeds']) > 1 else ''}" if g else "-")
         md.append(f"| {r['model']} | {r['lever']} | {fmt(r.get('tokens'), '{:,}')} | {fmt(r.get('ppl'))} | "
                   f"{f'{ner[0]:.2f} ± {ner[1]:.2f}' if ner else '-'} | {s2} | {al} | {sg} | "
                   f"{fmt(r.get('train_hours'), '{:.2f} h')} |")
