@@ -32,6 +32,7 @@ from .config import RunConfig, load_raw
 from .crossval import fold_indices, fold_split, paired_tests
 from .experiment import read_examples, run_experiment
 from .features.base import FeatureContext
+from .features.elmo import report_fingerprints, section_fingerprints
 from .parallel import (cpu_cores, precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value,
                        threads_per_job, torchrun_ranks)
 from .plots import plot_mix_weights, plot_scores
@@ -245,8 +246,10 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     dirs = [grid_dir / f"{n}-seed{s}" for n, s, _ in cells]
     dirs = [d if k is None else d / f"fold{k}" for d, (_, _, k) in zip(dirs, cells)]
     fold_sets = fold_indices(len(pool), folds, cfg.compare.fold_seed) if folds else None
+    now_fps: dict[str, list[str]] = {}  # the biLM fingerprints each source would use now (for --resume)
+    fps = lambda n: now_fps.setdefault(n, section_fingerprints(cfg.compare.sources[n], context.memo))
     reused = {i: rec for i, (n, s, k) in enumerate(cells)
-              if (rec := finished_record(cfg, n, s, k, dirs[i], pool, fold_sets)) is not None}
+              if (rec := finished_record(cfg, n, s, k, dirs[i], pool, fold_sets, fps)) is not None}
     runs: dict[int, dict] = {}
     summary: dict = {}
 
@@ -298,9 +301,10 @@ def run_one(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, 
 
 
 def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, pool: list | None,
-                    fold_sets: list | None) -> dict | None:
+                    fold_sets: list | None, fingerprints_now=None) -> dict | None:
     """The record of a run that finished in ``run_dir`` (metrics.json is written last) with the config this
-    cell would run, else None (not started or interrupted: it runs again). Another config: ConfigError."""
+    cell would run, else None (not started or interrupted: it runs again). Another config, or (with
+    ``fingerprints_now(name)``) another biLM behind the same config, e.g. a new ``default``: ConfigError."""
     metrics_path = run_dir / "metrics.json"
     if not metrics_path.is_file():
         return None
@@ -315,6 +319,12 @@ def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir
         keys = sorted(key for key in set(saved) | set(expected) if saved.get(key) != expected.get(key))
         raise ConfigError(f"{run_dir}: finished with another config ({', '.join(keys)} differ) than this command "
                           "gives; resume with the command that started the comparison, or drop --resume")
+    if fingerprints_now is not None:
+        saved_fps, now = report_fingerprints(m.get("features") or {}), fingerprints_now(name)
+        if saved_fps != now:
+            raise ConfigError(f"{run_dir}: finished with another biLM (fingerprint {', '.join(f[:12] for f in saved_fps)}"
+                              f"; this source now loads {', '.join(f[:12] for f in now)}); its results would mix "
+                              "two models: drop --resume to run the comparison again")
     return run_record(name, seed, k, run_dir, m, pool, fold_sets)
 
 

@@ -18,7 +18,7 @@ import yaml
 
 from tasks.cli import main
 from test_reliability_training import SMALL
-from test_tasks_helpers import elmo_section, make_env, tagging_config
+from test_tasks_helpers import elmo_section, make_bilm, make_env, tagging_config
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET = REPO / "tests" / "interrupt_target.py"  # the CLI; heads with a seed other than 1 train forever
@@ -126,6 +126,26 @@ def test_resume_with_another_config_is_refused(compare_cfg, tmp_path, capsys):
     assert "finished with another config (training differ)" in err and len(err.splitlines()) == 1
     assert main([*common, "--resume", str(tmp_path / "nope")]) == 2
     assert "--resume" in capsys.readouterr().err
+
+
+def test_resume_after_the_bilm_changed_is_refused(tmp_path, capsys):
+    """Same config, other weights behind it (as when `default` is promoted): the finished runs are not reused."""
+    torch.set_num_threads(1)
+    env = make_env(tmp_path)
+    cfg = tagging_config(env, max_epochs=1)
+    cfg["compare"] = {"seeds": [1], "sources": {"mix": elmo_section(env)}}
+    path = tmp_path / "cmp.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    common = ["compare", str(path), "--results-dir", str(tmp_path / "res"), "--runs-dir", str(tmp_path / "runs"),
+              "--cache-dir", "none", "--progress", "off"]
+    assert main(common) == 0
+    grid = next((tmp_path / "runs" / "tiny_ner").glob("compare-*"))
+    assert main([*common, "--resume", str(grid)]) == 0  # the same biLM: reused
+    assert "reusing the finished run" in capsys.readouterr().out
+    make_bilm(env["options"].parent, seed=1)  # new weights in the same files
+    assert main([*common, "--resume", str(grid)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "finished with another biLM" in err and "drop --resume" in err and len(err.splitlines()) == 1
 
 
 def test_interrupted_run_says_the_folder_is_incomplete(tmp_path):

@@ -17,7 +17,7 @@ from elmo_features import Embedder, FeatureCache, bilm_fingerprint, resolve_bilm
 from elmo_features.devices import module_device
 from elmo_features.feature_cache import cache_key
 
-from ..components import ConfigError
+from ..components import ConfigError, component_config
 from ..registry import FEATURES
 from .base import FeatureContext, FeatureSource, Memo, pad_tokens
 from .fusion import build_fusion
@@ -61,6 +61,22 @@ def load_frozen_bilm(config: ElmoConfig, memo: Memo):
 
     key = json.dumps(spec, sort_keys=True) + ("" if config.precision == "fp32" else f" {config.precision}")
     return memo.model("elmo " + key, load)
+
+
+def section_fingerprints(section: dict, memo: Memo) -> list[str]:
+    """The fingerprints of the frozen biLMs a resolved features section uses, in report order (a concat's parts
+    in turn): what a run's ``report()`` records, without building the sources."""
+    if section.get("name") == "elmo":
+        config = component_config(FEATURES, section)
+        config.check("features")
+        return [bilm_fingerprint(load_frozen_bilm(config, memo))]
+    return [fp for sub in section.get("sources") or [] for fp in section_fingerprints(sub, memo)]
+
+
+def report_fingerprints(report: dict) -> list[str]:
+    """The biLM fingerprints in a (possibly nested, concat) features report, in order."""
+    own = [report["bilm_fingerprint"]] if report.get("bilm_fingerprint") else []
+    return own + [fp for sub in report.get("sources") or [] for fp in report_fingerprints(sub)]
 
 
 @FEATURES.register("elmo")
