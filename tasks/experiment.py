@@ -138,6 +138,7 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
                     command: str, examples: dict[str, list] | None, dist: DataParallel | None) -> dict:
     main = dist is None or dist.is_main
     t_start = time.perf_counter()
+    commit = git_commit()  # the code that runs: taken now, not when the run ends (HEAD may move meanwhile)
     seconds: dict[str, float] = {}
     context = context or FeatureContext()
     head_cls = HEADS.get(cfg.head["name"])
@@ -171,7 +172,7 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
     if main:
         save_state(model, ckpt)  # the best state (loaded back by train)
 
-    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": git_commit(),
+    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": commit,
                                "machine": machine(), "data": stats}
     predictions = {}
     for name in ("dev", "test"):

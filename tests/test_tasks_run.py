@@ -131,3 +131,23 @@ def test_run_folder_being_written_by_another_process_is_refused(env, tmp_path, c
         assert not (out / "metrics.json").exists() and not (out / "config.yaml").exists()
     assert main(args) == 0 and (out / "metrics.json").is_file()
     assert not (out / "run.lock").exists()  # released when the run ends
+
+
+def test_run_records_the_commit_it_started_with(env, tmp_path, monkeypatch):
+    """HEAD may move while a long run trains: metrics.json names the code that ran, read at the start."""
+    import tasks.experiment as experiment
+    head = ["aaaaaaa"]
+    train = experiment.train
+
+    def train_then_commit(*args, **kw):  # somebody commits while the run trains
+        result = train(*args, **kw)
+        head[0] = "bbbbbbb"
+        return result
+
+    monkeypatch.setattr(experiment, "train", train_then_commit)
+    monkeypatch.setattr(experiment, "git_commit", lambda: head[0])
+    m = run_experiment(resolve(classification_config(env)), tmp_path / "r",
+                       FeatureContext(cache_dir=None, progress=False), progress=False)
+    assert head[0] == "bbbbbbb"  # the commit did happen during the run
+    assert m["git_commit"] == "aaaaaaa"
+    assert json.loads((tmp_path / "r" / "metrics.json").read_text())["git_commit"] == "aaaaaaa"

@@ -196,6 +196,7 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
             runs_dir: str | Path = "runs/wsd", plot: bool = True) -> dict:
     """Run the whole comparison; write keys/, scores.json, table5.md (and f1_per_layer.png); return scores."""
     t_start = time.perf_counter()
+    commit = git_commit()  # the code that runs: taken now, not when the table is written
     context = context or FeatureContext()
     out_dir, runs_dir = Path(out_dir), Path(runs_dir)
     inventory = load_inventory(cfg.wordnet)
@@ -217,7 +218,7 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
     for name in cfg.features:
         _source_rows(report, cfg, name, train_dir, train_ex, context, progress, runs_dir, command)
 
-    summary = {"name": cfg.name, "command": command, "git_commit": git_commit(), "machine": machine(),
+    summary = {"name": cfg.name, "command": command, "git_commit": commit, "machine": machine(),
                "train": {"folder": str(train_dir), "name": train_ds.name, "sentences": len(train_ex),
                          "instances": len(train_targets)},
                "tests": [{"name": ts.name, "folder": ts.folder, "instances": len(ts.targets)} for ts in report.tests],
