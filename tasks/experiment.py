@@ -26,6 +26,7 @@ from .config import RunConfig, dump_yaml, load_raw, resolve
 from .data import get_reader
 from .data.types import DataFormatError, ReaderOptionError
 from .features.base import FeatureContext, build_features
+from .features.elmo import report_fingerprints
 from .heads.base import Head
 from .registry import HEADS
 from .training import Split, TaskModel, evaluate, predict, set_seed, train
@@ -228,8 +229,7 @@ def _check_frozen_features(run_dir: Path, model: TaskModel) -> None:
         return
     saved = json.loads(path.read_text(encoding="utf-8")).get("features", {})
     now = model.features.report()
-    fps = lambda r: [r.get("bilm_fingerprint")] + [s.get("bilm_fingerprint") for s in r.get("sources", [])]
-    if fps(saved) != fps(now):
+    if report_fingerprints(saved) != report_fingerprints(now):
         print(f"warning: the biLM of {run_dir} differs from the one it was trained with (fingerprint changed); "
               "predictions will differ", file=sys.stderr)
 

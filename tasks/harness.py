@@ -301,10 +301,10 @@ def run_one(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, 
 
 
 def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir: Path, pool: list | None,
-                    fold_sets: list | None, fingerprints_now=None) -> dict | None:
+                    fold_sets: list | None, fingerprints_now) -> dict | None:
     """The record of a run that finished in ``run_dir`` (metrics.json is written last) with the config this
-    cell would run, else None (not started or interrupted: it runs again). Another config, or (with
-    ``fingerprints_now(name)``) another biLM behind the same config, e.g. a new ``default``: ConfigError."""
+    cell would run, else None (not started or interrupted: it runs again). Another config, or another biLM
+    behind the same config (``fingerprints_now(name)``, e.g. a new ``default``): ConfigError."""
     metrics_path = run_dir / "metrics.json"
     if not metrics_path.is_file():
         return None
@@ -319,12 +319,12 @@ def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir
         keys = sorted(key for key in set(saved) | set(expected) if saved.get(key) != expected.get(key))
         raise ConfigError(f"{run_dir}: finished with another config ({', '.join(keys)} differ) than this command "
                           "gives; resume with the command that started the comparison, or drop --resume")
-    if fingerprints_now is not None:
-        saved_fps, now = report_fingerprints(m.get("features") or {}), fingerprints_now(name)
-        if saved_fps != now:
-            raise ConfigError(f"{run_dir}: finished with another biLM (fingerprint {', '.join(f[:12] for f in saved_fps)}"
-                              f"; this source now loads {', '.join(f[:12] for f in now)}); its results would mix "
-                              "two models: drop --resume to run the comparison again")
+    saved_fps, now = report_fingerprints(m.get("features") or {}), fingerprints_now(name)
+    if saved_fps != now:
+        short = lambda fps: ", ".join(f[:12] for f in fps)
+        raise ConfigError(f"{run_dir}: finished with another biLM (fingerprint {short(saved_fps)}; this source now "
+                          f"loads {short(now)}); its results would mix two models: drop --resume to run the "
+                          "comparison again")
     return run_record(name, seed, k, run_dir, m, pool, fold_sets)
 
 

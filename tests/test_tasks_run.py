@@ -151,3 +151,12 @@ def test_run_records_the_commit_it_started_with(env, tmp_path, monkeypatch):
     assert head[0] == "bbbbbbb"  # the commit did happen during the run
     assert m["git_commit"] == "aaaaaaa"
     assert json.loads((tmp_path / "r" / "metrics.json").read_text())["git_commit"] == "aaaaaaa"
+
+
+def test_report_fingerprints_walks_nested_concat_reports():
+    from tasks.features.elmo import report_fingerprints
+    report = {"sources": [{"name": "static", "oov_rate": 0.1},
+                          {"name": "concat", "sources": [{"name": "elmo", "bilm_fingerprint": "b"}]},
+                          {"name": "elmo", "bilm_fingerprint": "c"}], "bilm_fingerprint": "a"}
+    assert report_fingerprints(report) == ["a", "b", "c"]
+    assert report_fingerprints({"name": "static"}) == []
