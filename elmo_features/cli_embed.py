@@ -31,7 +31,7 @@ from .devices import add_device_argument, parse_device
 from .embed_input import EmbedInput
 from .embedder import Embedder
 from .errors import TextInputError, UsageError
-from .feature_cache import bilm_fingerprint
+from .feature_cache import embedder_fingerprint
 from .locking import OutputLock, lock_path_for
 from .paths import check_input_file, check_output_file
 from .precision import PRECISIONS, check_precision
@@ -117,7 +117,7 @@ def _embed_locked(source: EmbedInput, output_path: Path, embedder: Embedder, out
                   chunk_size: int, forget_sentences: bool, resume: bool, on_chunk) -> dict:
     """embed_file's work, while holding the output's lock."""
     partial = Path(str(output_path) + PARTIAL_SUFFIX)
-    settings = json.dumps({"format": output_format, "bilm": bilm_fingerprint(embedder.bilm),
+    settings = json.dumps({"format": output_format, "bilm": embedder_fingerprint(embedder),
                            "forget_sentences": bool(forget_sentences)}, sort_keys=True)
     t0 = time.time()
     f, start = _open_partial(partial, source.sha256, settings, resume)

@@ -6,8 +6,10 @@ Base URL: ``base_url`` argument, else $ELMO_TASKS_PRESET_BASE_URL, else ``preset
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -28,6 +30,32 @@ class DownloadError(ElmoTasksError, RuntimeError):
 
 def default_cache_dir() -> Path:
     return Path(os.environ.get("ELMO_TASKS_CACHE") or Path.home() / ".cache" / "elmo_tasks").expanduser()
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """The sha256 hex digest of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def pip_download(package: str, version: str, dist: str, dest: str | Path) -> Path:
+    """``pip download --no-deps package==version`` (dist "wheel" or "sdist") into the empty folder ``dest``;
+    returns the one package file. The caller checks its sha256."""
+    dest = Path(dest)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+           "--only-binary" if dist == "wheel" else "--no-binary", ":all:", f"{package}=={version}", "-d", str(dest)]
+    print(f"downloading {package}=={version} ({dist}) with pip ...", file=sys.stderr)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    files = sorted(p for p in dest.iterdir() if p.is_file())
+    if proc.returncode != 0 or len(files) != 1:
+        tail = ((proc.stdout + proc.stderr).strip().splitlines() or [""])[-1].strip()
+        raise DownloadError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}, {len(files)} file(s) downloaded; "
+                            f"pip: {tail[:300]}). Is PyPI reachable? You can also pass --package-file with a "
+                            "downloaded copy")
+    return files[0]
 
 
 def download_url(url: str, dest: str | Path, progress: bool | None = None, timeout: float = 60.0,

@@ -71,6 +71,13 @@ def _weights_fingerprint(bilm: BiLM) -> str:
     return fp
 
 
+def embedder_fingerprint(embedder) -> str:
+    """The fingerprint of whatever an embedder runs: its own ``fingerprint`` (a Transformer encoder's, which
+    covers its settings too), else its biLM's."""
+    fp = getattr(embedder, "fingerprint", None)
+    return fp if isinstance(fp, str) else bilm_fingerprint(embedder.bilm)
+
+
 def cache_key(fingerprint: str, sentences: Sequence[Sequence[str]], dtype: str) -> str:
     """sha256 of (model fingerprint, dtype, all sentences' tokens)."""
     h = hashlib.sha256(f"elmo-features-cache v{FORMAT_VERSION}\n{fingerprint}\n{dtype}\n".encode())
@@ -139,9 +146,9 @@ class FeatureCache:
         self.computed = 0  # how many times features were computed (not read) by this object
 
     def path_for(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> Path:
-        """Where the features of ``sentences`` under ``embedder.bilm`` are (or will be) stored."""
+        """Where the features of ``sentences`` under the embedder's model are (or will be) stored."""
         _check_dtype(dtype)
-        return self.cache_dir / f"{cache_key(bilm_fingerprint(embedder.bilm), sentences, dtype)}.hdf5"
+        return self.cache_dir / f"{cache_key(embedder_fingerprint(embedder), sentences, dtype)}.hdf5"
 
     def ensure(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> Path:
         """Compute and store the features unless a valid cache file exists; returns its path."""
@@ -175,7 +182,7 @@ class FeatureCache:
     def _write(self, embedder, sentences, dtype: str, path: Path) -> None:
         with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
             f.attrs.update({"format_version": FORMAT_VERSION, "n_sentences": len(sentences), "dtype": dtype,
-                            "bilm_fingerprint": bilm_fingerprint(embedder.bilm),
+                            "bilm_fingerprint": embedder_fingerprint(embedder),
                             "num_output_layers": embedder.num_output_layers,
                             "output_dim": embedder.output_dim})
             for idx, arrays in embedder.embed_batches(sentences):

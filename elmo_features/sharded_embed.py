@@ -27,7 +27,7 @@ from .cli_embed import FORMATS, _open_partial, write_chunk, write_sentence_index
 from .embed_input import EmbedInput
 from .embedder import Embedder
 from .errors import UsageError
-from .feature_cache import bilm_fingerprint
+from .feature_cache import embedder_fingerprint
 from .locking import OutputLock, lock_path_for
 from .paths import check_output_file
 from .provenance import atomic_path, commit_file, write_text_atomic
@@ -48,7 +48,7 @@ def shard_bounds(lengths: list[int], world_size: int) -> list[int]:
 
 def settings_for(embedder: Embedder, output_format: str, forget_sentences: bool) -> str:
     """The settings string of a resumable output (as the single-process ``embed`` writes it)."""
-    return json.dumps({"format": output_format, "bilm": bilm_fingerprint(embedder.bilm),
+    return json.dumps({"format": output_format, "bilm": embedder_fingerprint(embedder),
                        "forget_sentences": bool(forget_sentences)}, sort_keys=True)
 
 

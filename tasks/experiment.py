@@ -26,7 +26,7 @@ from .config import RunConfig, dump_yaml, load_raw, resolve
 from .data import get_reader
 from .data.types import DataFormatError, ReaderOptionError
 from .features.base import FeatureContext, build_features
-from .features.elmo import report_fingerprints
+from .features.fingerprints import report_fingerprints
 from .heads.base import Head
 from .registry import HEADS
 from .training import Split, TaskModel, evaluate, predict, set_seed, train

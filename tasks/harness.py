@@ -32,7 +32,7 @@ from .config import RunConfig, load_raw
 from .crossval import fold_indices, fold_split, paired_tests
 from .experiment import read_examples, run_experiment
 from .features.base import FeatureContext
-from .features.elmo import report_fingerprints, section_fingerprints
+from .features.fingerprints import report_fingerprints, section_fingerprints
 from .parallel import (cpu_cores, precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value,
                        threads_per_job, torchrun_ranks)
 from .plots import plot_mix_weights, plot_scores
@@ -83,9 +83,10 @@ def summarize(cfg: RunConfig, runs: list[dict], info: dict) -> dict:
             row["oov_rate"] = rs[0]["oov_rate"]
         row["seconds_per_run"] = statistics.fmean(r["seconds"]["total"] for r in rs)
         row["epochs"] = [r["epochs_run"] for r in rs]
-        fingerprints = list(dict.fromkeys(r["bilm_fingerprint"] for r in rs if r.get("bilm_fingerprint")))
-        if fingerprints:  # which biLM weights the runs used (a named model can be replaced between runs)
-            row["bilm_fingerprints"] = fingerprints
+        for kind in ("bilm", "encoder"):  # which frozen weights the runs used (a named model can be replaced)
+            fingerprints = list(dict.fromkeys(r[f"{kind}_fingerprint"] for r in rs if r.get(f"{kind}_fingerprint")))
+            if fingerprints:
+                row[f"{kind}_fingerprints"] = fingerprints
         sources.append(row)
     out = {**info, "primary_metric": metric, "sources": sources, "runs": runs}
     if info.get("folds"):
@@ -119,11 +120,15 @@ def _pm(stat: dict | None, scale: float = 100.0) -> str:
 
 
 def _bilm_note(row: dict) -> str:
-    """Which biLM weights a source's runs used (fingerprint prefixes); a warning when they differ."""
-    fps = row.get("bilm_fingerprints") or []
-    if len(fps) > 1:
-        return f" (WARNING: its runs used {len(fps)} different biLMs: {', '.join(f[:12] for f in fps)})"
-    return f" (biLM `{fps[0][:12]}`)" if fps else ""
+    """Which biLM / encoder weights a source's runs used (fingerprint prefixes); a warning when they differ."""
+    notes = []
+    for kind, label in (("bilm", "biLM"), ("encoder", "encoder")):
+        fps = row.get(f"{kind}_fingerprints") or []
+        if len(fps) > 1:
+            notes.append(f"WARNING: its runs used {len(fps)} different {label}s: {', '.join(f[:12] for f in fps)}")
+        elif fps:
+            notes.append(f"{label} `{fps[0][:12]}`")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _own_seeds(s: dict) -> str:
@@ -341,7 +346,8 @@ def run_record(name: str, seed: int, k: int | None, run_dir: Path, m: dict, pool
             "primary_metric": m["primary_metric"], "best_epoch": m["best_epoch"],
             "epochs_run": m["epochs_run"], "seconds": m["seconds"],
             "mix_weights": _find(feats, "mix_weights"), "gamma": _find(feats, "gamma"),
-            "oov_rate": _find(feats, "oov_rate"), "bilm_fingerprint": _find(feats, "bilm_fingerprint")}
+            "oov_rate": _find(feats, "oov_rate"), "bilm_fingerprint": _find(feats, "bilm_fingerprint"),
+            "encoder_fingerprint": _find(feats, "encoder_fingerprint")}
 
 
 def pooled_examples(cfg: RunConfig) -> list:

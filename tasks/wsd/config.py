@@ -11,7 +11,7 @@ from pathlib import Path
 from ..config import ConfigError, TrainingConfig, apply_override, from_dict, load_raw, resolve_component, to_dict
 from ..registry import FEATURES, HEADS
 
-KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix")
+KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix", "dev_layer")
 
 
 @dataclass
@@ -23,6 +23,7 @@ class WsdConfig:
     sources: dict = field(default_factory=dict)  # source name -> features section ({name: elmo|static|..., ...})
     features: list[str] = field(default_factory=list)  # sources to evaluate by default (--features overrides)
     knn: list[str] = field(default_factory=lambda: ["layers", "average", "learned_mix"])  # 1-NN rows per source
+    # ("dev_layer": the layer whose 1-NN is best on the held-out training sentences of head_dev_every)
     fixed_mix: list[float] | None = None  # layer weights of the "fixed_mix" 1-NN row (normalised to sum 1)
     head: dict | None = field(default_factory=lambda: {"name": "wsd_linear"})  # trained head (null: none)
     probes: bool = True  # also train the head on each single layer (a linear probe per layer)
@@ -39,6 +40,9 @@ class WsdConfig:
             raise ConfigError(f"{where}.fixed_mix: weights must be >= 0 with a positive sum")
         if self.head_dev_every < 0 or self.head_dev_every == 1:
             raise ConfigError(f"{where}.head_dev_every: must be 0 (no dev set) or >= 2")
+        if "dev_layer" in self.knn and not self.head_dev_every:
+            raise ConfigError(f"{where}.knn: the row 'dev_layer' chooses a layer on held-out training sentences; "
+                              "set head_dev_every >= 2")
         for name in self.features:
             if name not in self.sources:
                 raise ConfigError(f"{where}.features: unknown source {name!r}; "

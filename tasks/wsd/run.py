@@ -147,6 +147,29 @@ def _merge_reports(trained: dict, reloaded: dict) -> dict:
     return out
 
 
+def train_ds_name(train_dir: str) -> str:
+    """The training set's name for labels (its folder name)."""
+    return Path(train_dir).name
+
+
+def dev_layer_choice(train_ex: list[WsdSentence], train_vecs, every: int) -> dict:
+    """The layer whose 1-NN is most accurate on every ``every``-th training sentence, with sense averages from
+    the other sentences (no test data involved). Returns {"layer", "dev_accuracy": [per layer], "instances"}."""
+    targets = all_targets(train_ex)
+    is_dev = np.concatenate([np.full(len(ex.targets), i % every == every - 1) for i, ex in enumerate(train_ex)])
+    fit = [t for t, d in zip(targets, is_dev) if not d]
+    held = [t for t, d in zip(targets, is_dev) if d and t.gold]
+    held_rows = np.flatnonzero(is_dev & np.array([bool(t.gold) for t in targets]))
+    sums = SenseSums.from_targets(fit, train_vecs[~is_dev])
+    L = train_vecs.shape[1]
+    acc = []
+    for l in range(L):
+        answers, _ = nearest_sense(held, train_vecs[held_rows, l], sums.keys, sums.centroids(_one_hot(L, l)))
+        acc.append(float(np.mean([answers[t.id] in t.gold for t in held])))
+    best = int(np.argmax(acc))
+    return {"layer": best, "dev_accuracy": [round(a, 4) for a in acc], "instances": len(held), "every": every}
+
+
 def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, train_ex: list[WsdSentence],
                  context: FeatureContext, progress: bool | None, runs_dir: Path, command: str) -> None:
     """Every row of one feature source."""
@@ -155,6 +178,8 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     t0 = time.perf_counter()
     train_vecs = instance_vectors(train_ex, all_layers(source, [ex.tokens for ex in train_ex], "train"))
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
+    dev_choice = dev_layer_choice(train_ex, train_vecs, cfg.head_dev_every) if (
+        "dev_layer" in cfg.knn and train_vecs.shape[1] > 1) else None
     del train_vecs
     test_vecs = [instance_vectors(ts.examples, all_layers(source, [ex.tokens for ex in ts.examples], ts.name))
                  for ts in report.tests]
@@ -171,7 +196,13 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
             raise ValueError(f"fixed_mix has {len(cfg.fixed_mix)} weights but source {name} has {L} layers")
         s = sum(cfg.fixed_mix)
         which.append(("fixed_mix", "fixed mix", [w / s for w in cfg.fixed_mix], "fixed_mix"))
+    if dev_choice is not None:
+        l = dev_choice["layer"]
+        which.append(("dev_layer", f"layer chosen on held-out {train_ds_name(train_dir)} sentences ({l})",
+                      _one_hot(L, l), l))
     _knn_rows(report, cfg, name, sums, test_vecs, which)
+    if dev_choice is not None:
+        report.rows[-1]["dev_choice"] = dev_choice
     if cfg.head is None:
         return
     head = cfg.head["name"]

