@@ -140,6 +140,18 @@ def _embed_locked(source: EmbedInput, output_path: Path, embedder: Embedder, out
             "seconds": time.time() - t0, "output": str(output_path)}
 
 
+def _transformer_embedder(args: argparse.Namespace):
+    """A TransformerEmbedder for ``--transformer`` (refuses biLM flags beside it)."""
+    if args.model or args.options or args.weights or args.precision != "fp32":
+        raise UsageError("give either --transformer or a biLM (--model, --options/--weights, --precision), not both")
+    from .encoders import TransformerEmbedder, load_encoder
+
+    encoder = load_encoder(args.transformer, cache_dir=args.cache_dir)
+    encoder.model.to(parse_device(args.device))
+    return TransformerEmbedder(encoder, subword_pooling=args.subword_pooling, batch_size=args.batch_size,
+                               max_pieces_per_batch=args.max_tokens_per_batch, progress=False)
+
+
 def _load_bilm(args: argparse.Namespace):
     if args.options or args.weights:
         if args.model:
@@ -162,9 +174,12 @@ def run(args: argparse.Namespace) -> int:
     device = parse_device(args.device)  # (an unavailable device is an error before any work)
     if device.type == "cpu":
         check_precision(args.precision, "cpu")  # refuse before a model is loaded (Embedder checks again)
-    bilm = _load_bilm(args).to(device)
-    embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
-                        progress=False, precision=args.precision)
+    if args.transformer:
+        embedder = _transformer_embedder(args)
+    else:
+        bilm = _load_bilm(args).to(device)
+        embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
+                            progress=False, precision=args.precision)
     from . import distributed
 
     if distributed.torchrun_world() > 1:  # launched by torchrun: this rank's shard (rank 0 also merges)
@@ -199,7 +214,12 @@ def register(subparsers) -> None:
     p.add_argument("--weights", help="biLM weights.hdf5 (with --options)")
     p.add_argument("--model", help="'default' (the project's biLM), a preset (small, medium, original, "
                                    "original-5.5B) or a folder with options.json + weights.hdf5")
-    p.add_argument("--cache-dir", help="where presets are downloaded (default ~/.cache/elmo_tasks)")
+    p.add_argument("--transformer", metavar="MODEL",
+                   help="embed with a frozen pretrained Transformer encoder instead of a biLM: a packaged name "
+                        "(minilm-l6), a local Hugging Face folder or a hub id; every hidden state is a layer")
+    p.add_argument("--subword-pooling", choices=("mean", "first", "last"), default="mean",
+                   help="with --transformer: how a word's pieces become one vector (default mean)")
+    p.add_argument("--cache-dir", help="where presets and packaged encoders are downloaded (default ~/.cache/elmo_tasks)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--all", dest="output_format", action="store_const", const="all",
                      help="all layers, (L, n, D) per sentence (the default)")
@@ -207,7 +227,8 @@ def register(subparsers) -> None:
     fmt.add_argument("--average", dest="output_format", action="store_const", const="average",
                      help="mean of the layers, (n, D)")
     p.add_argument("--batch-size", type=positive_int, default=64, help="sentences per batch (default 64)")
-    p.add_argument("--max-tokens-per-batch", type=positive_int, default=4096, help="padded tokens per batch (default 4096)")
+    p.add_argument("--max-tokens-per-batch", type=positive_int, default=4096,
+                   help="padded tokens (with --transformer: word pieces) per batch (default 4096)")
     p.add_argument("--chunk-size", type=positive_int, default=1000, help="sentences per flush of the resumable output")
     p.add_argument("--forget-sentences", action="store_true", help="do not write the sentence_to_index dataset")
     p.add_argument("--restart", action="store_true", help="ignore OUTPUT.partial from an interrupted run")

@@ -29,6 +29,7 @@ from elmo_features.errors import ElmoTasksError
 COMMANDS = [
     "elmo_features.cli_embed",  # embed
     "elmo_features.training.cli",  # train-bilm, eval-bilm
+    "elmo_features.encoders.cli",  # models get, models list
     "tasks.cli_run",  # run, compare, predict
     "tasks.data.cli",  # data get
     "tasks.wsd.cli",  # wsd

@@ -146,10 +146,6 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
     folder = resolve_folder(str(spec), cache_dir)
     if not (folder / "config.json").is_file():
         raise EncoderError(f"{folder}: no config.json; is this a Hugging Face model folder?")
-    kind = _weights_kind(folder)
-    if kind == "pickle" and not allow_pickle_weights:
-        raise EncoderError(f"{folder}: the weights are pickled (pytorch_model.bin), which can run code when loaded; "
-                           "convert them to safetensors, or set allow_pickle_weights: true if you trust the folder")
     if trust_remote_code:
         print(f"warning: trust_remote_code is on: the Python code in {folder} will run", file=sys.stderr)
     try:
@@ -163,6 +159,10 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
     except (ValueError, OSError, KeyError) as e:
         raise EncoderError(f"{folder}/config.json: cannot be read as a model config ({' '.join(str(e).split())[:200]})") from None
     check_encoder_config(config, str(folder))
+    kind = _weights_kind(folder)
+    if kind == "pickle" and not allow_pickle_weights:
+        raise EncoderError(f"{folder}: the weights are pickled (pytorch_model.bin), which can run code when loaded; "
+                           "convert them to safetensors, or set allow_pickle_weights: true if you trust the folder")
     tokenizer = _load_tokenizer(folder, kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

