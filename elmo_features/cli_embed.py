@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import tempfile
 import sys
 import time
 from pathlib import Path
@@ -28,7 +30,7 @@ from tqdm.auto import tqdm
 
 from .cli_types import positive_int
 from .devices import add_device_argument, parse_device
-from .embed_input import EmbedInput
+from .embed_input import EmbedInput, check_not_an_input, needs_spooling, spool_input
 from .embedder import Embedder
 from .errors import TextInputError, UsageError
 from .feature_cache import embedder_fingerprint
@@ -165,9 +167,28 @@ def _load_bilm(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    """The ``embed`` sub-command (errors are reported by ``tasks.cli.main``)."""
-    check_input_file(args.input, "embed input")
-    check_output_file(args.output, "embed output")
+    """The ``embed`` sub-command (errors are reported by ``tasks.cli.main``). Input that can be read only once
+    (``-`` for stdin, a pipe, a FIFO) is first copied to a temporary file beside OUTPUT (removed when done)."""
+    output = check_output_file(args.output, "embed output")
+    check_not_an_input(output, [args.input] + [getattr(args, f) for f in ("options", "weights") if getattr(args, f)])
+    if not needs_spooling(args.input):
+        check_input_file(args.input, "embed input")
+        return _run(args)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".input", dir=output.parent)
+    os.close(fd)
+    spooled = Path(name)
+    print(f"embed: reading {'stdin' if args.input == '-' else args.input} once into {spooled}", file=sys.stderr)
+    spool_input(args.input, spooled)
+    try:
+        args.input = str(spooled)
+        return _run(args)
+    finally:
+        spooled.unlink(missing_ok=True)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """``run`` on a regular input file."""
     for flag in ("options", "weights"):
         if getattr(args, flag):
             check_input_file(getattr(args, flag), f"--{flag}")
@@ -208,7 +229,7 @@ def register(subparsers) -> None:
     """Add the ``embed`` parser."""
     p = subparsers.add_parser("embed", help="embed a file of tokenized sentences into HDF5 (allennlp elmo format)",
                               description=__doc__.split("\n\n")[0])
-    p.add_argument("input", help="UTF-8 text, one whitespace-tokenized sentence per line")
+    p.add_argument("input", help="UTF-8 text, one whitespace-tokenized sentence per line ('-': standard input)")
     p.add_argument("output", help="output .hdf5 file")
     p.add_argument("--options", help="biLM options.json (with --weights)")
     p.add_argument("--weights", help="biLM weights.hdf5 (with --options)")

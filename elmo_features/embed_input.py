@@ -11,13 +11,51 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
+import sys
 from array import array
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
-from .errors import TextInputError
+from .errors import PathError, TextInputError
 from .paths import check_input_file
 from .text_input import _open_binary, decode_line
+
+
+def needs_spooling(path: str) -> bool:
+    """True for input that can be read only once: ``-`` (stdin), a pipe, a FIFO, ``/dev/stdin``, ``<(...)``."""
+    if path == "-":
+        return True
+    p = Path(path).expanduser()
+    return p.exists() and not p.is_dir() and not p.is_file()
+
+
+def spool_input(path: str, dest: Path, stdin: BinaryIO | None = None) -> Path:
+    """Copy once-readable input to the regular file ``dest`` (read once, streamed), so that ``embed`` can check it
+    and then read it again; returns ``dest``."""
+    src = (stdin or sys.stdin.buffer) if path == "-" else open(Path(path).expanduser(), "rb")
+    try:
+        with open(dest, "wb") as out:
+            shutil.copyfileobj(src, out, 1 << 20)
+    finally:
+        if path != "-":
+            src.close()
+    return dest
+
+
+def check_not_an_input(output: Path, inputs: list[str | os.PathLike], what: str = "embed output") -> None:
+    """Refuse an output path (or its ``.partial``) that is one of the inputs: the same file, by any name."""
+    for candidate in (output, Path(str(output) + ".partial")):
+        for inp in inputs:
+            if inp == "-" or not Path(inp).expanduser().exists():
+                continue
+            src = Path(inp).expanduser()
+            same = os.path.realpath(candidate) == os.path.realpath(src) or (
+                candidate.exists() and os.path.samefile(candidate, src))  # hard links, bind mounts
+            if same:
+                raise PathError(f"{what}: {output} is the input file {inp}; writing it would destroy the input. "
+                                "Choose another output path")
 
 
 def _raw_lines(path: Path) -> Iterator[bytes]:

@@ -18,7 +18,7 @@ from elmo_features.paths import check_input_dir, check_input_file, check_output_
 from elmo_features.provenance import write_text_atomic
 from elmo_features.text_input import read_sentences
 
-from .config import ConfigError, load_config
+from .config import ConfigError, check_seeds, load_config
 from .data_parallel import join
 from .features.base import FeatureContext
 from .preflight import check_output_dirs, check_run_folder, check_run_inputs
@@ -162,11 +162,13 @@ def cmd_compare(args) -> int:
                           f"{', '.join(cfg.compare.sources)}")
     try:
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
-        if args.folds is not None and args.folds != 0 and args.folds < 3:
-            raise ConfigError(f"--folds: give 3 or more folds (one tests, one stops early), or 0 for the fixed "
-                              f"split, got {args.folds}")
     except ValueError:
         raise ConfigError(f"--seeds: expected comma-separated integers, got {args.seeds!r}") from None
+    if seeds is not None:
+        check_seeds(seeds, "--seeds")
+    if args.folds is not None and args.folds != 0 and args.folds < 3:
+        raise ConfigError(f"--folds: give 3 or more folds (one tests, one stops early), or 0 for the fixed "
+                          f"split, got {args.folds}")
     results_dir = Path(args.results_dir) if args.results_dir else Path("results") / cfg.name
     check_run_inputs(cfg, args.config, features={f"compare.sources.{k}": v for k, v in cfg.compare.sources.items()
                                                  if sources is None or k in sources})

@@ -40,6 +40,26 @@ class DataConfig:
     max_dev: int | None = None
     max_test: int | None = None
 
+    def check(self, where: str) -> None:
+        for k in ("max_train", "max_dev", "max_test"):
+            v = getattr(self, k)
+            if v is not None and v < 1:
+                raise ConfigError(f"{where}.{k}: must be >= 1 (the first N sentences) or null (all), got {v}")
+
+
+SEED_MAX = 2**32 - 1  # numpy's legacy seeding range
+
+
+def check_seeds(seeds: list[int], where: str) -> None:
+    """Seeds in numpy's range [0, 2**32 - 1] and no seed twice (a repeated seed would run the same run twice
+    into one folder and report a spread of 0)."""
+    bad = [s for s in seeds if not 0 <= s <= SEED_MAX]
+    if bad:
+        raise ConfigError(f"{where}: seed {bad[0]} is outside 0..{SEED_MAX}")
+    dup = sorted({s for s in seeds if seeds.count(s) > 1})
+    if dup:
+        raise ConfigError(f"{where}: seed {dup[0]} is given twice; each seed runs once")
+
 
 @dataclass
 class TrainingConfig:
@@ -61,6 +81,7 @@ class TrainingConfig:
     lr_reduce_patience: int = 1  # (the count restarts after each reduction); factor 1 = never reduce
 
     def check(self, where: str) -> None:
+        check_seeds([self.seed], f"{where}.seed")
         for k in ("max_epochs", "batch_size", "eval_batch_size"):
             if getattr(self, k) < 1:
                 raise ConfigError(f"{where}.{k}: must be >= 1, got {getattr(self, k)}")
@@ -96,7 +117,9 @@ class CompareConfig:
             raise ConfigError(f"{where}.sources: list at least one named feature-source variant")
         if not self.seeds:
             raise ConfigError(f"{where}.seeds: give at least one seed")
+        check_seeds(self.seeds, f"{where}.seeds")
         for name, seeds in self.seeds_by_source.items():
+            check_seeds(seeds, f"{where}.seeds_by_source.{name}")
             if name not in self.sources:
                 raise ConfigError(f"{where}.seeds_by_source: {name!r} is not a source; "
                                   f"sources: {', '.join(self.sources)}")
@@ -195,7 +218,12 @@ def apply_override(raw: dict, assignment: str) -> None:
         if not isinstance(nxt, dict):
             raise ConfigError(f"--set {assignment!r}: {'.'.join(parts[: i + 1])} is not a section")
         node = nxt
-    node[parts[-1]] = yaml.safe_load(text) if text.strip() else None
+    try:
+        node[parts[-1]] = yaml.safe_load(text) if text.strip() else None
+    except yaml.YAMLError as e:
+        why = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise ConfigError(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "
+                          "e.g. --set 'key=\"a, b\"'") from None
 
 
 def _unshare(node: Any) -> Any:

@@ -245,6 +245,9 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     pool: list = []
     if folds:
         pool = pooled_examples(cfg)
+        if folds > len(pool):
+            raise ConfigError(f"--folds {folds}: more folds than labelled sentences ({len(pool)} in train + dev + "
+                              "test); give at most that many")
         info.update(folds=folds, fold_seed=cfg.compare.fold_seed, pool_size=len(pool))
     cells = [(n, s, f) for n in names for s in seeds_of[n] for f in (range(folds) if folds else [None])]
     grid_dir = Path(resume) if resume is not None else Path(runs_dir) / cfg.name / f"compare-{stamp}"

@@ -35,10 +35,43 @@ def compare_cfg(tmp_path):
     return path
 
 
-def _start(args: list[str], cwd: Path) -> subprocess.Popen:
+def _default_sigint() -> None:
+    """In the child, before exec: SIGINT back to its default action. A shell starts background jobs with SIGINT
+    ignored and children inherit that, so without this the tests below fail when the suite runs in the background."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _spawn(cmd: list[str], cwd: Path) -> subprocess.Popen:
+    """A child in its own session, with SIGINT at its default action whatever the suite inherited."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, str(TARGET), *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, preexec_fn=_default_sigint)
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen:
+    return _spawn([sys.executable, str(TARGET), *args], cwd)
+
+
+def _ignored_signals(pid: int) -> int:
+    """The SigIgn mask of a process (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return int(line.split()[1], 16)
+    raise AssertionError("no SigIgn line")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc to read signal masks")
+def test_children_get_sigint_back_when_the_suite_runs_as_a_background_job(tmp_path):
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell's background job starts
+    try:
+        proc = _spawn([sys.executable, "-c", "import time; time.sleep(60)"], tmp_path)
+        try:
+            assert not _ignored_signals(proc.pid) & (1 << (signal.SIGINT - 1))
+        finally:
+            proc.kill()
+            proc.communicate()
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _wait_for(cond, proc: subprocess.Popen, timeout: float = 600.0) -> None:
