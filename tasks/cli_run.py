@@ -13,7 +13,7 @@ import torch
 from elmo_features.cli_types import positive_int
 from elmo_features.devices import add_device_argument, parse_device
 from elmo_features.distributed import finish
-from elmo_features.errors import CheckpointError, ElmoTasksError, UsageError
+from elmo_features.errors import CheckpointError, ElmoTasksError, PathError, UsageError
 from elmo_features.paths import check_input_dir, check_input_file, check_output_file
 from elmo_features.provenance import write_text_atomic
 from elmo_features.text_input import read_sentences
@@ -123,6 +123,9 @@ def cmd_run(args) -> int:
         def run_folder() -> str:
             out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)
             check_output_dirs(out=out)
+            if args.out and out.is_dir() and any(out.iterdir()):
+                raise PathError(f"--out {out}: the folder is not empty (a run folder holds one run, and its files "
+                                "would mix with this one's); choose a new folder or remove it")
             return str(out)
 
         out = Path(run_folder() if dist is None else dist.from_main(run_folder))  # rank 0's: its time stamp
@@ -181,6 +184,7 @@ def cmd_compare(args) -> int:
     if args.resume is not None:
         check_input_dir(args.resume, "--resume", hint="give the compare-STAMP folder printed when the comparison "
                                                       "was interrupted")
+        check_comparison_folder(Path(args.resume), cfg.name)
     context, progress = _setup(args)
     try:
         summary = run_comparison(cfg, results_dir, args.runs_dir, context, progress, sources=sources, seeds=seeds,
@@ -192,6 +196,19 @@ def cmd_compare(args) -> int:
     if summary:  # under torchrun: rank 0
         print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
     return 0
+
+
+def check_comparison_folder(folder: Path, name: str) -> None:
+    """``--resume`` takes only a folder that ``compare`` made for this config (RUNS_DIR/NAME/compare-STAMP, holding
+    SOURCE-seedN run folders): any other folder would get a whole comparison's runs written into it."""
+    runs = [p for p in folder.iterdir() if p.is_dir() and "-seed" in p.name]
+    others = [p.name for p in folder.iterdir() if not (p.is_dir() and "-seed" in p.name) and not p.name.startswith(".")]
+    if not folder.resolve().name.startswith("compare-") or folder.resolve().parent.name != name or others:
+        raise PathError(f"--resume {folder}: not a comparison folder of {name!r} (expected RUNS_DIR/{name}/compare-STAMP "
+                        f"holding SOURCE-seedN run folders{'; it holds ' + ', '.join(sorted(others)[:3]) if others else ''}"
+                        "); give the folder printed when the comparison was interrupted")
+    if not runs:
+        print(f"--resume {folder}: no run folder yet; running the whole comparison in it", file=sys.stderr)
 
 
 def interrupted_compare_hint(args, e) -> str:

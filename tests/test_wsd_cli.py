@@ -143,3 +143,15 @@ def test_fixed_mix_row_without_head(toy, tmp_path):
     rows = json.loads((out / "scores.json").read_text())["rows"]
     assert [r["id"] for r in rows] == ["wn_first_sense", "mfs", "elmo-knn-fixed_mix"]
     assert rows[2]["weights"] == [0.25, 0.25, 0.5] and not (out / "heads").exists()
+
+
+def test_gold_keys_not_in_wordnet_are_counted_and_reported(toy, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _run(toy, out, "--features", "glove", "--set", "head=null") == 0
+    err = capsys.readouterr().err
+    assert "test set toytest: 1 gold key(s) are not WordNet 3.0 sense keys" in err
+    assert "toytest.gold.key.txt:6: zebra%1:05:00::" in err  # file:line of the first one
+    s = json.loads((out / "scores.json").read_text())
+    test = {t["name"]: t for t in s["tests"]}["toytest"]
+    assert test["gold_keys_not_in_wordnet"] == 1 and s["train_gold_keys_not_in_wordnet"]["count"] == 0
+    assert "gold keys that are not: toytest 1" in (out / "table5.md").read_text()

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from elmo_features.download import DownloadError, file_sha256, pip_download
-from elmo_features.errors import MissingPathError
+from elmo_features.errors import MissingPathError, PathError
 
 from .archive import Archive
 from .sources import Source, get_source
@@ -52,6 +52,10 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False,
     if (final / "SOURCE.md").is_file() and not force:
         print(f"{name}: already present in {final} (use --force to fetch again)")
         return final
+    if final.is_symlink() or (final.exists() and not (final / "SOURCE.md").is_file()):
+        kind = "a file" if final.is_file() else "a link" if final.is_symlink() else "a folder not made by `data get`"
+        raise PathError(f"{final} exists and is {kind} (no SOURCE.md); `data get` would replace it. Move it away, "
+                        "or fetch into another folder with --dest")
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=dest) as tmp:
         tmp = Path(tmp)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from ..registry import READERS
 from .wsd_inventory import SenseInventory
-from .wsd_reader import WsdDataset, load_dataset
+from .wsd_reader import WsdDataset, find_dataset_files, load_dataset
 
 DEFAULT_WORDNET = os.environ.get("ELMO_TASKS_WORDNET", "data/wordnet-3.0")
 
@@ -52,6 +52,23 @@ def to_examples(dataset: WsdDataset, inventory: SenseInventory) -> list[WsdSente
                              list(dataset.gold[i.id]) if dataset.gold is not None else [])
                    for i in s.instances]
         out.append(WsdSentence(list(s.tokens), targets, s.id))
+    return out
+
+
+def unknown_gold_keys(dataset: WsdDataset, inventory: SenseInventory) -> list[str]:
+    """``file:line: key`` for every gold key that is not a sense key of the inventory (WordNet 3.0), in file order.
+
+    Such keys are kept as gold, but no method ever answers them (answers are WordNet candidates), so an instance
+    whose only gold keys are unknown always counts as an error, and a training instance with one adds nothing to
+    the 1-NN sense averages that a test instance can reach."""
+    if dataset.gold is None:
+        return []
+    _, _, key_path = find_dataset_files(dataset.folder)
+    out = []
+    with open(key_path, encoding="utf-8-sig", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.split()
+            out.extend(f"{key_path}:{lineno}: {k}" for k in parts[1:] if k not in inventory)
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy as np
 from elmo_features.provenance import git_commit, machine
 
 from ..config import DataConfig, RunConfig
-from ..data.wsd_examples import WsdSentence, all_targets, load_inventory, to_examples
+from ..data.wsd_examples import WsdSentence, all_targets, load_inventory, to_examples, unknown_gold_keys
 from ..data.wsd_reader import WsdFormatError, load_dataset
 from ..data.wsd_scorer import Score, merge_scores, score, write_key_file
 from ..experiment import load_run, make_split, run_experiment, save_json
@@ -38,6 +39,7 @@ class TestSet:
     name: str
     folder: str
     examples: list[WsdSentence]
+    unknown_keys: list[str] = field(default_factory=list)  # "file:line: key" of gold keys not in WordNet
 
     @property
     def targets(self):
@@ -75,6 +77,16 @@ class Report:
         return row
 
 
+def warn_unknown_keys(ds, inventory, what: str) -> list[str]:
+    """Gold keys that are not WordNet 3.0 sense keys: one warning line (count, the first file:line), and the list."""
+    unknown = unknown_gold_keys(ds, inventory)
+    if unknown:
+        print(f"warning: {what}: {len(unknown)} gold key(s) are not WordNet 3.0 sense keys (first: {unknown[0]}); "
+              "they stay in the gold but no method can answer them, so instances with only such keys count as "
+              "errors", file=sys.stderr, flush=True)
+    return unknown
+
+
 def _read_tests(test_dirs: list[str], inventory) -> list[TestSet]:
     tests, seen = [], {}
     for d in test_dirs:
@@ -86,6 +98,7 @@ def _read_tests(test_dirs: list[str], inventory) -> list[TestSet]:
         else:
             seen[name] = 1
         ts = TestSet(name, str(d), to_examples(ds, inventory))
+        ts.unknown_keys = warn_unknown_keys(ds, inventory, f"test set {name}")
         if not ts.examples:
             raise WsdFormatError(f"{d}: test set {ds.name} has no <instance> elements")
         tests.append(ts)
@@ -233,6 +246,7 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
     inventory = load_inventory(cfg.wordnet)
     train_ds = load_dataset(train_dir)
     train_ex = to_examples(train_ds, inventory)
+    train_unknown = warn_unknown_keys(train_ds, inventory, f"training set {train_ds.name}")
     train_targets = all_targets(train_ex)
     if not train_targets:
         raise WsdFormatError(f"{train_dir}: training set {train_ds.name} has no <instance> elements")
@@ -252,7 +266,10 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
     summary = {"name": cfg.name, "command": command, "git_commit": commit, "machine": machine(),
                "train": {"folder": str(train_dir), "name": train_ds.name, "sentences": len(train_ex),
                          "instances": len(train_targets)},
-               "tests": [{"name": ts.name, "folder": ts.folder, "instances": len(ts.targets)} for ts in report.tests],
+               "tests": [{"name": ts.name, "folder": ts.folder, "instances": len(ts.targets),
+                          "gold_keys_not_in_wordnet": len(ts.unknown_keys), "first_not_in_wordnet": ts.unknown_keys[:3]}
+                         for ts in report.tests],
+               "train_gold_keys_not_in_wordnet": {"count": len(train_unknown), "first": train_unknown[:3]},
                "wordnet": inventory.source, "config": cfg.to_dict(), "rows": report.rows,
                "seconds": round(time.perf_counter() - t_start, 1)}
     save_json(summary, out_dir / "scores.json")

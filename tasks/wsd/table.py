@@ -65,7 +65,7 @@ def render_table(summary: dict) -> str:
              f"(torch threads {summary['machine'].get('torch_threads')}); wall time {summary['seconds'] / 60:.1f} min",
              f"* Train: `{summary['train']['folder']}` ({summary['train']['instances']:,} instances); test: "
              + ", ".join(f"`{t['folder']}` ({t['instances']:,})" for t in summary["tests"]),
-             f"* Sense inventory: `{summary['wordnet']}`",
+             f"* Sense inventory: `{summary['wordnet']}`" + _unknown_note(summary),
              "", "F1 (%) as computed by the framework's scorer. The last column is **published, not ours**: "
              "Peters et al. (2018), Table 5, F1 on the union of Senseval-2, Senseval-3, SemEval-2013 and "
              "SemEval-2015 (the framework's release), with the original ELMo biLM.", "",
@@ -119,3 +119,14 @@ def render_table(summary: dict) -> str:
 def write_table(summary: dict, path: str | Path) -> None:
     """Write render_table(summary) atomically."""
     write_text_atomic(path, render_table(summary))
+
+
+def _unknown_note(summary: dict) -> str:
+    """Gold keys that are not in the sense inventory, per set (none: empty)."""
+    counts = [(t["name"], t.get("gold_keys_not_in_wordnet", 0)) for t in summary["tests"]]
+    counts.insert(0, (summary["train"]["name"], (summary.get("train_gold_keys_not_in_wordnet") or {}).get("count", 0)))
+    bad = [f"{n} {c}" for n, c in counts if c]
+    if not bad:
+        return "; every gold key is a sense key of it"
+    return (f"; gold keys that are not: {', '.join(bad)} (kept as gold; no method can answer them, so an instance "
+            "whose only gold keys are such counts as an error)")
