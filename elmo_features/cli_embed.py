@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import tempfile
 import sys
 import time
@@ -104,8 +105,29 @@ def embed_file(input_path: str | Path, output_path: str | Path, embedder: Embedd
     source = EmbedInput(input_path)  # checked in one streaming pass; sentences are streamed again below
     output_path.parent.mkdir(parents=True, exist_ok=True)
     with OutputLock(lock_path_for(output_path), f"the embed output {output_path}"):
+        _check_shards(output_path, resume)
         return _embed_locked(source, output_path, embedder, output_format, chunk_size, forget_sentences, resume,
                              on_chunk)
+
+
+def _check_shards(output_path: Path, resume: bool) -> None:
+    """An interrupted torchrun embed of the same output left OUTPUT.shards/: refuse (its finished shards would be
+    recomputed and the folder left behind), unless ``--restart`` (resume=False) discards it, which is said."""
+    shard_dir = Path(str(output_path) + ".shards")
+    if not shard_dir.exists():
+        return
+    world = "N"
+    try:
+        world = str(json.loads((shard_dir / "manifest.json").read_text())["world_size"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    if resume:
+        done = len(list(shard_dir.glob("shard-*.hdf5")))
+        raise UsageError(f"{shard_dir} holds an interrupted torchrun embed of this output ({done} finished shard(s)); "
+                         f"resume it with the same command under `torchrun --nproc-per-node {world}`, or add --restart "
+                         "to discard it and embed in one process")
+    print(f"{shard_dir}: discarding an interrupted torchrun embed of this output (--restart)", file=sys.stderr)
+    shutil.rmtree(shard_dir)
 
 
 def write_sentence_index(f: h5py.File, source: EmbedInput) -> None:

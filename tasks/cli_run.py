@@ -18,10 +18,10 @@ from elmo_features.paths import check_input_dir, check_input_file, check_output_
 from elmo_features.provenance import write_text_atomic
 from elmo_features.text_input import read_sentences
 
-from .config import ConfigError, check_seeds, load_config
+from .config import ConfigError, check_seeds, load_config, load_raw
 from .data_parallel import join
 from .features.base import FeatureContext
-from .preflight import check_output_dirs, check_run_folder, check_run_inputs
+from .preflight import check_output_dirs, check_run_folder, check_run_inputs, relative_paths
 
 DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
 
@@ -229,6 +229,16 @@ def cmd_predict(args) -> int:
     if args.out:
         check_output_file(args.out, "--out")
     check_output_dirs(cache_dir=_cache_dir(args))
+    saved = load_raw(Path(args.run_dir) / "config.yaml")
+    rel = relative_paths(saved.get("features"))
+    if rel:  # the run's config names them relative to the folder it ran in; here they resolve against this one
+        where = f"the current folder {Path.cwd()}"
+        missing = [p for p in rel if not Path(p).expanduser().exists()]
+        if missing:
+            raise PathError(f"{args.run_dir}/config.yaml names {', '.join(missing)}, relative paths resolved against "
+                            f"{where}, where they do not exist; run predict from the folder the run was made in")
+        print(f"note: the run's features name relative paths ({', '.join(rel)}), resolved against {where}",
+              file=sys.stderr)
     context, progress = _setup(args)
     try:
         cfg, model = load_run(args.run_dir, context)

@@ -48,8 +48,41 @@ def check_feature_paths(section: Any, where: str) -> None:
             check_input_path(value, f"{where}.{key}", fetch_hint(value))
         elif key == "bilm" and isinstance(value, str):
             check_bilm_spec(value, f"{where}.bilm")
+        elif key == "model" and section.get("name") == "transformer" and isinstance(value, str):
+            check_encoder_spec(value, f"{where}.model")
         elif isinstance(value, (dict, list)):
             check_feature_paths(value, f"{where}.{key}")
+
+
+def check_encoder_spec(spec: str, where: str) -> None:
+    """A Transformer encoder named as a packaged name (fetched on first use), a folder, or a hub id (owner/name)."""
+    from elmo_features.encoders.packaged import PACKAGED
+
+    if spec in PACKAGED or Path(spec).expanduser().is_dir():
+        return
+    parts = spec.split("/")
+    if len(parts) == 2 and all(parts) and not spec.startswith((".", "~")) and not Path(spec).exists():
+        return  # a hub id: resolved when the model loads (one error line when offline)
+    check_input_dir(spec, where, hint=f"give a packaged name ({', '.join(PACKAGED)}), a Hugging Face model folder "
+                                      "or a hub id (owner/name)")
+
+
+def relative_paths(section: Any) -> list[str]:
+    """The relative file/folder paths a features section names (resolved against the current folder)."""
+    if isinstance(section, list):
+        return [p for s in section for p in relative_paths(s)]
+    if not isinstance(section, dict):
+        return []
+    out = []
+    for key, value in section.items():
+        pathlike = key in INPUT_KEYS or (key == "bilm" and isinstance(value, str) and (
+            "/" in value or Path(value).is_dir())) or (key == "model" and section.get("name") == "transformer"
+                                                       and isinstance(value, str) and Path(value).is_dir())
+        if pathlike and isinstance(value, str) and not Path(value).expanduser().is_absolute():
+            out.append(value)
+        elif isinstance(value, (dict, list)):
+            out.extend(relative_paths(value))
+    return out
 
 
 def check_bilm_spec(spec: str, where: str) -> None:

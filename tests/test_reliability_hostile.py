@@ -128,3 +128,53 @@ def test_run_folders_never_mix_two_runs(tiny_config, tmp_path, capsys):
         (cell / name).write_text("old")
     clear_unfinished_run(cell)
     assert not any(cell.iterdir()) and "removing an earlier unfinished run's" in capsys.readouterr().err
+
+
+def test_plain_embed_after_an_interrupted_torchrun_embed_says_what_to_do(bilm, tmp_path, capsys):
+    import json
+
+    inp = tmp_path / "in.txt"
+    inp.write_text(TEXT)
+    out = tmp_path / "out.hdf5"
+    shards = tmp_path / "out.hdf5.shards"
+    shards.mkdir()
+    (shards / "manifest.json").write_text(json.dumps({"world_size": 2}))
+    (shards / "shard-00000-of-00002.hdf5").write_bytes(b"finished shard")
+    assert main(["embed", str(inp), str(out), *bilm]) == 2
+    err = capsys.readouterr().err
+    assert "interrupted torchrun embed" in err and "--nproc-per-node 2" in err and "--restart" in err
+    assert (shards / "shard-00000-of-00002.hdf5").exists() and not out.exists()  # nothing lost, nothing done
+    assert main(["embed", str(inp), str(out), *bilm, "--restart"]) == 0
+    assert "discarding an interrupted torchrun embed" in capsys.readouterr().err
+    assert not shards.exists() and _sentences(out) == 3
+
+
+def test_predict_says_how_relative_paths_of_the_run_resolve(tmp_path, capsys, monkeypatch):
+    import yaml
+
+    from test_tasks_helpers import make_env, tagging_config
+
+    env = make_env(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    cfg = tagging_config(env, max_epochs=1, features={"name": "static", "path": "glove.txt"})  # relative
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["run", "c.yaml", "--out", "run", "--progress", "off"]) == 0
+    capsys.readouterr()
+    assert main(["predict", "run", str(env["conll_test"]), "--reader", "--progress", "off"]) == 0
+    assert "relative paths (glove.txt), resolved against the current folder" in capsys.readouterr().err
+    monkeypatch.chdir(tmp_path / "run")
+    assert main(["predict", str(tmp_path / "run"), str(env["conll_test"]), "--reader"]) == 2
+    err = capsys.readouterr().err
+    assert "names glove.txt, relative paths resolved against the current folder" in err and "Traceback" not in err
+
+
+def test_a_tsv_row_with_an_extra_tab_is_named_at_its_own_line(tmp_path):
+    from tasks.data.classification import read_tsv
+    from tasks.data.types import DataFormatError
+
+    for text, line in (("pos\tgood film\tx\nneg\tbad\nneg\tdull\n", 1), ("pos\tgood\nneg\tbad\tx\nneg\tdull\n", 2),
+                       ("pos\tgood film\tx\nneg\tbad\n", 1)):
+        path = tmp_path / "d.tsv"
+        path.write_text(text)
+        with pytest.raises(DataFormatError, match=rf"d.tsv:{line}: expected 2 fields"):
+            read_tsv(path)

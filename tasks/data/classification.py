@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+from collections import Counter
 from pathlib import Path
 
 from elmo_features.text_input import iter_lines
@@ -40,7 +41,7 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
 
     ``header="auto"`` treats the first row as a header when its label/text cells are usual column
     names (label/class/sentiment..., text/sentence/review...) or when a column is given by name.
-    Every row must have as many fields as the first row; blank lines are skipped.
+    Every row must have as many fields as most rows have (the odd row is named); blank lines are skipped.
     """
     path = Path(path)
     tok = get_tokenizer(tokenizer)
@@ -50,43 +51,49 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
         raise FileNotFoundError(f"data file not found: {path}")
     for _ in iter_lines(path):  # the text policy of elmo_features.text_input: UTF-8, no NUL (exact line on error)
         pass
-    out: list[LabeledSentence] = []
+    rows: list[tuple[int, list[str]]] = []  # (line number, fields) of the non-blank rows
     with open(path, encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE,
                             strict=True)
-        names: list[str] | None = None
-        n_fields = None
-        li = ti = None
         line_start = 1
         try:
             for row in reader:
-                lineno = line_start
-                line_start = reader.line_num + 1
-                if not row or all(not c.strip() for c in row):
-                    continue
-                if n_fields is None:
-                    n_fields = len(row)
-                    if header is True or (header == "auto" and _looks_like_header(row, label_column, text_column)):
-                        names = [c.strip() for c in row]
-                    li = _column_index(label_column, names, "label_column", path)
-                    ti = _column_index(text_column, names, "text_column", path)
-                    if max(li, ti) >= n_fields:
-                        raise DataFormatError(f"needs columns {li} and {ti} but the first row has "
-                                              f"{n_fields} field(s): {row!r}", path, lineno)
-                    if names is not None:
-                        continue
-                if len(row) != n_fields:
-                    raise DataFormatError(f"expected {n_fields} fields (delimiter {delimiter!r}), found "
-                                          f"{len(row)}: {row!r}", path, lineno)
-                label, text = row[li].strip(), row[ti]
-                if not label:
-                    raise DataFormatError("empty label", path, lineno)
-                tokens = tok(text)
-                if not tokens:
-                    raise DataFormatError("empty text", path, lineno)
-                out.append(LabeledSentence(tokens=tokens, label=label))
+                lineno, line_start = line_start, reader.line_num + 1
+                if row and any(c.strip() for c in row):
+                    rows.append((lineno, row))
         except csv.Error as e:
             raise DataFormatError(f"unparsable row: {e}", path, reader.line_num) from None
+    if not rows:
+        raise DataFormatError("no examples found (empty file?)", path)
+    counts = Counter(len(r) for _, r in rows)
+    # the row shape of most lines, so that the odd row is the one named; in a tie, the fewest fields that still hold
+    # the label and text columns (a tab typed inside a text adds a field)
+    need = max(c for c in (label_column, text_column) if isinstance(c, int)) + 1 if any(
+        isinstance(c, int) for c in (label_column, text_column)) else 1
+    n_fields = min(counts, key=lambda n: (-counts[n], n < need, n))
+    for lineno, row in rows:
+        if len(row) != n_fields:
+            raise DataFormatError(f"expected {n_fields} fields (delimiter {delimiter!r}) as on most lines, found "
+                                  f"{len(row)}: {row!r}", path, lineno)
+    first_line, first = rows[0]
+    names = None
+    if header is True or (header == "auto" and _looks_like_header(first, label_column, text_column)):
+        names = [c.strip() for c in first]
+        rows = rows[1:]
+    li = _column_index(label_column, names, "label_column", path)
+    ti = _column_index(text_column, names, "text_column", path)
+    if max(li, ti) >= n_fields:
+        raise DataFormatError(f"needs columns {li} and {ti} but the rows have {n_fields} field(s): {first!r}",
+                              path, first_line)
+    out: list[LabeledSentence] = []
+    for lineno, row in rows:
+        label, text = row[li].strip(), row[ti]
+        if not label:
+            raise DataFormatError("empty label", path, lineno)
+        tokens = tok(text)
+        if not tokens:
+            raise DataFormatError("empty text", path, lineno)
+        out.append(LabeledSentence(tokens=tokens, label=label))
     if not out:
         raise DataFormatError("no examples found (empty file?)", path)
     return out
