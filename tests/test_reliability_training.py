@@ -123,8 +123,21 @@ def test_stopped_run_prints_the_full_resume_command(files, tmp_path, monkeypatch
     # without --resume the refusal names the same command
     assert main(["train-bilm", "--config", str(config), "--set", sets[0], "--set", sets[1], "--no-progress"]) == 2
     assert f"to continue it: {hint}" in capsys.readouterr().err
+    # a config that changes what a run cannot change is not sent to --resume (which would refuse it)
+    assert main(["train-bilm", "--config", str(config), "--set", "lstm_dim=16", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "to continue it" not in err and "lstm_dim" in err and "choose another out_dir" in err
     monkeypatch.setattr(Trainer, "train_step", original)
     assert main(shlex.split(hint)[1:]) == 0  # the printed command resumes and finishes the run
     assert json.loads(capsys.readouterr().out.splitlines()[0])["finished"]
     saved = yaml.safe_load((files["out"] / "config.yaml").read_text())
     assert saved["lr"] == 0.01 and saved["seed"] == 3
+
+
+def test_a_duplicate_vocabulary_word_is_named_with_its_lines(tmp_path):
+    from elmo_features.training.data import read_vocab
+
+    path = tmp_path / "vocab.txt"
+    path.write_text("<S>\n</S>\n<UNK>\nthe\ncat\nthe\n")
+    with pytest.raises(CheckpointError, match="vocab.txt:6: the word 'the' is listed twice \\(first on line 4\\)"):
+        read_vocab(path)

@@ -38,6 +38,21 @@ def resume_command(args) -> str:
     return shlex.join(parts)
 
 
+def fixed_keys_changed(cfg) -> list[str]:
+    """The keys a resumed run cannot change (``trainer.RESUME_FIXED``) whose values differ between ``cfg`` and the
+    config.yaml of the run already in ``cfg.out_dir`` (none when it cannot be read)."""
+    from .config import TrainConfig
+    from .trainer import RESUME_FIXED
+
+    try:
+        saved = yaml.safe_load((Path(cfg.out_dir) / "config.yaml").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    defaults = TrainConfig().to_dict()
+    return [f"{k} {saved.get(k, defaults[k])!r} -> {getattr(cfg, k)!r}" for k in RESUME_FIXED
+            if saved.get(k, defaults[k]) != getattr(cfg, k)]
+
+
 def check_train_inputs(cfg, source: str) -> None:
     """Every file the run reads and its out_dir, before any work."""
     if not cfg.train_files:
@@ -72,6 +87,10 @@ def cmd_train(args) -> int:
         try:
             trainer = Trainer(cfg, resume=args.resume, progress=not args.no_progress, dist=dist)
         except OutputExistsError as e:
+            changed = fixed_keys_changed(cfg)
+            if changed:  # --resume would be refused: say so instead of suggesting it
+                raise OutputExistsError(f"{e}; that run's config differs from this one in keys a run cannot change "
+                                        f"({'; '.join(changed)}): choose another out_dir") from None
             raise OutputExistsError(f"{e}; to continue it: {resume_command(args)}") from None
         result = trainer.run()
         ok = True

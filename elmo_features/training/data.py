@@ -85,11 +85,16 @@ def write_vocab(vocab: list[str], path: str | Path) -> None:
 
 def read_vocab(path: str | Path) -> list[str]:
     """A biLM vocabulary file (one word per line, starting with <S>, </S>, <UNK>; no duplicates)."""
-    words = [text for _, text in iter_lines(path) if text]
+    lines = [(lineno, text) for lineno, text in iter_lines(path) if text]
+    words = [text for _, text in lines]
     if words[:3] != SPECIALS:
         raise CheckpointError(f"{path}: a biLM vocabulary must start with {SPECIALS}, got {words[:3]}")
-    if len(set(words)) != len(words):
-        raise CheckpointError(f"{path}: the vocabulary lists a word twice; the file is damaged")
+    first: dict[str, int] = {}
+    for lineno, w in lines:
+        if w in first:
+            raise CheckpointError(f"{path}:{lineno}: the word {w!r} is listed twice (first on line {first[w]}); "
+                                  "each word must appear once")
+        first[w] = lineno
     return words
 
 

@@ -53,7 +53,7 @@ def plot_f1_per_layer(summary: dict, path: str | Path) -> None:
                label="paper: WordNet 1st sense (published)")
     ax.set_xticks(list(range(max_layer + 1)) + [max_layer + 0.6])
     ax.set_xticklabels([str(i) for i in range(max_layer + 1)] + ["mixes"])
-    ax.set_xlabel("biLM layer (0 = token layer)")
+    ax.set_xlabel("layer (0 = the biLM's token layer, or a Transformer's embedding output)")
     ax.set_ylabel(f"F1 on {col} (%)")
     ax.set_title(f"{summary['name']}: WSD F1 per layer")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))

@@ -98,6 +98,10 @@ def render_table(summary: dict) -> str:
                 notes.append("learned mix " + ", ".join(f"{w:.2f}" for w in fr["mix_weights"])
                              + f", gamma {fr.get('gamma', 0):.2f}")
             notes.append(f"best epoch {head['best_epoch']}/{head['epochs_run']}")
+        if row.get("dev_choice"):
+            dc = row["dev_choice"]
+            notes.append(f"1-NN accuracy on {dc['instances']:,} held-out training instances (every {dc['every']}th "
+                         "sentence) by layer: " + ", ".join(f"{a * 100:.1f}" for a in dc["dev_accuracy"]))
         answered = f"{s['answered']:g} / {s['total']}"
         lines.append(f"| {row['label']} | {s['P']:.1f} | {s['R']:.1f} | {s['F1']:.1f} | {answered} | "
                      f"{row.get('backoff', '') if row.get('backoff') is not None else ''} | {'; '.join(notes)} |")
@@ -105,7 +109,11 @@ def render_table(summary: dict) -> str:
               "* 1-NN (Peters et al. 2018, sec. 5.3): the average vector of each training sense; a test instance "
               "takes the nearest (cosine) of its lemma+pos's senses seen in training, else the WordNet first sense. "
               "Multiword instances average their tokens. Layer 0 is the biLM's token layer, 1 and 2 its LSTM layers; "
-              "the paper's \"first/second layer\" are layers 1 and 2.",
+              "the paper's \"first/second layer\" are layers 1 and 2. For a Transformer source, layer 0 is the "
+              "embedding output and layer k the output of its k-th Transformer layer (pieces mean-pooled to words).",
+              "* \"Layer chosen on held-out sentences\": the layer whose 1-NN is most accurate on every Nth training "
+              "sentence, with sense averages from the other training sentences (no test data involved); the row "
+              "then uses all training sentences.",
               "* The head rows train a linear softmax over the instance's candidate senses with the project's "
               "training loop (early stopping on held-out training sentences); probes use one fixed layer.",
               "* The published ALL covers other test sets (with SemEval-2013/2015, without SemEval-2007) and the "
