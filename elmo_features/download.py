@@ -7,10 +7,12 @@ Base URL: ``base_url`` argument, else $ELMO_TASKS_PRESET_BASE_URL, else ``preset
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -21,7 +23,8 @@ from tqdm.auto import tqdm
 
 from .errors import ElmoTasksError
 from .presets import Preset, get_preset
-from .provenance import atomic_path
+from .locking import OutputLock, lock_path_for
+from .provenance import commit_file
 
 
 class DownloadError(ElmoTasksError, RuntimeError):
@@ -59,32 +62,105 @@ def pip_download(package: str, version: str, dist: str, dest: str | Path) -> Pat
 
 
 def download_url(url: str, dest: str | Path, progress: bool | None = None, timeout: float = 60.0,
-                 validate: Callable[[Path], None] | None = None) -> Path:
-    """Fetch ``url`` to ``dest`` unless it exists. Written to a temp file, checked, then renamed."""
+                 validate: Callable[[Path], None] | None = None, sha256: str | None = None, retries: int = 4,
+                 backoff: float = 1.0) -> Path:
+    """Fetch ``url`` to ``dest`` unless it exists, resumably and checked; one writer per ``dest``.
+
+    The bytes go to ``dest.part``. A dropped connection is retried (``retries`` times, waiting ``backoff`` s, then
+    twice as long each time) from where it stopped (an HTTP ``Range`` request; from the start when the server
+    ignores ranges), and a later call continues a ``.part`` left by an earlier one. The result must have the
+    announced ``Content-Length``, the ``sha256`` when given, the MD5 of a plain-MD5 ``ETag`` when the server sends
+    one (as S3 does for single-part uploads), and pass ``validate``; then it is renamed to ``dest``. A file that
+    fails a check is deleted; a download that still fails after the retries keeps its ``.part`` for next time.
+    """
     dest = Path(dest)
     if dest.exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(dest) as tmp:
+    part = dest.with_name(dest.name + ".part")
+    with OutputLock(lock_path_for(dest), f"the download of {dest}"):
+        if dest.exists():  # another process finished it while we waited
+            return dest
+        info = _download_resumable(url, part, progress, timeout, retries, backoff, dest)
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as resp, open(tmp, "wb") as f:
-                total = resp.headers.get("Content-Length")
-                total = int(total) if total and total.isdigit() else None
-                show = progress if progress is not None else (sys.stderr.isatty() and (total or 0) > 10 << 20)
-                with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, disable=not show) as bar:
+            _verify(url, part, info, sha256)
+            if validate is not None:
+                validate(part)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+        commit_file(part, dest)
+    return dest
+
+
+def _download_resumable(url: str, part: Path, progress, timeout: float, retries: int, backoff: float,
+                        dest: Path) -> dict:
+    """Fill ``part`` with the bytes of ``url`` (see ``download_url``); returns {"total": n | None, "etag": str}."""
+    info: dict = {"total": None, "etag": ""}
+    for attempt in range(retries + 1):
+        have = part.stat().st_size if part.exists() else 0
+        headers = {"Range": f"bytes={have}-"} if have else {}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as resp:
+                status = getattr(resp, "status", None) or resp.getcode() or 200
+                if have and status != 206:  # the server sent the whole file again
+                    have = 0
+                length = resp.headers.get("Content-Length")
+                info["total"] = have + int(length) if length and length.isdigit() else None
+                info["etag"] = (resp.headers.get("ETag") or "").strip('"')
+                show = progress if progress is not None else (sys.stderr.isatty() and (info["total"] or 0) > 10 << 20)
+                with open(part, "ab" if have else "wb") as f, tqdm(total=info["total"], initial=have, unit="B",
+                                                                    unit_scale=True, desc=dest.name,
+                                                                    disable=not show) as bar:
                     while True:
                         chunk = resp.read(1 << 20)
                         if not chunk:
                             break
                         f.write(chunk)
                         bar.update(len(chunk))
-        except (urllib.error.URLError, OSError, ValueError) as e:
-            raise DownloadError(
-                f"could not download {url} -> {dest}: {e}. Without network access, place the file at {dest} by hand."
-            ) from None
-        if validate is not None:
-            validate(tmp)
-    return dest
+            if info["total"] is not None and part.stat().st_size < info["total"]:
+                raise http.client.IncompleteRead(b"", info["total"] - part.stat().st_size)
+            return info
+        except urllib.error.HTTPError as e:
+            if e.code == 416 and have:  # the range starts at the end: the file is complete
+                return info
+            if e.code < 500 or attempt == retries:
+                raise DownloadError(f"could not download {url} -> {dest}: HTTP {e.code} {e.reason}. Without network "
+                                    f"access, place the file at {dest} by hand.") from None
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as e:
+            if isinstance(e, urllib.error.URLError) and not have and attempt == 0 and url.startswith("file:"):
+                raise DownloadError(f"could not download {url} -> {dest}: {e}. Without network access, place the "
+                                    f"file at {dest} by hand.") from None
+            if attempt == retries:
+                kept = (f"; the {part.stat().st_size} bytes received are kept in {part} and the next try continues "
+                        "from there") if part.exists() and part.stat().st_size else ""
+                raise DownloadError(f"could not download {url} -> {dest} after {retries + 1} tries: "
+                                    f"{type(e).__name__}: {e}{kept}. Without network access, place the file at "
+                                    f"{dest} by hand.") from None
+        wait = backoff * 2 ** attempt
+        print(f"download of {url} interrupted; retrying in {wait:.0f} s ({attempt + 1}/{retries})", file=sys.stderr)
+        time.sleep(wait)
+    return info  # pragma: no cover
+
+
+def _verify(url: str, path: Path, info: dict, sha256: str | None) -> None:
+    """Size, pinned sha256 and a plain-MD5 ETag of a finished download."""
+    size = path.stat().st_size
+    if info.get("total") is not None and size != info["total"]:
+        raise DownloadError(f"{url}: got {size} bytes, the server announced {info['total']}")
+    if sha256 is not None:
+        got = file_sha256(path)
+        if got != sha256:
+            raise DownloadError(f"{url}: sha256 {got} differs from the expected {sha256}; the file was deleted")
+    etag = info.get("etag", "")
+    if len(etag) == 32 and all(c in "0123456789abcdef" for c in etag.lower()):
+        h = hashlib.md5(usedforsecurity=False)
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        if h.hexdigest() != etag.lower():
+            raise DownloadError(f"{url}: the file's MD5 {h.hexdigest()} differs from the server's ETag {etag}; "
+                                "the file was deleted")
 
 
 def _check_options(preset: Preset, url: str) -> Callable[[Path], None]:
