@@ -9,7 +9,7 @@ Steps (each timed by wall clock, one after the other, on an otherwise idle machi
    ``--jobs`` value in ``--jobs-list`` (default ``1,2``), each with a cold feature cache and its own runs
    and results folders, so every variant pays for embedding CoNLL-2003 once, as a first run does.
 
-Gate (issue 9, gate 5): install + data + compare ``--jobs 1`` under 20 minutes on 2 cores. The per-run F1 of
+Target: install + data + compare ``--jobs 1`` under 20 minutes on 2 cores. The per-run F1 of
 each variant is read back from its summary.json: the ``--jobs`` variants must agree run by run.
 
     python bench/main_job.py                      # ~35 min on 2 idle cores

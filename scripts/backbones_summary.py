@@ -1,4 +1,4 @@
-"""Combine the LSTM vs Transformer backbone comparison (issue 10) into DIR/summary.{md,json} + DIR/layers.png.
+"""Combine the LSTM vs Transformer backbone comparison into DIR/summary.{md,json} + DIR/layers.png.
 
     python scripts/backbones_summary.py results/backbones
 

@@ -1,4 +1,4 @@
-"""bf16 vs fp32 on downstream results (issue 14): NER dev F1 and WSD 1-NN on Senseval-2, one seed.
+"""bf16 vs fp32 on downstream results: NER dev F1 and WSD 1-NN on Senseval-2, one seed.
 
     python scripts/bf16_downstream.py [--out results/bench/bf16_downstream] [--bilm default]
 

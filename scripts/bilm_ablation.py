@@ -1,10 +1,10 @@
-"""Issue 9's lever table: each biLM lever's effect on held-out perplexity and on downstream probes.
+"""The biLM lever table: each biLM lever's effect on held-out perplexity and on downstream probes.
 
     python scripts/bilm_ablation.py [--out results/bilm]
 
 Reads only measured result files (each names its own command and commit):
 - the biLM reports (held-out perplexity over all of heldout.txt.gz, shipped fp16 weights; learning curves):
-  results/bilm/before_issue9/default.json, default_charonly.json, history/default_4m.json,
+  results/bilm/first_default/default.json, default_charonly.json, history/default_4m.json,
   candidates/glove_prior_8m/glove_prior_8m.json, history/default_14m.json, history/default_21m.json,
   history/default_34m.json, history/default_48m.json and default.json;
 - each model's NER summary (dev F1 of the scalar-mix row, 3 seeds), WSD scores (1-NN F1 of the best biLM layer
@@ -28,8 +28,8 @@ from elmo_features.provenance import atomic_path, git_commit, machine, write_tex
 CAND = "results/bilm/candidates/glove_prior_8m"
 MODELS = [
     ("char-only, 7.0M tokens (first default)", "baseline",
-     "results/bilm/before_issue9/default.json", ("results/ner_conll2003/before_issue9/summary.json", "elmo_mix"),
-     ("results/wsd/before_issue9/scores.json", "elmo"), None, 0),
+     "results/bilm/first_default/default.json", ("results/ner_conll2003/first_default/summary.json", "elmo_mix"),
+     ("results/wsd/first_default/scores.json", "elmo"), None, 0),
     ("char-only, 7.0M + 4.0M tokens (`default_charonly`)", "more tokens (warm start from the first default)",
      "results/bilm/default_charonly.json", ("results/ner_conll2003/charonly_rows/summary.json", "elmo_charonly_mix"),
      ("results/wsd/scores.json", "elmo_charonly"), None, 7_003_087),
@@ -97,7 +97,7 @@ def wsd_best_knn(path: str, source: str) -> dict | None:
 
 
 def sentiment_gain(path: str | None) -> dict | None:
-    """GloVe + mix minus GloVe in 5-fold CV accuracy (x100), with the bootstrap 95% CI (issue 9, gate 3)."""
+    """GloVe + mix minus GloVe in 5-fold CV accuracy (x100), with the bootstrap 95% CI (the sentiment target)."""
     cv = (load(path) or {}).get("cross_validation") if path else None
     for p in (cv or {}).get("paired", []):
         if p["a"] == "glove" and p["b"] == "glove+elmo_mix":
@@ -146,7 +146,7 @@ def main() -> None:
         rows.append(row)
     levers = [json.loads(f.read_text()) for f in sorted((ROOT / "results/bilm").glob("train_levers*.json"))]
     fmt = lambda v, f="{:.1f}": "-" if v is None else f.format(v)
-    md = ["# biLM levers (issue 9): held-out perplexity and downstream probes", "",
+    md = ["# biLM levers: held-out perplexity and downstream probes", "",
           f"Made by `python scripts/bilm_ablation.py` at commit `{commit}` ({m['cpu_cores']} CPU cores, "
           f"{m['cpu_model']}) from the measured result files named in each row; nothing is re-measured here.",
           "", "| model | lever | tokens seen | held-out ppl (mean, all 4,775 sentences) | NER dev F1, scalar mix "

@@ -1,4 +1,4 @@
-"""bf16 vs fp32 biLM training on a short run (issue 9's bf16 lever): held-out perplexity and tokens/s.
+"""bf16 vs fp32 biLM training on a short run (the bf16 lever): held-out perplexity and tokens/s.
 
     python scripts/precision_probe.py [--tokens 840000] [--report-only --runs-commit SHA]
 

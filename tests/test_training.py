@@ -167,7 +167,7 @@ def test_vocab_file_continues_the_softmax_on_other_text(tmp_path):
 
 
 def test_trainer_bad_input_policy(tmp_path):
-    """Issue 9's hostile corpus: blank lines are skipped, a 10,000-token line is cut into max_sentence_length
+    """A hostile corpus: blank lines are skipped, a 10,000-token line is cut into max_sentence_length
     pieces, invalid UTF-8 is an error naming file and line and leaves no cache behind."""
     from elmo_features.errors import ElmoTasksError
 
