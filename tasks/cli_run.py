@@ -158,7 +158,11 @@ def cmd_compare(args) -> int:
     cfg = load_config(args.config, args.overrides)
     if cfg.compare is None:
         raise ConfigError(f"{args.config}: no 'compare' section (name the feature-source variants to compare)")
-    sources = args.sources.split(",") if args.sources else None
+    if args.sources is not None and not [s for s in args.sources.split(",") if s.strip()]:
+        raise ConfigError(f"--sources: empty; name at least one of: {', '.join(cfg.compare.sources)}")
+    if args.seeds is not None and not args.seeds.strip():
+        raise ConfigError("--seeds: empty; give comma-separated integers, e.g. --seeds 1,2,3")
+    sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
     unknown = sorted(set(sources or []) - set(cfg.compare.sources))
     if unknown:
         raise ConfigError(f"--sources: unknown variant(s) {', '.join(unknown)}; valid: "

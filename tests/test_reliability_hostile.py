@@ -92,6 +92,8 @@ def tiny_config(tmp_path_factory):
     (["compare", "{cfg}", "--seeds", "1,1"], "seed 1 is given twice"),
     (["compare", "{cfg}", "--seeds", "-1"], "outside 0..4294967295"),
     (["compare", "{cfg}", "--folds", "1"], "--folds: give 3 or more"),
+    (["compare", "{cfg}", "--sources", ""], "--sources: empty"),
+    (["compare", "{cfg}", "--seeds", " "], "--seeds: empty"),
     (["compare", "{cfg}", "--folds", "50"], "more folds than labelled sentences"),
     (["run", "{cfg}", "--set", "data.max_train=-1"], "max_train: must be >= 1"),
     (["run", "{cfg}", "--set", "data.max_train=0"], "max_train: must be >= 1"),
