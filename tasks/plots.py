@@ -40,28 +40,31 @@ def plot_scores(summary: dict, path: str | Path) -> None:
 
 
 def plot_mix_weights(summary: dict, path: str | Path) -> None:
-    """Grouped bars: the softmax mix weight of each biLM layer, per source that learned a mix."""
+    """Grouped bars: the softmax mix weight of each layer, per source that learned a mix; one panel per layer
+    count (a biLM's 3 layers and a Transformer's 7 hidden states side by side)."""
     import matplotlib  # lazy: a heavy import only plotting needs (the Agg backend is set before pyplot)
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = [r for r in summary["sources"] if r.get("mix_weights")]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    groups: dict[int, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(len(r["mix_weights"]), []).append(r)
+    fig, axes = plt.subplots(1, max(1, len(groups)), figsize=(5 * max(1, len(groups)), 3.5), squeeze=False)
     if not rows:
-        ax.text(0.5, 0.5, "no learned mix in this comparison", ha="center", va="center")
-        ax.set_axis_off()
-    else:
-        L = len(rows[0]["mix_weights"])
-        width = 0.8 / len(rows)
-        for k, r in enumerate(rows):
-            xs = [layer + (k - (len(rows) - 1) / 2) * width for layer in range(L)]
+        axes[0][0].text(0.5, 0.5, "no learned mix in this comparison", ha="center", va="center")
+        axes[0][0].set_axis_off()
+    for ax, (L, group) in zip(axes[0], sorted(groups.items())):
+        width = 0.8 / len(group)
+        for k, r in enumerate(group):
+            xs = [layer + (k - (len(group) - 1) / 2) * width for layer in range(L)]
             ax.bar(xs, r["mix_weights"], width, label=f"{r['source']} (gamma {r['gamma']:.2f})")
         ax.axhline(1 / L, color="gray", linestyle=":", linewidth=1, label="equal weights")
         ax.set_xticks(range(L))
-        ax.set_xticklabels([f"layer {i}" for i in range(L)])
+        ax.set_xticklabels([f"layer {i}" for i in range(L)], fontsize=7 if L > 4 else None)
         ax.set_ylabel("softmax weight (mean over seeds)")
-        ax.set_title(f"{summary['name']}: learned scalar-mix weights")
+        ax.set_title(f"{summary['name']}: learned mix weights ({L} layers)")
         ax.legend(fontsize=7)
     _save(fig, Path(path))
     plt.close(fig)

@@ -222,3 +222,13 @@ def test_pool_pieces_handles_empty_slots():
     first, _ = pool_pieces(hidden, idx, 3, "first")
     assert torch.equal(last[:, 0], hidden[:, 2]) and torch.equal(first[:, 0], hidden[:, 1])
     assert torch.equal(first[:, 2], hidden[:, 3]) and not first[:, 1].any()
+
+
+def test_a_word_longer_than_a_window_keeps_its_first_pieces_and_is_counted(models):
+    enc = load_encoder(str(models["roberta"]))  # byte-level BPE: a long unknown word becomes many pieces
+    emb = TransformerEmbedder(enc)
+    long_word = "xq" * 100
+    assert len(enc.tokenizer.tokenize(" " + long_word)) > emb.window
+    a = emb.embed_sentence(["the", long_word, "end"])
+    assert a.shape == (3, 3, 16) and np.isfinite(a).all() and (np.abs(a).sum(axis=(0, 2)) > 0).all()
+    assert emb.stats.words_cut == 1 and emb.stats.windowed_sentences == 1

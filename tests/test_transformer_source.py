@@ -167,3 +167,13 @@ def test_models_get_checks_the_sha256_and_writes_provenance(env, tmp_path, capsy
     assert enc.folder == folder and enc.files_sha256 == load_encoder(str(env["bert"])).files_sha256
     assert main(["models", "get", "bert-base"]) == 2
     assert "valid: minilm-l6" in capsys.readouterr().err
+
+
+def test_mix_weight_plot_takes_sources_with_different_layer_counts(tmp_path):
+    from tasks.plots import plot_mix_weights
+
+    summary = {"name": "x", "sources": [{"source": "elmo_mix", "mix_weights": [0.2, 0.5, 0.3], "gamma": 1.0},
+                                        {"source": "minilm_mix", "mix_weights": [1 / 7] * 7, "gamma": 0.5},
+                                        {"source": "glove"}]}
+    plot_mix_weights(summary, tmp_path / "w.png")
+    assert (tmp_path / "w.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
