@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ElmoTasksError
-from .schema import Bool, Int, List, Num, Obj, SchemaError, Str, validate
+from .schema import Bool, Int, List, Num, Obj, SchemaError, Str, load_json, validate
 
 
 class OptionsError(ElmoTasksError, ValueError):
@@ -170,7 +170,7 @@ class BiLMOptions:
     def from_file(cls, path: str | Path) -> "BiLMOptions":
         path = Path(path)
         try:
-            d = json.loads(path.read_text(encoding="utf-8"))
+            d = load_json(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise OptionsError(f"options file not found: {path}") from None
         except IsADirectoryError:
@@ -178,7 +178,7 @@ class BiLMOptions:
         except UnicodeDecodeError as e:
             raise OptionsError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
                                "is this the weights file?") from None
-        except json.JSONDecodeError as e:
+        except ValueError as e:  # json.JSONDecodeError too
             raise OptionsError(f"{path}: not valid JSON ({e})") from None
         return cls.from_dict(d, source=str(path))
 

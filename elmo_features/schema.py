@@ -155,3 +155,54 @@ class Obj(Spec):
             elif spec.required:
                 raise SchemaError(f"missing required key '{where + '.' if where else ''}{name}'")
         return out
+
+
+# ---------------------------------------------------------------- strict readers (no key given twice)
+
+def _strict_loader():
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        """yaml.SafeLoader that refuses a mapping key given twice (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(loader, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: merged keys may be overridden
+                continue
+            key = loader.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice (first on line {seen[key] + 1})", key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return StrictLoader
+
+
+def load_yaml(text: str, name: str = "<config>"):
+    """``yaml.safe_load`` that refuses a key given twice in one mapping (a yaml.YAMLError naming both lines);
+    ``name`` (the file) appears in error positions."""
+    import io
+
+    import yaml
+
+    stream = io.StringIO(text)
+    stream.name = name
+    return yaml.load(stream, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
+
+
+def load_json(text: str):
+    """``json.loads`` that refuses a key given twice in one object (a ValueError naming the key)."""
+    import json
+
+    def pairs(items):
+        out = {}
+        for k, v in items:
+            if k in out:
+                raise ValueError(f"the key {k!r} is given twice in one object")
+            out[k] = v
+        return out
+
+    return json.loads(text, object_pairs_hook=pairs)

@@ -17,7 +17,9 @@ from typing import Any, Literal
 
 import yaml
 
+
 from elmo_features.provenance import write_text_atomic
+from elmo_features.schema import load_yaml
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from .components import ConfigError, coerce, from_dict, resolve_component, to_dict
@@ -239,7 +241,7 @@ def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> d
     """Read a YAML config and apply ``--set`` overrides (not yet checked)."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = load_yaml(path.read_text(encoding="utf-8"), str(path))
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except IsADirectoryError:

@@ -180,3 +180,21 @@ def test_a_tsv_row_with_an_extra_tab_is_named_at_its_own_line(tmp_path):
         path.write_text(text)
         with pytest.raises(DataFormatError, match=rf"d.tsv:{line}: expected 2 fields"):
             read_tsv(path)
+
+
+def test_a_key_given_twice_is_an_error_not_the_last_one_silently(tmp_path, capsys):
+    (tmp_path / "run.yaml").write_text("name: a\ntraining:\n  lr: 0.1\n  lr: 0.2\n")
+    assert main(["run", str(tmp_path / "run.yaml")]) == 2
+    assert "the key 'lr' is given twice (first on line 3)" in capsys.readouterr().err
+    (tmp_path / "bilm.yaml").write_text("lr: 1\nlr: 2\n")
+    assert main(["train-bilm", "--config", str(tmp_path / "bilm.yaml")]) == 2
+    assert "the key 'lr' is given twice" in capsys.readouterr().err
+    (tmp_path / "o.json").write_text('{"lstm": {"dim": 1}, "lstm": {}}')
+    (tmp_path / "in.txt").write_text("a b\n")
+    assert main(["embed", str(tmp_path / "in.txt"), str(tmp_path / "o.hdf5"), "--options", str(tmp_path / "o.json"),
+                 "--weights", str(tmp_path / "in.txt")]) == 2
+    assert "the key 'lstm' is given twice" in capsys.readouterr().err
+    # anchors and merge keys are not duplicates
+    from elmo_features.schema import load_yaml
+
+    assert load_yaml("a: &x {k: 1}\nb: {<<: *x, k: 2}\n") == {"a": {"k": 1}, "b": {"k": 2}}

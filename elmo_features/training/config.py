@@ -9,7 +9,7 @@ import yaml
 
 from ..errors import ElmoTasksError
 from ..options import BACKBONES, BiLMOptions
-from ..schema import Bool, Int, List, Num, Obj, SchemaError, Str, validate
+from ..schema import Bool, Int, List, Num, Obj, SchemaError, Str, load_yaml, validate
 
 
 class TrainConfigError(ElmoTasksError, ValueError):
@@ -112,7 +112,7 @@ class TrainConfig:
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "TrainConfig":
         path = Path(path)
         try:
-            d = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            d = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
         except FileNotFoundError:
             raise TrainConfigError(f"config file not found: {path}") from None
         except IsADirectoryError:
