@@ -198,3 +198,16 @@ def test_a_key_given_twice_is_an_error_not_the_last_one_silently(tmp_path, capsy
     from elmo_features.schema import load_yaml
 
     assert load_yaml("a: &x {k: 1}\nb: {<<: *x, k: 2}\n") == {"a": {"k": 1}, "b": {"k": 2}}
+
+
+def test_static_vectors_report_words_listed_twice(tmp_path):
+    from tasks.components import resolve_component
+    from tasks.features.base import FeatureContext, build_features
+    from tasks.registry import FEATURES
+
+    (tmp_path / "v.txt").write_text("the 0.1 0.1\ncat 0.2 0.2\nthe 0.5 0.5\n")
+    src = build_features(resolve_component(FEATURES, {"name": "static", "path": str(tmp_path / "v.txt")}, "f"),
+                         FeatureContext())
+    vecs = src.precompute([["the"]], "test")
+    assert vecs[0].tolist() == [[pytest.approx(0.1), pytest.approx(0.1)]]  # the first entry is used
+    assert src.report()["duplicate_words"] == 1

@@ -59,4 +59,6 @@ class StaticFeatures(FeatureSource):
 
     def report(self) -> dict:
         rates = {s: c["oov"] / c["tokens"] if c["tokens"] else 0.0 for s, c in self.oov.items()}
-        return {"dim": self.output_dim, "oov_rate": rates, "oov_counts": dict(self.oov)}
+        return {"dim": self.output_dim, "oov_rate": rates, "oov_counts": dict(self.oov),
+                # entries whose word (lower-cased when the vectors are) was listed before: the first one is used
+                "duplicate_words": int(self.vectors.n_duplicates), "lowercase": bool(self.vectors.lowercase)}
