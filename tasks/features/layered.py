@@ -15,7 +15,7 @@ from elmo_features.devices import module_device
 from elmo_features.feature_cache import cache_key
 
 from ..components import ConfigError
-from .base import FeatureContext, FeatureSource, pad_tokens
+from .base import FeatureSource, pad_tokens
 from .fusion import build_fusion
 
 
@@ -35,9 +35,6 @@ class FrozenLayerFeatures(FeatureSource):
     num_layers: int
     dim: int
     fingerprint: str
-
-    def __init__(self, config, context: FeatureContext):
-        super().__init__(config, context)
 
     def embedder(self):
         """The embedder that computes this source's arrays (on ``self.context.device``)."""
