@@ -155,3 +155,9 @@ def test_gold_keys_not_in_wordnet_are_counted_and_reported(toy, tmp_path, capsys
     test = {t["name"]: t for t in s["tests"]}["toytest"]
     assert test["gold_keys_not_in_wordnet"] == 1 and s["train_gold_keys_not_in_wordnet"]["count"] == 0
     assert "gold keys that are not: toytest 1" in (out / "table5.md").read_text()
+
+
+def test_testing_on_the_training_folder_is_said(toy, tmp_path, capsys):
+    assert main(["wsd", "--config", str(toy / "cfg.yaml"), "--train", str(toy / "train"), "--test", str(toy / "train"),
+                 "--features", "none", "--out", str(tmp_path / "o"), "--progress", "off"]) == 0
+    assert "is the training folder" in capsys.readouterr().err

@@ -250,6 +250,10 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
     train_targets = all_targets(train_ex)
     if not train_targets:
         raise WsdFormatError(f"{train_dir}: training set {train_ds.name} has no <instance> elements")
+    for d in test_dirs:
+        if Path(d).resolve() == Path(train_dir).resolve():
+            print(f"warning: the test folder {d} is the training folder: its scores measure fit to the training data, "
+                  "not generalisation", file=sys.stderr, flush=True)
     report = Report(_read_tests(test_dirs, inventory), out_dir)
     print(f"train {train_ds.name}: {len(train_ex)} sentences, {len(train_targets)} instances; test: "
           + ", ".join(f"{ts.name} ({len(ts.targets)})" for ts in report.tests), flush=True)
