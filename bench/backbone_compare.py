@@ -24,7 +24,6 @@ Tokens/s count real words only (not <S>/</S>). Each figure: one warm-up call, th
 from __future__ import annotations
 
 import argparse
-import math
 import tempfile
 import time
 from pathlib import Path

@@ -33,7 +33,7 @@ from corpus import describe as describe_corpus, synthetic_corpus  # noqa: E402
 from kernel_info import cpu_summary, describe, kernel_path  # noqa: E402
 from presets import random_bilm  # noqa: E402
 from elmo_features import BiLM, BiLMOptions, Embedder, load_bilm  # noqa: E402
-from elmo_features.precision import set_precision  # noqa: E402
+from elmo_features.model.precision import set_precision  # noqa: E402
 
 FIXTURE = REPO.parent / "shared" / "data" / "allennlp_elmo_fixture"
 TINY_OPTIONS = {

@@ -1,5 +1,5 @@
 """Shared helpers of the benchmarks: matmul peak, timing, batching; machine facts and atomic writes re-exported
-from ``elmo_features.provenance`` (``write_atomic`` = ``write_text_atomic``, ``now`` = ``timestamp``)."""
+from ``elmo_features.util.provenance`` (``write_atomic`` = ``write_text_atomic``, ``now`` = ``timestamp``)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from elmo_features.provenance import git_commit, machine, timestamp, write_text_atomic  # noqa: E402
+from elmo_features.util.provenance import git_commit, machine, timestamp, write_text_atomic  # noqa: E402
 
 now, write_atomic = timestamp, write_text_atomic  # the benchmarks' names
 __all__ = ["REPO", "git_commit", "machine", "now", "write_atomic", "write_json", "matmul_gflops", "make_batches",
@@ -27,7 +27,7 @@ def matmul_gflops(threads: int, n: int = 4096, reps: int = 5) -> dict:
     (oneDNN with a pre-packed weight, as elmo_features' inference path uses; absent if unavailable).
     ``peak`` is the higher of the two: the roofline used for the shares.
     """
-    from elmo_features.onednn import PackedLinear
+    from elmo_features.model.onednn import PackedLinear
 
     torch.set_num_threads(threads)
     g = torch.Generator().manual_seed(0)

@@ -140,7 +140,7 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--procs", type=int, nargs="+", default=[1, 2], help="process counts to compare (default 1 2)")
     ap.add_argument("--sentences", type=int, default=4000)
-    ap.add_argument("--preset", default="small", help="biLM architecture for embed (elmo_features.presets)")
+    ap.add_argument("--preset", default="small", help="biLM architecture for embed (elmo_features.formats.presets)")
     ap.add_argument("--train-config", default=str(REPO / "configs" / "bilm" / "default.yaml"))
     ap.add_argument("--train-tokens", type=int, default=100_000)
     ap.add_argument("--batch-tokens", type=int, default=2000, help="tokens per process at the largest --procs")

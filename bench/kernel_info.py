@@ -10,9 +10,9 @@ from __future__ import annotations
 import torch
 
 from common import REPO  # noqa: F401  (puts the repository on sys.path)
-from elmo_features.lstm import _direction_pool
-from elmo_features.onednn import onednn_available
-from elmo_features.precision import bf16_cpu_support, cpu_info, onednn_bf16_available
+from elmo_features.model.lstm import _direction_pool
+from elmo_features.model.onednn import onednn_available
+from elmo_features.model.precision import bf16_cpu_support, cpu_info, onednn_bf16_available
 
 SHOWN_FLAGS = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8")
 

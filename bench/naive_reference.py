@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from elmo_features import BiLM
-from elmo_features.bilm import add_sentence_boundaries
+from elmo_features.model.bilm import add_sentence_boundaries
 
 
 class NaiveBiLM:

@@ -29,7 +29,7 @@ from common import REPO, machine, make_batches, time_batches, write_atomic, writ
 from corpus import describe, synthetic_corpus  # noqa: E402
 from presets import random_bilm  # noqa: E402
 from elmo_features import batch_to_ids, save_bilm  # noqa: E402
-from elmo_features.precision import PrecisionError, check_precision, set_precision  # noqa: E402
+from elmo_features.model.precision import PrecisionError, check_precision, set_precision  # noqa: E402
 
 DEFAULT_SENTENCES = {"small": 2048, "medium": 1536, "original": 1024}
 VENV_PACKAGES = ["tqdm", "more-itertools", "base58", "dill", "lmdb", "h5py", "numpy", "termcolor", "filelock",

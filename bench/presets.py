@@ -1,4 +1,4 @@
-"""Random-weight biLMs of the public ELMo architectures (options from ``elmo_features.presets``).
+"""Random-weight biLMs of the public ELMo architectures (options from ``elmo_features.formats.presets``).
 
 "original" is elmo_2x4096_512_2048cnn_2xhighway (bilm-tf's ``bin/train_elmo.py``: char dim 16,
 filters [[1,32],[2,32],[3,64],[4,128],[5,256],[6,512],[7,1024]], 2 highway layers, LSTM cell 4096,
@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from elmo_features import BiLM, BiLMOptions
-from elmo_features.presets import get_preset
+from elmo_features.formats.presets import get_preset
 
 
 def random_bilm(name: str, seed: int = 0, stateful: bool = False) -> BiLM:

@@ -36,10 +36,10 @@ from corpus import describe as describe_corpus, synthetic_corpus  # noqa: E402
 from kernel_info import cpu_summary, describe, kernel_path  # noqa: E402
 from presets import random_bilm  # noqa: E402
 from elmo_features import BiLM, BiLMOptions, batch_to_ids  # noqa: E402
-from elmo_features.bilm import BiLM as _BiLM  # noqa: E402
-from elmo_features.char_cnn import CharCNN, Highway  # noqa: E402
-from elmo_features.lstm import ElmoLstm  # noqa: E402
-from elmo_features.precision import set_precision  # noqa: E402
+from elmo_features.model.bilm import BiLM as _BiLM  # noqa: E402
+from elmo_features.model.char_cnn import CharCNN, Highway  # noqa: E402
+from elmo_features.model.lstm import ElmoLstm  # noqa: E402
+from elmo_features.model.precision import set_precision  # noqa: E402
 
 TINY_OPTIONS = {
     "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8], [3, 16]], "n_highway": 1},
@@ -225,7 +225,7 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except Exception as e:  # a user-facing error of elmo_features (e.g. bf16 refused): one line, exit 2
-        from elmo_features.errors import ElmoTasksError
+        from elmo_features.util.errors import ElmoTasksError
 
         if not isinstance(e, ElmoTasksError):
             raise

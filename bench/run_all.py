@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import REPO, git_commit, machine, now, write_atomic, write_json  # noqa: E402
-from elmo_features.precision import bf16_cpu_support  # noqa: E402
+from elmo_features.model.precision import bf16_cpu_support  # noqa: E402
 
 PID_FILE = REPO / "runs" / "bilm" / "train.pid"
 OUT = REPO / "results" / "bench"

@@ -30,7 +30,7 @@ from common import git_commit, machine, now, write_json  # noqa: E402  (also put
 from elmo_features.training.config import TrainConfig  # noqa: E402
 from elmo_features.training.data import batches_for_epoch  # noqa: E402
 from elmo_features.training.trainer import Trainer  # noqa: E402
-from elmo_features.precision import bf16_cpu_support  # noqa: E402
+from elmo_features.model.precision import bf16_cpu_support  # noqa: E402
 
 
 def time_steps(tr: Trainer, batches, steps: int) -> tuple[float, int]:

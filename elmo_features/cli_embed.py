@@ -1,174 +1,41 @@
 """``elmo-tasks embed``: embed a file of sentences into an HDF5 file compatible with ``allennlp elmo``.
 
 Input: UTF-8 text, one whitespace-tokenized sentence per line (no blank lines; the text policy of
-``elmo_features.text_input``).
+``elmo_features.util.text_input``).
 Output: datasets "0", "1", ... (line number -> (L, n, D) with --all, (n, D) with --top / --average)
 and "sentence_to_index", a JSON string mapping each stripped line to its dataset name.
 
 Resuming: the output is built in OUTPUT.partial, flushed every --chunk-size sentences together with
 the number of sentences done, the input's sha256 and the settings. Rerunning the same command
 continues from the last flushed chunk; when done the file is renamed to OUTPUT. While it works, the
-command holds OUTPUT.lock (``elmo_features.locking``): a second command writing the same OUTPUT is refused.
+command holds OUTPUT.lock (``elmo_features.util.locking``): a second command writing the same OUTPUT is refused.
 
 Under ``torchrun --nproc-per-node N`` each rank embeds a shard and rank 0 merges them into the same
-OUTPUT (``elmo_features.sharded_embed``).
+OUTPUT (``elmo_features.embedding.sharded_embed``). The HDF5 writer both use: ``elmo_features.embedding.hdf5_output``.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
-import tempfile
 import sys
-import time
+import tempfile
 from pathlib import Path
-from typing import Callable
 
-import h5py
-import numpy as np
-from tqdm.auto import tqdm
-
-from .cli_types import positive_int
-from .devices import add_device_argument, parse_device
-from .embed_input import EmbedInput, check_not_an_input, needs_spooling, spool_input
-from .embedder import Embedder
-from .errors import TextInputError, UsageError
-from .feature_cache import embedder_fingerprint
-from .locking import OutputLock, lock_path_for
-from .paths import check_input_file, check_output_file
-from .precision import PRECISIONS, check_precision
-from .provenance import commit_file
-from .weights import load_bilm
-
-FORMATS = ("all", "top", "average")
-PARTIAL_SUFFIX = ".partial"
-_RESUME_ATTRS = ("input_sha256", "settings", "n_done")
-
-
-InputError = TextInputError  # the input file breaks the text policy (elmo_features.text_input)
-
-
-def _select(a: np.ndarray, output_format: str) -> np.ndarray:
-    """(L, n, D) -> (L, n, D) for "all", (n, D) for "top" (last layer) / "average" (mean of layers)."""
-    if output_format == "top":
-        return a[-1]
-    if output_format == "average":
-        return a.mean(axis=0)
-    return a
-
-
-def write_chunk(f: h5py.File, c0: int, chunk: list[list[str]], embedder: Embedder, output_format: str,
-                n_done: int) -> None:
-    """Embed one chunk of sentences (numbered from ``c0``) into the open partial file, then flush ``n_done``."""
-    for j, a in enumerate(embedder.embed_sentences(chunk)):  # a: (L, n_j, D)
-        name = str(c0 + j)
-        if name in f:  # written by an interrupted run after its last flush
-            del f[name]
-        f.create_dataset(name, data=_select(a, output_format).astype(np.float32))
-    f.attrs["n_done"] = n_done
-    f.flush()
-
-
-def _open_partial(partial: Path, input_hash: str, settings: str, resume: bool) -> tuple[h5py.File, int]:
-    """Open OUTPUT.partial for appending; -> (file, sentences already done)."""
-    if resume and partial.exists():
-        try:
-            f = h5py.File(partial, "a")
-        except OSError as e:
-            print(f"{partial}: unreadable ({e}); starting over", file=sys.stderr)
-        else:
-            if f.attrs.get("input_sha256") == input_hash and f.attrs.get("settings") == settings:
-                done = int(f.attrs.get("n_done", 0))
-                if done:
-                    print(f"{partial}: resuming after {done} sentences", file=sys.stderr)
-                return f, done
-            f.close()
-            print(f"{partial}: left by a run with another input or settings; starting over", file=sys.stderr)
-    f = h5py.File(partial, "w")
-    f.attrs.update({"input_sha256": input_hash, "settings": settings, "n_done": 0})
-    return f, 0
-
-
-def embed_file(input_path: str | Path, output_path: str | Path, embedder: Embedder, output_format: str = "all",
-               chunk_size: int = 1000, forget_sentences: bool = False, resume: bool = True,
-               on_chunk: Callable[[int, int], None] | None = None) -> dict:
-    """Embed ``input_path`` into ``output_path`` (see the module docstring). Returns a summary dict.
-
-    on_chunk(chunk_index, n_done) is called after each flushed chunk (a hook for tests/monitoring).
-    """
-    if output_format not in FORMATS:
-        raise UsageError(f"unknown output format {output_format!r}; valid: {FORMATS}")
-    if chunk_size < 1:
-        raise UsageError(f"chunk_size must be >= 1, got {chunk_size}")
-    output_path = check_output_file(output_path, "embed output")
-    source = EmbedInput(input_path)  # checked in one streaming pass; sentences are streamed again below
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    with OutputLock(lock_path_for(output_path), f"the embed output {output_path}"):
-        _check_shards(output_path, resume)
-        return _embed_locked(source, output_path, embedder, output_format, chunk_size, forget_sentences, resume,
-                             on_chunk)
-
-
-def _check_shards(output_path: Path, resume: bool) -> None:
-    """An interrupted torchrun embed of the same output left OUTPUT.shards/: refuse (its finished shards would be
-    recomputed and the folder left behind), unless ``--restart`` (resume=False) discards it, which is said."""
-    shard_dir = Path(str(output_path) + ".shards")
-    if not shard_dir.exists():
-        return
-    world = "N"
-    try:
-        world = str(json.loads((shard_dir / "manifest.json").read_text())["world_size"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    if resume:
-        done = len(list(shard_dir.glob("shard-*.hdf5")))
-        raise UsageError(f"{shard_dir} holds an interrupted torchrun embed of this output ({done} finished shard(s)); "
-                         f"resume it with the same command under `torchrun --nproc-per-node {world}`, or add --restart "
-                         "to discard it and embed in one process")
-    print(f"{shard_dir}: discarding an interrupted torchrun embed of this output (--restart)", file=sys.stderr)
-    shutil.rmtree(shard_dir)
-
-
-def write_sentence_index(f: h5py.File, source: EmbedInput) -> None:
-    """The "sentence_to_index" dataset: a JSON string mapping each stripped line to its dataset name
-    (a repeated line maps to its last occurrence, as allennlp's)."""
-    ds = f.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-    ds[0] = source.sentence_index()
-
-
-def _embed_locked(source: EmbedInput, output_path: Path, embedder: Embedder, output_format: str,
-                  chunk_size: int, forget_sentences: bool, resume: bool, on_chunk) -> dict:
-    """embed_file's work, while holding the output's lock."""
-    partial = Path(str(output_path) + PARTIAL_SUFFIX)
-    settings = json.dumps({"format": output_format, "bilm": embedder_fingerprint(embedder),
-                           "forget_sentences": bool(forget_sentences)}, sort_keys=True)
-    t0 = time.time()
-    f, start = _open_partial(partial, source.sha256, settings, resume)
-    n = len(source)
-    with f, tqdm(total=n, initial=start, unit="sent", desc="embed",
-                 disable=not (sys.stderr.isatty() and n > 1000)) as bar:
-        for k, (c0, chunk) in enumerate(source.chunks(start, n, chunk_size)):
-            write_chunk(f, c0, chunk, embedder, output_format, n_done=c0 + len(chunk))
-            bar.update(len(chunk))
-            if on_chunk is not None:
-                on_chunk(k, c0 + len(chunk))
-        if "sentence_to_index" in f:
-            del f["sentence_to_index"]
-        if not forget_sentences:
-            write_sentence_index(f, source)
-        for key in _RESUME_ATTRS:
-            del f.attrs[key]
-    commit_file(partial, output_path)
-    return {"sentences": n, "tokens": source.tokens(), "resumed_from": start,
-            "seconds": time.time() - t0, "output": str(output_path)}
-
+from elmo_features.embedding.embed_input import check_not_an_input, needs_spooling, spool_input
+from elmo_features.embedding.embedder import Embedder
+from elmo_features.embedding.hdf5_output import FORMATS, InputError, embed_file  # noqa: F401 (re-exported)
+from elmo_features.formats.weights import load_bilm
+from elmo_features.model.precision import PRECISIONS, check_precision
+from elmo_features.util.cli_types import positive_int
+from elmo_features.util.devices import add_device_argument, parse_device
+from elmo_features.util.errors import UsageError
+from elmo_features.util.paths import check_input_file, check_output_file
 
 def _transformer_embedder(args: argparse.Namespace):
     """A TransformerEmbedder for ``--transformer`` (refuses biLM flags beside it)."""
     if args.model or args.options or args.weights or args.precision != "fp32":
         raise UsageError("give either --transformer or a biLM (--model, --options/--weights, --precision), not both")
-    from .encoders import TransformerEmbedder, load_encoder
+    from elmo_features.encoders import TransformerEmbedder, load_encoder
 
     encoder = load_encoder(args.transformer, cache_dir=args.cache_dir)
     encoder.model.to(parse_device(args.device))
@@ -183,7 +50,7 @@ def _load_bilm(args: argparse.Namespace):
         if not (args.options and args.weights):
             raise UsageError("--options and --weights go together")
         return load_bilm(args.options, args.weights)
-    from .default_model import resolve_bilm
+    from elmo_features.formats.default_model import resolve_bilm
 
     return resolve_bilm(args.model or "default", cache_dir=args.cache_dir)
 
@@ -223,10 +90,10 @@ def _run(args: argparse.Namespace) -> int:
         bilm = _load_bilm(args).to(device)
         embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
                             progress=False, precision=args.precision)
-    from . import distributed
+    from elmo_features.util import distributed
 
     if distributed.torchrun_world() > 1:  # launched by torchrun: this rank's shard (rank 0 also merges)
-        from .sharded_embed import embed_file_sharded
+        from elmo_features.embedding.sharded_embed import embed_file_sharded
 
         dist = distributed.init()
         ok = False

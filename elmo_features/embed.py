@@ -9,8 +9,8 @@ import argparse
 import os
 import sys
 
-from .cli_embed import register
-from .errors import ElmoTasksError
+from elmo_features.cli_embed import register
+from elmo_features.util.errors import ElmoTasksError
 
 
 def main(argv: list[str] | None = None) -> int:

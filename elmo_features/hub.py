@@ -31,10 +31,10 @@ from typing import Any, Mapping, Sequence
 import torch
 from torch import nn
 
-from .bilm import BiLM
-from .char_ids import batch_to_ids
-from .errors import UsageError
-from .scalar_mix import ScalarMix
+from elmo_features.model.bilm import BiLM
+from elmo_features.model.char_ids import batch_to_ids
+from elmo_features.util.errors import UsageError
+from elmo_features.model.scalar_mix import ScalarMix
 
 SIGNATURES = ("default", "tokens")
 OUTPUTS = ("word_emb", "lstm_outputs1", "lstm_outputs2", "elmo", "default")
@@ -46,7 +46,7 @@ class ElmoHub(nn.Module):
     def __init__(self, model: str | Path | BiLM = "original", trainable: bool = False,
                  cache_dir: str | Path | None = None):
         super().__init__()
-        from .default_model import resolve_bilm
+        from elmo_features.formats.default_model import resolve_bilm
 
         bilm = resolve_bilm(model, cache_dir=cache_dir)
         if bilm.num_output_layers != 3:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from elmo_features.precision import bf16_cpu_support  # noqa: E402
-from elmo_features.provenance import git_commit, machine, timestamp, write_text_atomic  # noqa: E402
+from elmo_features.model.precision import bf16_cpu_support  # noqa: E402
+from elmo_features.util.provenance import git_commit, machine, timestamp, write_text_atomic  # noqa: E402
 
 WSD = REPO.parent / "shared" / "data" / "wsd"
 

@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from elmo_features.provenance import atomic_path  # noqa: E402
+from elmo_features.util.provenance import atomic_path  # noqa: E402
 
 
 def main() -> int:

@@ -19,7 +19,7 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from elmo_features.provenance import git_commit, machine, timestamp, write_text_atomic  # noqa: E402
+from elmo_features.util.provenance import git_commit, machine, timestamp, write_text_atomic  # noqa: E402
 from elmo_features.training.cli import load_language_model  # noqa: E402
 from elmo_features.training.data import read_sentences  # noqa: E402
 from elmo_features.training.evaluate import perplexity  # noqa: E402

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elmo_features.provenance import git_commit, machine, write_text_atomic
+from elmo_features.util.provenance import git_commit, machine, write_text_atomic
 from tasks.data.conll import read_conll2003
 from tasks.data.tag_schemes import tags_to_spans
 

@@ -21,7 +21,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from elmo_features.provenance import git_commit, machine, timestamp, write_text_atomic  # noqa: E402
+from elmo_features.util.provenance import git_commit, machine, timestamp, write_text_atomic  # noqa: E402
 
 CONFIG = "configs/bilm/default_cont4.yaml"
 

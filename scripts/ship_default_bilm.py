@@ -20,14 +20,14 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from elmo_features.default_model import DEFAULT_MODEL_DIR  # noqa: E402
-from elmo_features.provenance import atomic_path, git_commit, machine, timestamp, write_text_atomic  # noqa: E402
+from elmo_features.formats.default_model import DEFAULT_MODEL_DIR  # noqa: E402
+from elmo_features.util.provenance import atomic_path, git_commit, machine, timestamp, write_text_atomic  # noqa: E402
 from elmo_features.training.config import TrainConfig  # noqa: E402
 from elmo_features.training.data import read_sentences  # noqa: E402
 from elmo_features.training.evaluate import perplexity  # noqa: E402
 from elmo_features.training.export import export_model  # noqa: E402
 from elmo_features.training.trainer import build_language_model  # noqa: E402
-from elmo_features.weights import load_weights_into  # noqa: E402
+from elmo_features.formats.weights import load_weights_into  # noqa: E402
 
 
 def plot_curve(history: list[dict], path: Path, title: str) -> None:

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from elmo_features.provenance import atomic_path, write_text_atomic
+from elmo_features.util.provenance import atomic_path, write_text_atomic
 
 
 class Sentences:

@@ -3,7 +3,7 @@
 A module listed in COMMANDS exposes ``register(subparsers)`` that adds its parser(s) and sets
 ``func`` (called with the parsed args; returns an exit code or None).
 
-Errors: every expected user error is an ``elmo_features.errors.ElmoTasksError``; it is caught here,
+Errors: every expected user error is an ``elmo_features.util.errors.ElmoTasksError``; it is caught here,
 once, and printed as ``error: <message>`` with exit code 2 (an OSError such as "permission denied" or
 "no space left on device" too). ``--debug`` (anywhere on the command line) or ``ELMO_TASKS_DEBUG=1``
 shows the traceback instead.
@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 
-from elmo_features.errors import ElmoTasksError
+from elmo_features.util.errors import ElmoTasksError
 
 # sub-command module, in the order shown by --help
 COMMANDS = [

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import torch
 
-from elmo_features.cli_types import positive_int
-from elmo_features.devices import add_device_argument, parse_device
-from elmo_features.distributed import finish
-from elmo_features.errors import CheckpointError, ElmoTasksError, PathError, UsageError
-from elmo_features.paths import check_input_dir, check_input_file, check_output_file
-from elmo_features.provenance import write_text_atomic
-from elmo_features.text_input import read_sentences
+from elmo_features.util.cli_types import positive_int
+from elmo_features.util.devices import add_device_argument, parse_device
+from elmo_features.util.distributed import finish
+from elmo_features.util.errors import CheckpointError, ElmoTasksError, PathError, UsageError
+from elmo_features.util.paths import check_input_dir, check_input_file, check_output_file
+from elmo_features.util.provenance import write_text_atomic
+from elmo_features.util.text_input import read_sentences
 
 from .config import ConfigError, check_seeds, load_config, load_raw
 from .data_parallel import join
@@ -254,7 +254,7 @@ def cmd_predict(args) -> int:
                               "vocab.json and config.yaml do not belong together: rerun the run") from e
     if args.reader:
         examples = [ex for ex in get_reader(cfg.data.reader)(args.input, **cfg.data.reader_options) if ex.tokens]
-    else:  # the text policy of elmo_features.text_input; a blank line is an error (outputs follow input lines)
+    else:  # the text policy of elmo_features.util.text_input; a blank line is an error (outputs follow input lines)
         try:
             examples = [model.head.blank_example(s) for s in read_sentences(args.input, blank_lines="error")]
         except NotImplementedError as e:

@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any, Literal
 
-from elmo_features.errors import ElmoTasksError
+from elmo_features.util.errors import ElmoTasksError
 
 from .registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, Registry
 

@@ -18,8 +18,8 @@ from typing import Any, Literal
 import yaml
 
 
-from elmo_features.provenance import write_text_atomic
-from elmo_features.schema import load_yaml
+from elmo_features.util.provenance import write_text_atomic
+from elmo_features.util.schema import load_yaml
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from .components import ConfigError, coerce, from_dict, resolve_component, to_dict

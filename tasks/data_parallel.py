@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import torch
 
-from elmo_features import distributed as D
+from elmo_features.util import distributed as D
 
 
 @dataclass
@@ -135,6 +135,6 @@ class DataParallel:
 
 
 def join() -> DataParallel:
-    """Join the torchrun process group (``elmo_features.distributed.init``)."""
+    """Join the torchrun process group (``elmo_features.util.distributed.init``)."""
     d = D.init()
     return DataParallel(d.rank, d.world_size)

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from elmo_features.errors import CheckpointError
-from elmo_features.locking import OutputLock
-from elmo_features.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
+from elmo_features.util.errors import CheckpointError
+from elmo_features.util.locking import OutputLock
+from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
 from .components import ConfigError, component_config
 from .config import RunConfig, dump_yaml, load_raw, resolve

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from elmo_features.errors import CheckpointError, ElmoTasksError
-from elmo_features.provenance import git_commit, machine, timestamp, write_text_atomic
+from elmo_features.util.errors import CheckpointError, ElmoTasksError
+from elmo_features.util.provenance import git_commit, machine, timestamp, write_text_atomic
 
 from .components import ConfigError
 from .config import RunConfig, load_raw

@@ -25,8 +25,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from elmo_features import distributed as D
-from elmo_features.errors import ElmoTasksError
+from elmo_features.util import distributed as D
+from elmo_features.util.errors import ElmoTasksError
 
 from .features.base import FeatureContext, build_features
 from .registry import FEATURES

@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from elmo_features.provenance import write_bytes_atomic
+from elmo_features.util.provenance import write_bytes_atomic
 
 
 def _save(fig, path: Path) -> None:

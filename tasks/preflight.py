@@ -13,10 +13,10 @@ from typing import Any, Iterable
 
 import torch
 
-from elmo_features.default_model import OPTIONS_NAME, WEIGHTS_NAME, default_model_paths, embedded_models
-from elmo_features.paths import check_input_dir, check_input_file, check_input_path, check_output_dir
-from elmo_features.errors import CheckpointError
-from elmo_features.presets import PRESETS
+from elmo_features.formats.default_model import OPTIONS_NAME, WEIGHTS_NAME, default_model_paths, embedded_models
+from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path, check_output_dir
+from elmo_features.util.errors import CheckpointError
+from elmo_features.formats.presets import PRESETS
 
 from .config import RunConfig
 from .data.sources import SOURCES

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from elmo_features.devices import module_device, move_to
+from elmo_features.util.devices import module_device, move_to
 
 from .config import TrainingConfig
 from .features.base import FeatureSource

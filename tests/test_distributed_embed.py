@@ -12,9 +12,9 @@ import torch
 from dist_launch import launch
 from elmo_features import BiLM, BiLMOptions, Embedder, load_bilm, save_bilm
 from elmo_features.cli_embed import embed_file
-from elmo_features.embed_input import EmbedInput
-from elmo_features.locking import OutputLock, lock_path_for
-from elmo_features.sharded_embed import (embed_shard, merge_shards, prepare_shards, settings_for, shard_bounds,
+from elmo_features.embedding.embed_input import EmbedInput
+from elmo_features.util.locking import OutputLock, lock_path_for
+from elmo_features.embedding.sharded_embed import (embed_shard, merge_shards, prepare_shards, settings_for, shard_bounds,
                                          shard_path)
 
 TINY = {

@@ -8,7 +8,7 @@ import torch
 import yaml
 
 from dist_launch import launch
-from elmo_features.errors import CheckpointError
+from elmo_features.util.errors import CheckpointError
 from elmo_features.training.config import TrainConfig
 from elmo_features.training.trainer import Trainer
 

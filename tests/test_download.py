@@ -1,4 +1,4 @@
-"""Downloads of the official weights (elmo_features.download.download_url): resumed after a dropped connection,
+"""Downloads of the official weights (elmo_features.formats.download.download_url): resumed after a dropped connection,
 checked by size, sha256 and ETag, one writer per file. Against a local HTTP server on the loopback address."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from elmo_features.download import DownloadError, download_url
+from elmo_features.formats.download import DownloadError, download_url
 
 DATA = bytes(range(256)) * 4096  # 1 MiB
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from elmo_features import BiLM, BiLMOptions, Embedder, TokenCache, batch_to_ids
-from elmo_features.char_ids import BOS_CHAR_IDS, EOS_CHAR_IDS
-from elmo_features.embedder import plan_batches
+from elmo_features.model.char_ids import BOS_CHAR_IDS, EOS_CHAR_IDS
+from elmo_features.embedding.embedder import plan_batches
 
 TINY = {
     "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8], [3, 16]], "n_highway": 1},

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from elmo_features import BiLM, BiLMOptions, batch_to_ids
-from elmo_features.char_cnn import CharCNN
-from elmo_features.char_ids import PADDING_CHARACTER
-from elmo_features import lstm as lstm_module
-from elmo_features.lstm import ElmoLstm
-from elmo_features.options import CharCNNOptions, LstmOptions
+from elmo_features.model.char_cnn import CharCNN
+from elmo_features.model.char_ids import PADDING_CHARACTER
+from elmo_features.model import lstm as lstm_module
+from elmo_features.model.lstm import ElmoLstm
+from elmo_features.model.options import CharCNNOptions, LstmOptions
 
 TINY = {
     "char_cnn": {"activation": "relu", "embedding": {"dim": 4}, "filters": [[1, 4], [2, 8], [3, 16], [7, 8]],
@@ -125,7 +125,7 @@ def test_bilm_inference_equals_autograd_forward():
 
 
 def test_packed_linear_matches_linear():
-    from elmo_features.onednn import PackedLinear
+    from elmo_features.model.onednn import PackedLinear
 
     g = torch.Generator().manual_seed(7)
     w, b = torch.randn(40, 24, generator=g), torch.randn(40, generator=g)
@@ -158,7 +158,7 @@ def test_direction_pool_finds_torchs_openmp_when_another_copy_loaded_first():
 def test_onednn_row_buckets_are_few_and_results_unchanged():
     """PyTorch's oneDNN linear keeps a kernel per distinct row count: rows are padded to few buckets (memory
     bounded), and the padding changes no result."""
-    from elmo_features.onednn import PackedLinear, onednn_available, padded_rows
+    from elmo_features.model.onednn import PackedLinear, onednn_available, padded_rows
 
     buckets = {padded_rows(m) for m in range(1, 100_001)}
     assert len(buckets) < 170 and all(m <= padded_rows(m) <= m * 1.125 for m in range(1, 5000))

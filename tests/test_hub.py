@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from elmo_features import batch_to_ids, load_bilm, load_default_bilm
-from elmo_features.errors import UsageError
+from elmo_features.util.errors import UsageError
 from elmo_features.hub import OUTPUTS, ElmoHub
 
 TEXTS = ["the cat is on the mat", "dogs are in the fog"]

@@ -5,8 +5,8 @@ import torch
 
 from elmo_features import (BiLM, BiLMOptions, Embedder, FeatureCache, TokenCache, batch_to_ids, bilm_fingerprint,
                            load_bilm)
-from elmo_features import precision as P
-from elmo_features.errors import ElmoTasksError, UsageError
+from elmo_features.model import precision as P
+from elmo_features.util.errors import ElmoTasksError, UsageError
 
 TINY = {
     "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8], [3, 16]], "n_highway": 1},

@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from elmo_features import PRESETS, BiLM, BiLMOptions, fetch_preset, get_preset, resolve_bilm, save_bilm
-from elmo_features import default_model, download
-from elmo_features.download import DownloadError
+from elmo_features.formats import default_model
+from elmo_features.formats import download
+from elmo_features.formats.download import DownloadError
 
 TINY = {
     "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8]], "n_highway": 1},

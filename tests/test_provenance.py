@@ -1,4 +1,4 @@
-"""elmo_features.provenance: atomic writes keep the old file on failure; git commit + dirty marker; machine."""
+"""elmo_features.util.provenance: atomic writes keep the old file on failure; git commit + dirty marker; machine."""
 from __future__ import annotations
 
 import os
@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from elmo_features.provenance import (DIRTY_MARKER, atomic_open, atomic_path, cpu_info, git_commit, machine,
+from elmo_features.util.provenance import (DIRTY_MARKER, atomic_open, atomic_path, cpu_info, git_commit, machine,
                                       write_bytes_atomic, write_text_atomic)
 
 

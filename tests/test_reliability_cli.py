@@ -15,8 +15,8 @@ import torch
 import yaml
 
 from elmo_features import Embedder, FeatureCache, load_bilm
-from elmo_features.errors import ElmoTasksError, LockError
-from elmo_features.locking import OutputLock, lock_path_for
+from elmo_features.util.errors import ElmoTasksError, LockError
+from elmo_features.util.locking import OutputLock, lock_path_for
 from tasks.cli import main
 from test_tasks_helpers import elmo_section, make_env, tagging_config
 
@@ -198,7 +198,7 @@ def test_second_embed_writer_is_refused_and_first_file_stays_readable(world, tmp
 
 def test_lock_is_released_when_the_holder_dies(tmp_path):
     target = tmp_path / "out.hdf5"
-    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from elmo_features.locking import OutputLock;"
+    code = ("import sys, time; sys.path.insert(0, sys.argv[1]); from elmo_features.util.locking import OutputLock;"
             "lock = OutputLock(sys.argv[2], 'x').acquire(); print('locked', flush=True); time.sleep(60)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(REPO), str(lock_path_for(target))],
                             stdout=subprocess.PIPE, text=True)

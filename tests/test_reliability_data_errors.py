@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from elmo_features.errors import ElmoTasksError
+from elmo_features.util.errors import ElmoTasksError
 from tasks.cli import main
 from tasks.components import component_config
 from tasks.data.types import LabeledSentence, TaggedSentence

@@ -11,9 +11,9 @@ import torch
 import yaml
 
 from elmo_features import BiLMOptions, OptionsError, WeightFileError, load_bilm
-from elmo_features.embed_input import EmbedInput
-from elmo_features.errors import CheckpointError, TextInputError
-from elmo_features.text_input import iter_sentences, read_sentences
+from elmo_features.embedding.embed_input import EmbedInput
+from elmo_features.util.errors import CheckpointError, TextInputError
+from elmo_features.util.text_input import iter_sentences, read_sentences
 from elmo_features.training.data import read_sentences as corpus_read
 from tasks.data.conll import read_conll2003
 from tasks.preflight import check_run_folder

@@ -195,7 +195,7 @@ def test_a_key_given_twice_is_an_error_not_the_last_one_silently(tmp_path, capsy
                  "--weights", str(tmp_path / "in.txt")]) == 2
     assert "the key 'lstm' is given twice" in capsys.readouterr().err
     # anchors and merge keys are not duplicates
-    from elmo_features.schema import load_yaml
+    from elmo_features.util.schema import load_yaml
 
     assert load_yaml("a: &x {k: 1}\nb: {<<: *x, k: 2}\n") == {"a": {"k": 1}, "b": {"k": 2}}
 

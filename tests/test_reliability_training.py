@@ -9,8 +9,8 @@ import pytest
 import torch
 import yaml
 
-from elmo_features.errors import CheckpointError, LockError, StaleCacheError
-from elmo_features.locking import OutputLock
+from elmo_features.util.errors import CheckpointError, LockError, StaleCacheError
+from elmo_features.util.locking import OutputLock
 from elmo_features.training.config import TrainConfig
 from elmo_features.training.trainer import Trainer
 from tasks.cli import main

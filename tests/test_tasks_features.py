@@ -157,8 +157,8 @@ def test_pad_tokens_pads_and_is_64_byte_aligned_whatever_the_heap_did():
 def test_elmo_precision_bf16_in_a_config(env, tmp_path, monkeypatch):
     """`precision: bf16` reaches the biLM (emulated here), is its own cache entry, and is refused with one
     typed error on a CPU without bf16."""
-    from elmo_features import precision as P
-    from elmo_features.errors import ElmoTasksError
+    from elmo_features.model import precision as P
+    from elmo_features.util.errors import ElmoTasksError
 
     monkeypatch.setattr(P, "bf16_cpu_support", lambda: (False, "Test CPU: no avx512_bf16, no amx_bf16"))
     monkeypatch.delenv(P.EMULATE_ENV, raising=False)

@@ -119,7 +119,7 @@ def test_missing_data_file_says_how_to_fetch(env, tmp_path):
 
 
 def test_run_folder_being_written_by_another_process_is_refused(env, tmp_path, capsys):
-    from elmo_features.locking import OutputLock
+    from elmo_features.util.locking import OutputLock
 
     conf = write_config(tmp_path / "ner.yaml", tagging_config(env))
     out = tmp_path / "run"

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from elmo_features import batch_to_ids, load_bilm
-from elmo_features.options import BiLMOptions, OptionsError
-from elmo_features.token_vectors import TokenVectors, decode_char_ids, select_vectors
+from elmo_features.model.options import BiLMOptions, OptionsError
+from elmo_features.model.token_vectors import TokenVectors, decode_char_ids, select_vectors
 from elmo_features.training.data import make_batch, type_char_ids
 from elmo_features.training.trainer import Trainer
 from elmo_features.training.vectors import VectorFileError, read_vector_table
-from elmo_features.weights import WeightFileError
+from elmo_features.formats.weights import WeightFileError
 
 from test_training import _cfg
 

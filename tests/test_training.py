@@ -169,7 +169,7 @@ def test_vocab_file_continues_the_softmax_on_other_text(tmp_path):
 def test_trainer_bad_input_policy(tmp_path):
     """A hostile corpus: blank lines are skipped, a 10,000-token line is cut into max_sentence_length
     pieces, invalid UTF-8 is an error naming file and line and leaves no cache behind."""
-    from elmo_features.errors import ElmoTasksError
+    from elmo_features.util.errors import ElmoTasksError
 
     train = tmp_path / "train.txt"
     long_line = " ".join(["the", "cat", "sat"] * 3334)[: len(" ".join(["w"] * 10000))]
@@ -192,7 +192,7 @@ def test_trainer_bad_input_policy(tmp_path):
 def test_bf16_training_learns_and_keeps_fp32_master_weights(tmp_path, monkeypatch):
     """precision bf16: autocast matmuls, fp32 parameters and optimizer state; it learns like fp32
     (emulated by torch where the CPU has no bf16 instructions: the check is told to allow it)."""
-    import elmo_features.precision as P
+    import elmo_features.model.precision as P
     monkeypatch.setenv(P.EMULATE_ENV, "1")
     tr = Trainer(_cfg(tmp_path, precision="bf16"), progress=False)
     seen = []
@@ -209,8 +209,8 @@ def test_bf16_training_learns_and_keeps_fp32_master_weights(tmp_path, monkeypatc
 
 
 def test_bf16_training_refused_on_a_cpu_without_bf16(tmp_path, monkeypatch):
-    import elmo_features.precision as P
-    from elmo_features.precision import PrecisionError
+    import elmo_features.model.precision as P
+    from elmo_features.model.precision import PrecisionError
     monkeypatch.delenv(P.EMULATE_ENV, raising=False)
     monkeypatch.setattr(P, "bf16_cpu_support", lambda: (False, "Test CPU: no avx512_bf16, no amx_bf16"))
     with pytest.raises(PrecisionError, match="AVX512-BF16 or AMX"):

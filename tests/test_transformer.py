@@ -10,10 +10,10 @@ import torch
 import torch.nn.functional as F
 
 from elmo_features import batch_to_ids, load_bilm
-from elmo_features.bilm import BiLM
-from elmo_features.options import BiLMOptions, OptionsError
-from elmo_features.transformer import TransformerBiEncoder
-from elmo_features.weights import WeightFileError, save_bilm
+from elmo_features.model.bilm import BiLM
+from elmo_features.model.options import BiLMOptions, OptionsError
+from elmo_features.model.transformer import TransformerBiEncoder
+from elmo_features.formats.weights import WeightFileError, save_bilm
 
 CNN = {"activation": "relu", "embedding": {"dim": 4}, "filters": [[1, 4], [2, 8]], "n_highway": 1,
        "n_characters": 262}

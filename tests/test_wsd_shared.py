@@ -23,7 +23,7 @@ def _wordnet() -> Path:
     p = Path(os.environ.get("ELMO_TASKS_WORDNET", REPO / "data" / "wordnet-3.0"))
     if (p / "index.sense").exists() or p.is_file():
         return p
-    from elmo_features.errors import ElmoTasksError
+    from elmo_features.util.errors import ElmoTasksError
     from tasks.data.fetch import fetch
 
     try:

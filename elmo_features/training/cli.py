@@ -10,9 +10,9 @@ import numpy as np
 import torch
 import yaml
 
-from ..cli_types import non_negative_int, positive_int
-from ..errors import OutputExistsError, UsageError
-from ..paths import check_input_file, check_input_path, check_output_dir
+from elmo_features.util.cli_types import non_negative_int, positive_int
+from elmo_features.util.errors import OutputExistsError, UsageError
+from elmo_features.util.paths import check_input_file, check_input_path, check_output_dir
 
 
 def _parse_set(items: list[str]) -> dict:
@@ -41,8 +41,8 @@ def resume_command(args) -> str:
 def fixed_keys_changed(cfg) -> list[str]:
     """The keys a resumed run cannot change (``trainer.RESUME_FIXED``) whose values differ between ``cfg`` and the
     config.yaml of the run already in ``cfg.out_dir`` (none when it cannot be read)."""
-    from .config import TrainConfig
-    from .trainer import RESUME_FIXED
+    from elmo_features.training.config import TrainConfig
+    from elmo_features.training.trainer import RESUME_FIXED
 
     try:
         saved = yaml.safe_load((Path(cfg.out_dir) / "config.yaml").read_text(encoding="utf-8")) or {}
@@ -70,8 +70,8 @@ def check_train_inputs(cfg, source: str) -> None:
 
 
 def cmd_train(args) -> int:
-    from .config import TrainConfig
-    from .trainer import Trainer
+    from elmo_features.training.config import TrainConfig
+    from elmo_features.training.trainer import Trainer
 
     check_input_file(args.config, "--config")
     cfg = TrainConfig.from_yaml(args.config, _parse_set(args.set))
@@ -79,7 +79,7 @@ def cmd_train(args) -> int:
     ckpt = Path(cfg.out_dir) / "checkpoint.pt"  # a stop before the training loop (it saves on a signal itself)
     args.interrupt_hint = lambda: (f"continue with: {resume_command(args)}" if ckpt.exists() else
                                    "no checkpoint was saved yet; rerun the same command to start again")
-    from .. import distributed
+    from elmo_features.util import distributed
 
     dist = distributed.init() if distributed.torchrun_world() > 1 else None  # torchrun: data-parallel ranks
     ok = False
@@ -106,10 +106,10 @@ def cmd_train(args) -> int:
 
 def load_language_model(options: str, weights: str, vocab_path: str, softmax: str | None = None):
     """A BiLanguageModel (biLM + softmax) from exported files, for perplexity."""
-    from ..options import BiLMOptions
-    from ..weights import WeightFileError, load_weights_into
-    from .data import read_vocab
-    from .lm import BiLanguageModel
+    from elmo_features.model.options import BiLMOptions
+    from elmo_features.formats.weights import WeightFileError, load_weights_into
+    from elmo_features.training.data import read_vocab
+    from elmo_features.training.lm import BiLanguageModel
 
     vocab = read_vocab(vocab_path)
     model = BiLanguageModel(BiLMOptions.from_file(options), len(vocab))
@@ -137,8 +137,8 @@ def load_language_model(options: str, weights: str, vocab_path: str, softmax: st
 
 
 def cmd_eval(args) -> int:
-    from .data import read_sentences
-    from .evaluate import perplexity
+    from elmo_features.training.data import read_sentences
+    from elmo_features.training.evaluate import perplexity
 
     for flag in ("file", "options", "weights", "vocab", "softmax"):
         if getattr(args, flag):

@@ -7,9 +7,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import ElmoTasksError
-from ..options import BACKBONES, BiLMOptions
-from ..schema import Bool, Int, List, Num, Obj, SchemaError, Str, load_yaml, validate
+from elmo_features.util.errors import ElmoTasksError
+from elmo_features.model.options import BACKBONES, BiLMOptions
+from elmo_features.util.schema import Bool, Int, List, Num, Obj, SchemaError, Str, load_yaml, validate
 
 
 class TrainConfigError(ElmoTasksError, ValueError):

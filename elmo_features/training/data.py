@@ -14,10 +14,10 @@ from typing import Iterable, Iterator
 import numpy as np
 import torch
 
-from ..char_ids import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
-from ..errors import CheckpointError, MissingPathError, TextInputError
-from ..provenance import write_text_atomic
-from ..text_input import iter_lines, iter_sentences
+from elmo_features.model.char_ids import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
+from elmo_features.util.errors import CheckpointError, MissingPathError, TextInputError
+from elmo_features.util.provenance import write_text_atomic
+from elmo_features.util.text_input import iter_lines, iter_sentences
 
 UNK_TOKEN = "<UNK>"
 SPECIALS = [BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]
@@ -25,7 +25,7 @@ SPECIALS = [BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]
 
 def open_text(path: str | Path):
     """Open a plain or gzipped UTF-8 text file for reading (prefer ``read_sentences``: it applies the text
-    policy of ``elmo_features.text_input``)."""
+    policy of ``elmo_features.util.text_input``)."""
     path = Path(path)
     if not path.exists():
         raise MissingPathError(f"training file not found: {path}")
@@ -35,7 +35,7 @@ def open_text(path: str | Path):
 
 
 def read_sentences(paths: Iterable[str | Path]) -> Iterator[list[str]]:
-    """Yield whitespace-tokenized sentences (text policy of ``elmo_features.text_input``: a corpus skips
+    """Yield whitespace-tokenized sentences (text policy of ``elmo_features.util.text_input``: a corpus skips
     blank lines; invalid UTF-8, NUL bytes and a file without sentences are errors naming the file)."""
     for p in paths:
         for _, tokens in iter_sentences(p, blank_lines="skip"):

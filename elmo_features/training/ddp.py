@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from ..distributed import collective
+from elmo_features.util.distributed import collective
 
 
 def slice_for_rank(idx, rank: int, world_size: int):

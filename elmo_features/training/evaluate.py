@@ -6,7 +6,7 @@ import math
 import numpy as np
 import torch
 
-from .data import make_batch, type_char_ids, type_targets
+from elmo_features.training.data import make_batch, type_char_ids, type_targets
 
 
 @torch.no_grad()

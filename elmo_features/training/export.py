@@ -5,8 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..weights import save_bilm
-from .data import write_vocab
+from elmo_features.formats.weights import save_bilm
+from elmo_features.training.data import write_vocab
 
 
 def export_model(model, vocab: list[str], out_dir: str | Path, with_softmax: bool = True,

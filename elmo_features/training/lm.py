@@ -7,8 +7,8 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ..bilm import BiLM
-from ..options import BiLMOptions
+from elmo_features.model.bilm import BiLM
+from elmo_features.model.options import BiLMOptions
 
 
 class BiLanguageModel(nn.Module):

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 from pathlib import Path
 
 import yaml
 
-from ..download import file_sha256
-from ..errors import MissingPathError, StaleCacheError
-from ..provenance import write_text_atomic
-from .config import TrainConfig
+from elmo_features.formats.download import file_sha256
+from elmo_features.util.errors import MissingPathError, StaleCacheError
+from elmo_features.util.provenance import write_text_atomic
+from elmo_features.training.config import TrainConfig
 
 PREP_FORMAT = 1  # bump when the layout or tokenization of prep.npz / types.txt changes
 KEY_FILE = "prep.json"

@@ -12,23 +12,23 @@ import torch
 import yaml
 from tqdm import tqdm
 
-from .. import distributed as D
-from ..errors import CheckpointError, MissingPathError, OutputExistsError, StaleCacheError
-from ..locking import OutputLock
-from ..options import BiLMOptions
-from ..precision import check_precision
-from ..provenance import atomic_open, write_text_atomic
-from ..text_input import iter_lines
-from .config import TrainConfig
-from .ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
-from .data import Corpus, batches_for_epoch, build_corpus, make_batch, read_sentences, type_char_ids, type_targets
-from .evaluate import perplexity
-from .prep_cache import check_prep_key, corpus_digest, prep_key, write_prep_key
-from .export import export_model
-from .lm import BiLanguageModel
-from .vectors import read_vector_table, table_digest
-from .warm_start import resolve_vocab, warm_start
-from ..token_vectors import TokenVectors, select_vectors
+from elmo_features.util import distributed as D
+from elmo_features.util.errors import CheckpointError, MissingPathError, OutputExistsError, StaleCacheError
+from elmo_features.util.locking import OutputLock
+from elmo_features.model.options import BiLMOptions
+from elmo_features.model.precision import check_precision
+from elmo_features.util.provenance import atomic_open, write_text_atomic
+from elmo_features.util.text_input import iter_lines
+from elmo_features.training.config import TrainConfig
+from elmo_features.training.ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
+from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, read_sentences, type_char_ids, type_targets
+from elmo_features.training.evaluate import perplexity
+from elmo_features.training.prep_cache import check_prep_key, corpus_digest, prep_key, write_prep_key
+from elmo_features.training.export import export_model
+from elmo_features.training.lm import BiLanguageModel
+from elmo_features.training.vectors import read_vector_table, table_digest
+from elmo_features.training.warm_start import resolve_vocab, warm_start
+from elmo_features.model.token_vectors import TokenVectors, select_vectors
 
 
 def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ElmoTasksError
+from elmo_features.util.errors import ElmoTasksError
 
 
 class VectorFileError(ElmoTasksError, ValueError):

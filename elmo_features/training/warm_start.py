@@ -6,12 +6,12 @@ from pathlib import Path
 import h5py
 import torch
 
-from ..errors import StaleCacheError
-from ..options import BiLMOptions
-from ..weights import load_weights_into
-from .config import TrainConfig, TrainConfigError
-from .data import SPECIALS, Corpus, build_vocab, read_vocab, write_vocab
-from .prep_cache import check_vocab_key, update_prep_key
+from elmo_features.util.errors import StaleCacheError
+from elmo_features.model.options import BiLMOptions
+from elmo_features.formats.weights import load_weights_into
+from elmo_features.training.config import TrainConfig, TrainConfigError
+from elmo_features.training.data import SPECIALS, Corpus, build_vocab, read_vocab, write_vocab
+from elmo_features.training.prep_cache import check_vocab_key, update_prep_key
 
 
 def resolve_vocab(cfg: TrainConfig, corpus: Corpus, out: Path, has_checkpoint: bool) -> list[str]:

@@ -5,7 +5,7 @@ import csv
 from collections import Counter
 from pathlib import Path
 
-from elmo_features.text_input import iter_lines
+from elmo_features.util.text_input import iter_lines
 
 from ..registry import READERS
 from .tokenizer import get_tokenizer
@@ -49,7 +49,7 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
         raise ReaderOptionError(f"header: must be true, false or 'auto', got {header!r}")
     if not path.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
-    for _ in iter_lines(path):  # the text policy of elmo_features.text_input: UTF-8, no NUL (exact line on error)
+    for _ in iter_lines(path):  # the text policy of elmo_features.util.text_input: UTF-8, no NUL (exact line on error)
         pass
     rows: list[tuple[int, list[str]]] = []  # (line number, fields) of the non-blank rows
     with open(path, encoding="utf-8-sig", newline="") as f:

@@ -4,8 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from elmo_features.errors import UsageError
-from elmo_features.paths import check_input_file, check_output_dir
+from elmo_features.util.errors import UsageError
+from elmo_features.util.paths import check_input_file, check_output_dir
 
 from .fetch import default_data_dir, fetch
 from .sources import SOURCES

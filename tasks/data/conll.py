@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from elmo_features.text_input import iter_lines
+from elmo_features.util.text_input import iter_lines
 
 from ..registry import READERS
 from .tag_schemes import TagSchemeError, check_scheme_name, convert_data
@@ -19,7 +19,7 @@ def _read_blocks(path: Path, columns: Sequence[str]) -> list[tuple[list[int], li
     blocks: list[tuple[list[int], list[list[str]]]] = []
     lines: list[int] = []
     rows: list[list[str]] = []
-    for lineno, line in iter_lines(path):  # the text policy of elmo_features.text_input (BOM, CRLF, UTF-8)
+    for lineno, line in iter_lines(path):  # the text policy of elmo_features.util.text_input (BOM, CRLF, UTF-8)
         fields = line.split()
         if not fields or fields[0] == "-DOCSTART-":
             if rows:

@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from elmo_features.download import check_replaceable, checked_package, file_sha256, pip_download
+from elmo_features.formats.download import check_replaceable, checked_package, file_sha256, pip_download
 
 from .archive import Archive
 from .sources import Source, get_source

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from elmo_features.text_input import iter_lines
+from elmo_features.util.text_input import iter_lines
 
 from ..registry import READERS
 from .types import DataFormatError, LabeledSentence
@@ -89,7 +89,7 @@ def read_sst(path: str | Path, binary: bool = False, include_subtrees: bool = Fa
     if not path.is_file():
         raise FileNotFoundError(f"SST file not found: {path}")
     out: list[LabeledSentence] = []
-    for lineno, line in iter_lines(path):  # the text policy of elmo_features.text_input
+    for lineno, line in iter_lines(path):  # the text policy of elmo_features.util.text_input
         if not line.strip():
             continue
         try:

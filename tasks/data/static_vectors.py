@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from elmo_features.provenance import atomic_open, write_text_atomic
+from elmo_features.util.provenance import atomic_open, write_text_atomic
 
 from .types import DataFormatError
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from elmo_features.errors import ElmoTasksError
+from elmo_features.util.errors import ElmoTasksError
 
 from .types import ReaderOptionError
 

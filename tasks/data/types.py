@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from elmo_features.errors import ElmoTasksError
+from elmo_features.util.errors import ElmoTasksError
 
 
 @dataclass

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from elmo_features.errors import ElmoTasksError
-from elmo_features.text_input import iter_lines
+from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.text_input import iter_lines
 
 POS_SS_TYPES = {"NOUN": ("1",), "VERB": ("2",), "ADJ": ("3", "5"), "ADV": ("4",)}
 SS_TYPE_POS = {t: pos for pos, types in POS_SS_TYPES.items() for t in types}
@@ -51,7 +51,7 @@ class SenseInventory:
         """Read ``index.sense`` (or a folder holding it); malformed lines raise with file and line."""
         index = find_index_sense(path)
         entries: dict[tuple[str, str], list[tuple[int, str]]] = {}
-        for lineno, line in iter_lines(index):  # the text policy of elmo_features.text_input
+        for lineno, line in iter_lines(index):  # the text policy of elmo_features.util.text_input
             parts = line.split()
             if not parts:
                 continue

@@ -13,7 +13,7 @@ import xml.parsers.expat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elmo_features.text_input import iter_lines
+from elmo_features.util.text_input import iter_lines
 
 from .types import DataFormatError
 
@@ -169,7 +169,7 @@ def read_gold_keys(path: str | os.PathLike, check_keys: bool = True) -> dict[str
     check_keys: every key must look like a WordNet sense key (``lemma%...``)."""
     path = Path(path)
     gold: dict[str, list[str]] = {}
-    for lineno, line in iter_lines(path):  # the text policy of elmo_features.text_input
+    for lineno, line in iter_lines(path):  # the text policy of elmo_features.util.text_input
         parts = line.split()
         if not parts:
             continue

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-from elmo_features.provenance import write_text_atomic
+from elmo_features.util.provenance import write_text_atomic
 
 from .wsd_reader import read_gold_keys
 

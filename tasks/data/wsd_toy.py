@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from elmo_features.provenance import write_text_atomic
+from elmo_features.util.provenance import write_text_atomic
 
 from .wsd_inventory import split_key
 from .wsd_reader import WsdDataset

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from elmo_features.devices import module_device
+from elmo_features.util.devices import module_device
 
 from ..components import component_config
 from ..registry import FEATURES

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from elmo_features.devices import module_device
+from elmo_features.util.devices import module_device
 
 from ..components import ConfigError
 from ..registry import FEATURES

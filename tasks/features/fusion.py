@@ -25,8 +25,8 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import nn
 
-from elmo_features.devices import module_device
-from elmo_features.scalar_mix import _batch_norm, _token_norm
+from elmo_features.util.devices import module_device
+from elmo_features.model.scalar_mix import _batch_norm, _token_norm
 
 from ..components import ConfigError, component_config
 from ..registry import FUSIONS

@@ -11,8 +11,8 @@ import numpy as np
 import torch
 
 from elmo_features import FeatureCache
-from elmo_features.devices import module_device
-from elmo_features.feature_cache import cache_key
+from elmo_features.util.devices import module_device
+from elmo_features.embedding.feature_cache import cache_key
 
 from ..components import ConfigError
 from .base import FeatureSource, pad_tokens

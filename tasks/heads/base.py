@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from elmo_features.devices import module_device
+from elmo_features.util.devices import module_device
 
 from ..data.types import DataFormatError
 from ..metrics import unseen_labels

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from elmo_features.devices import module_device
+from elmo_features.util.devices import module_device
 
 from ..components import ConfigError
 from ..features.base import FeatureSource

@@ -6,8 +6,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from elmo_features.cli_types import positive_int
-from elmo_features.devices import add_device_argument, parse_device
+from elmo_features.util.cli_types import positive_int
+from elmo_features.util.devices import add_device_argument, parse_device
 
 DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
 
@@ -63,7 +63,7 @@ def command_line(args) -> str:
 def cmd_wsd(args) -> int:
     import torch
 
-    from elmo_features.paths import check_input_dir, check_input_path
+    from elmo_features.util.paths import check_input_dir, check_input_path
 
     from ..features.base import FeatureContext
     from ..preflight import check_feature_paths, check_output_dirs, fetch_hint

@@ -4,7 +4,6 @@ per-layer probes, for every feature source; key files, scores.json, table5.md an
 from __future__ import annotations
 
 import copy
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -13,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from elmo_features.provenance import git_commit, machine
+from elmo_features.util.provenance import git_commit, machine
 
 from ..config import DataConfig, RunConfig
 from ..data.wsd_examples import WsdSentence, all_targets, load_inventory, to_examples, unknown_gold_keys

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Iterator, Literal
 
-from .errors import MissingPathError, PathError, TextInputError
+from elmo_features.util.errors import MissingPathError, PathError, TextInputError
 
 BOM = b"\xef\xbb\xbf"
 BlankPolicy = Literal["error", "skip"]

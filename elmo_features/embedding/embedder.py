@@ -20,11 +20,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .bilm import BiLM
-from .char_ids import batch_to_ids
-from .feature_cache import bilm_fingerprint
-from .precision import set_precision
-from .token_cache import TokenCache
+from elmo_features.model.bilm import BiLM
+from elmo_features.model.char_ids import batch_to_ids
+from elmo_features.embedding.feature_cache import bilm_fingerprint
+from elmo_features.model.precision import set_precision
+from elmo_features.embedding.token_cache import TokenCache
 
 AUTO_PROGRESS_MIN_SENTENCES = 1000
 
@@ -103,7 +103,7 @@ class Embedder(SentenceEmbedder):
     progress: None = auto (a tqdm bar when > 1000 sentences and stderr is a terminal).
     sort: None = sort by length (refused for a stateful biLM), False = keep input order.
     precision: None = the biLM's own (fp32 unless set), or "fp32" / "bf16": sets it on ``bilm`` (checked
-    against the device the biLM is on; see ``elmo_features.precision``).
+    against the device the biLM is on; see ``elmo_features.model.precision``).
     """
 
     def __init__(self, bilm: BiLM, batch_size: int = 64, max_tokens_per_batch: int = 4096,

@@ -21,7 +21,7 @@ from typing import Iterator
 import torch
 import torch.distributed as dist
 
-from .errors import ElmoTasksError, UsageError
+from elmo_features.util.errors import ElmoTasksError, UsageError
 
 TIMEOUT_ENV = "ELMO_TASKS_DIST_TIMEOUT"
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .char_ids import BEGINNING_OF_WORD_CHARACTER, END_OF_WORD_CHARACTER
+from elmo_features.model.char_ids import BEGINNING_OF_WORD_CHARACTER, END_OF_WORD_CHARACTER
 
 _BOW = BEGINNING_OF_WORD_CHARACTER + 1  # shifted ids as they appear in batch_to_ids output
 _EOW = END_OF_WORD_CHARACTER + 1

@@ -1,13 +1,12 @@
 """ELMo options (the bilm-tf / AllenNLP ``options.json``), parsed and checked."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any
 
-from .errors import ElmoTasksError
-from .schema import Bool, Int, List, Num, Obj, SchemaError, Str, load_json, validate
+from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.schema import Bool, Int, List, Num, Obj, SchemaError, Str, load_json, validate
 
 
 class OptionsError(ElmoTasksError, ValueError):

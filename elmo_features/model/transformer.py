@@ -30,10 +30,10 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from .lstm import reverse_padded
-from .onednn import PackedLinear, param_key
-from .options import TransformerOptions
-from .precision import linear_for
+from elmo_features.model.lstm import reverse_padded
+from elmo_features.model.onednn import PackedLinear, param_key
+from elmo_features.model.options import TransformerOptions
+from elmo_features.model.precision import linear_for
 
 
 def sinusoidal_positions(n: int, dim: int, device: torch.device) -> torch.Tensor:

@@ -11,7 +11,7 @@ import re
 import torch
 from torch import nn
 
-from .errors import UsageError
+from elmo_features.util.errors import UsageError
 
 DEVICE_HELP = "torch device: cpu (default), cuda, cuda:N or mps"
 

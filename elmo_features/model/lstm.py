@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .onednn import PackedLinear, param_key
-from .options import LstmOptions
-from .precision import linear_for
+from elmo_features.model.onednn import PackedLinear, param_key
+from elmo_features.model.options import LstmOptions
+from elmo_features.model.precision import linear_for
 
 
 CHUNK_BYTES = 16 << 20  # see ElmoLstm.chunk_rows (measured: original preset +4% fp32, +8% bf16 on an Intel Xeon)

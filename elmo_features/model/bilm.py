@@ -6,11 +6,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .char_cnn import CharCNN
-from .char_ids import BOS_CHAR_IDS, EOS_CHAR_IDS
-from .lstm import ElmoLstm
-from .options import BiLMOptions
-from .transformer import TransformerBiEncoder
+from elmo_features.model.char_cnn import CharCNN
+from elmo_features.model.char_ids import BOS_CHAR_IDS, EOS_CHAR_IDS
+from elmo_features.model.lstm import ElmoLstm
+from elmo_features.model.options import BiLMOptions
+from elmo_features.model.transformer import TransformerBiEncoder
 
 
 @dataclass

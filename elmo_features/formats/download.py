@@ -21,10 +21,10 @@ from typing import Callable
 import h5py
 from tqdm.auto import tqdm
 
-from .errors import ElmoTasksError, MissingPathError, PathError
-from .presets import Preset, get_preset
-from .locking import OutputLock, lock_path_for
-from .provenance import commit_file
+from elmo_features.util.errors import ElmoTasksError, MissingPathError, PathError
+from elmo_features.formats.presets import Preset, get_preset
+from elmo_features.util.locking import OutputLock, lock_path_for
+from elmo_features.util.provenance import commit_file
 
 
 class DownloadError(ElmoTasksError, RuntimeError):

@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .errors import ElmoTasksError, UsageError
-from .onednn import PackedLinear, pad_rows, padded_rows
+from elmo_features.util.errors import ElmoTasksError, UsageError
+from elmo_features.model.onednn import PackedLinear, pad_rows, padded_rows
 
 PRECISIONS = ("fp32", "bf16")
 EMULATE_ENV = "ELMO_FEATURES_BF16_EMULATE"

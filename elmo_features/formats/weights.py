@@ -18,12 +18,12 @@ import h5py
 import numpy as np
 import torch
 
-from .bilm import BiLM
-from .errors import ElmoTasksError, MissingPathError
-from .options import BiLMOptions, TransformerOptions
-from .precision import check_precision, set_precision
-from .provenance import atomic_path, write_text_atomic
-from .token_vectors import TokenVectors
+from elmo_features.model.bilm import BiLM
+from elmo_features.util.errors import ElmoTasksError, MissingPathError
+from elmo_features.model.options import BiLMOptions, TransformerOptions
+from elmo_features.model.precision import check_precision, set_precision
+from elmo_features.util.provenance import atomic_path, write_text_atomic
+from elmo_features.model.token_vectors import TokenVectors
 
 
 class WeightFileError(ElmoTasksError, ValueError):
@@ -183,7 +183,7 @@ def load_bilm(options_file: str | Path, weight_file: str | Path, stateful: bool 
               keep_sentence_boundaries: bool = False, precision: str = "fp32") -> BiLM:
     """Build a BiLM from an ELMo options JSON and HDF5 weight file; returned in eval mode, frozen.
 
-    precision: "fp32" or "bf16" for the inference path (``elmo_features.precision.set_precision``)."""
+    precision: "fp32" or "bf16" for the inference path (``elmo_features.model.precision.set_precision``)."""
     check_precision(precision)  # before the (possibly large) weights are read
     options = BiLMOptions.from_file(options_file)
     bilm = BiLM(options, stateful=stateful, keep_sentence_boundaries=keep_sentence_boundaries)

@@ -15,10 +15,10 @@ from typing import Iterable, Sequence
 
 import torch
 
-from .bilm import BiLM
-from .char_ids import word_to_char_ids
-from .devices import module_device
-from .precision import precision_of
+from elmo_features.model.bilm import BiLM
+from elmo_features.model.char_ids import word_to_char_ids
+from elmo_features.util.devices import module_device
+from elmo_features.model.precision import precision_of
 
 
 class TokenCache:

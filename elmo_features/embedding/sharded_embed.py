@@ -22,15 +22,15 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from . import distributed as D
-from .cli_embed import FORMATS, _open_partial, write_chunk, write_sentence_index
-from .embed_input import EmbedInput
-from .embedder import Embedder
-from .errors import UsageError
-from .feature_cache import embedder_fingerprint
-from .locking import OutputLock, lock_path_for
-from .paths import check_output_file
-from .provenance import atomic_path, commit_file, write_text_atomic
+from elmo_features.util import distributed as D
+from elmo_features.embedding.hdf5_output import FORMATS, open_partial, write_chunk, write_sentence_index
+from elmo_features.embedding.embed_input import EmbedInput
+from elmo_features.embedding.embedder import Embedder
+from elmo_features.util.errors import UsageError
+from elmo_features.embedding.feature_cache import embedder_fingerprint
+from elmo_features.util.locking import OutputLock, lock_path_for
+from elmo_features.util.paths import check_output_file
+from elmo_features.util.provenance import atomic_path, commit_file, write_text_atomic
 
 SHARDS_SUFFIX = ".shards"
 
@@ -92,7 +92,7 @@ def embed_shard(source: EmbedInput, lo: int, hi: int, path: Path, embedder: Embe
                 return 0  # finished before
     partial = Path(str(path) + ".partial")
     with OutputLock(lock_path_for(path), f"the shard {path}"):
-        f, done = _open_partial(partial, input_hash, shard_settings, resume=True)
+        f, done = open_partial(partial, input_hash, shard_settings, resume=True)
         start = lo + done
         with f:
             for k, (c0, chunk) in enumerate(source.chunks(start, hi, chunk_size)):

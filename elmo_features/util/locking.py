@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .errors import LockError
+from elmo_features.util.errors import LockError
 
 
 def lock_path_for(target: str | os.PathLike) -> Path:

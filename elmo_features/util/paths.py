@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import MissingPathError, PathError
+from elmo_features.util.errors import MissingPathError, PathError
 
 
 def _nearest_existing(path: Path) -> Path:

@@ -5,10 +5,10 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from .onednn import PackedLinear, param_key
-from .options import CharCNNOptions
-from .precision import linear_for
-from .token_vectors import TokenVectors
+from elmo_features.model.onednn import PackedLinear, param_key
+from elmo_features.model.options import CharCNNOptions
+from elmo_features.model.precision import linear_for
+from elmo_features.model.token_vectors import TokenVectors
 
 
 class Highway(nn.Module):

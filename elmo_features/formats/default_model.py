@@ -4,11 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from .bilm import BiLM
-from . import download
-from .errors import MissingPathError, UsageError
-from .presets import PRESETS
-from .weights import load_bilm
+from elmo_features.model.bilm import BiLM
+from elmo_features.formats import download
+from elmo_features.util.errors import MissingPathError, UsageError
+from elmo_features.formats.presets import PRESETS
+from elmo_features.formats.weights import load_bilm
 
 DEFAULT_MODEL_DIR = Path(__file__).parent / "models" / "default"
 OPTIONS_NAME = "options.json"

@@ -6,7 +6,7 @@ JSON-encoded, one per line: JSON escapes newlines, so no token can fake a bounda
 file per key, datasets "0", "1", ... (as ``allennlp elmo --all``), written to a temp file and
 renamed, so a file that exists is complete. The batching settings of the embedder are not part
 of the key (they change outputs only by float rounding, < 1e-6). While an entry is computed, its
-``KEY.hdf5.lock`` is held (``elmo_features.locking``); a second process needing the same entry waits
+``KEY.hdf5.lock`` is held (``elmo_features.util.locking``); a second process needing the same entry waits
 for it, then reads it.
 
 ``embed_lazy`` returns an h5py-backed sequence instead, for corpora that do not fit in RAM.
@@ -22,10 +22,10 @@ from typing import Sequence
 import h5py
 import numpy as np
 
-from .bilm import BiLM
-from .locking import OutputLock, lock_path_for
-from .precision import precision_of
-from .provenance import atomic_path
+from elmo_features.model.bilm import BiLM
+from elmo_features.util.locking import OutputLock, lock_path_for
+from elmo_features.model.precision import precision_of
+from elmo_features.util.provenance import atomic_path
 
 DTYPES = ("float32", "float16")
 FORMAT_VERSION = 1

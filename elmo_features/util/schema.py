@@ -3,7 +3,7 @@
     SCHEMA = Obj({"dim": Int(min=1, required=True), "clip": Num(min=0, nullable=True)})
     value = validate(data, SCHEMA, "options.json")   # raises SchemaError naming the key path
 
-Used for the biLM ``options.json`` (elmo_features.options) and the biLM training config
+Used for the biLM ``options.json`` (elmo_features.model.options) and the biLM training config
 (elmo_features.training.config). A string is never accepted for a number or a boolean, except that
 ``Num(from_str=True)`` reads a numeric string (YAML 1.1 reads ``1e-3`` as a string).
 """
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ElmoTasksError
+from elmo_features.util.errors import ElmoTasksError
 
 
 class SchemaError(ElmoTasksError, ValueError):

@@ -2,7 +2,7 @@
 
 ``embed`` used to hold the whole file as Python lists of tokens (about 70 MB per million tokens); now its
 memory stays flat in the file size: ``EmbedInput`` scans the file once (text policy of
-``elmo_features.text_input``, sha256 of the bytes, one int32 token count per line) and keeps only those
+``elmo_features.util.text_input``, sha256 of the bytes, one int32 token count per line) and keeps only those
 counts (4 bytes per sentence). ``chunks`` re-reads the lines of a range; ``sentence_index`` builds the
 ``sentence_to_index`` JSON, the one part of the output format that is a single string of the size of the
 input (``--forget-sentences`` leaves it out).
@@ -18,9 +18,9 @@ from array import array
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from .errors import PathError, TextInputError
-from .paths import check_input_file
-from .text_input import _open_binary, decode_line
+from elmo_features.util.errors import PathError, TextInputError
+from elmo_features.util.paths import check_input_file
+from elmo_features.util.text_input import _open_binary, decode_line
 
 
 def needs_spooling(path: str) -> bool:

@@ -110,6 +110,6 @@ class PackedLinear:
 
 def param_key(module: torch.nn.Module) -> tuple:
     """Identifies the current values of a module's parameters (storage and in-place version counters)
-    and its inference precision (``elmo_features.precision``)."""
+    and its inference precision (``elmo_features.model.precision``)."""
     return tuple((p.data_ptr(), p._version) for p in module.parameters()) + (
         getattr(module, "_elmo_precision", "fp32"), bool(getattr(module, "_elmo_bf16_emulate", False)))

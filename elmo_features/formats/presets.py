@@ -10,7 +10,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import UsageError
+from elmo_features.util.errors import UsageError
 
 BASE_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
 
