@@ -10,7 +10,7 @@ from elmo_features.util.errors import MissingPathError, UsageError
 from elmo_features.formats.presets import PRESETS
 from elmo_features.formats.weights import load_bilm
 
-DEFAULT_MODEL_DIR = Path(__file__).parent / "models" / "default"
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "models" / "default"  # elmo_features/models/default
 OPTIONS_NAME = "options.json"
 WEIGHTS_NAME = "weights.hdf5"
 SPEC_KEYS = ("options", "weights")

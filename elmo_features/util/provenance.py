@@ -21,7 +21,7 @@ from typing import IO, Iterator
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # elmo_features/util/provenance.py -> the repository
 DIRTY_MARKER = "-dirty"  # appended to the commit when tracked files have uncommitted changes
 # The CPU flags that matter for the speed of dense fp32/bf16 kernels, reported when present.
 SIMD_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
