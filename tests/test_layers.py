@@ -87,7 +87,7 @@ def test_lint_imports_catches_upward_imports_inside_functions(tmp_path):
 
 FULL = {  # every registry with every component of the code base
     "READERS": ["conll2003", "csv", "hf", "raganato", "sst", "tsv"],
-    "FEATURES": ["concat", "elmo", "static"],
+    "FEATURES": ["concat", "elmo", "static", "transformer"],
     "FUSIONS": ["average", "concat_project", "gated", "layer_attention", "scalar"],
     "CHAR_ENCODERS": ["cnn", "lstm"],
     "HEADS": ["crf_tagger", "sentence_classifier", "token_tagger", "wsd_linear"],
