@@ -13,6 +13,7 @@ import torch
 from elmo_features.util.cli_types import positive_int
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
+from elmo_features.util.locking import OutputLock
 from elmo_features.util.errors import CheckpointError, ElmoTasksError, PathError, UsageError
 from elmo_features.util.paths import check_input_dir, check_input_file, check_output_file
 from elmo_features.util.provenance import write_text_atomic
@@ -124,6 +125,9 @@ def cmd_run(args) -> int:
             out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)
             check_output_dirs(out=out)
             if args.out and out.is_dir() and any(out.iterdir()):
+                if (out / "run.lock").exists():  # a writer at work there gets its own error (LockError)
+                    with OutputLock(out / "run.lock", f"the run folder {out}"):
+                        pass
                 raise PathError(f"--out {out}: the folder is not empty (a run folder holds one run, and its files "
                                 "would mix with this one's); choose a new folder or remove it")
             return str(out)

@@ -115,8 +115,14 @@ def test_shipped_configs_are_valid(name):
     if name != "tiny_ner_conll2003.yaml":
         assert cfg.compare.seeds == [1, 2, 3]
         assert set(cfg.compare.sources) == {"glove", "elmo_layer0", "elmo_layer1", "elmo_layer2", "elmo_mix",
-                                            "glove+elmo_mix", "elmo_charonly_mix", "glove+elmo_charonly_mix"}
+                                            "glove+elmo_mix", "elmo_charonly_mix", "glove+elmo_charonly_mix",
+                                            "minilm_mix", "glove+minilm_mix", *(f"minilm_layer{i}" for i in range(7))}
         assert cfg.compare.sources["elmo_charonly_mix"]["bilm"] == "default_charonly"
+        for k in range(7):  # the Transformer's per-layer rows: one seed each, hidden state k
+            layer = cfg.compare.sources[f"minilm_layer{k}"]
+            assert (layer["name"], layer["model"], layer["layer"]) == ("transformer", "minilm-l6", k)
+            assert cfg.compare.seeds_of(f"minilm_layer{k}") == [1]
+        assert cfg.compare.sources["glove+minilm_mix"]["sources"][1] == cfg.compare.sources["minilm_mix"]
 
 
 def test_set_changes_only_the_named_path_even_through_yaml_aliases(tmp_path):
