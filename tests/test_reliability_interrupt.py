@@ -204,11 +204,11 @@ def test_interrupted_train_bilm_saves_and_prints_the_resume_command(tmp_path):
     config = tmp_path / "bilm.yaml"  # checkpoints every few steps, so that one marks "training has started"
     config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(corpus)], "out_dir": str(out),
                                       "max_train_tokens": 10 ** 9, "checkpoint_minutes": 0.001}))
-    proc = _start(["train-bilm", "--config", str(config), "--no-progress"], tmp_path)
+    proc = _start(["train-bilm", "--config", str(config), "--no-progress"], tmp_path)  # the older spelling
     _wait_for(lambda: (out / "checkpoint.pt").exists(), proc)
     rc, stdout, err = _stop(proc, signal.SIGINT, True)
     assert rc == 130 and "Traceback" not in err, err
     assert stdout.strip().splitlines()[-1] == f"stopped; continue with: elmo-tasks train-bilm --config {config} " \
-                                              "--resume --no-progress"
+                                              "--resume --progress off"
     assert json.loads(stdout.strip().splitlines()[0])["finished"] is False
     assert (out / "checkpoint.pt").is_file()

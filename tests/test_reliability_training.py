@@ -115,11 +115,11 @@ def test_stopped_run_prints_the_full_resume_command(files, tmp_path, monkeypatch
 
     monkeypatch.setattr(Trainer, "train_step", stop_after_2)
     sets = ["lr=0.01", "seed=3"]
-    assert main(["train-bilm", "--config", str(config), "--set", sets[0], "--set", sets[1], "--no-progress"]) == 0
+    assert main(["train-bilm", "--config", str(config), "--set", sets[0], "--set", sets[1], "--progress", "off"]) == 0
     out = capsys.readouterr().out
     hint = out.split("stopped; continue with: ")[1].strip()
     assert hint == shlex.join(["elmo-tasks", "train-bilm", "--config", str(config), "--resume", "--set", sets[0],
-                               "--set", sets[1], "--no-progress"])
+                               "--set", sets[1], "--progress", "off"])
     # without --resume the refusal names the same command
     assert main(["train-bilm", "--config", str(config), "--set", sets[0], "--set", sets[1], "--no-progress"]) == 2
     assert f"to continue it: {hint}" in capsys.readouterr().err

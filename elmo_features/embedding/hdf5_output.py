@@ -79,10 +79,11 @@ def open_partial(partial: Path, input_hash: str, settings: str, resume: bool) ->
 
 def embed_file(input_path: str | Path, output_path: str | Path, embedder: SentenceEmbedder, output_format: str = "all",
                chunk_size: int = 1000, forget_sentences: bool = False, resume: bool = True,
-               on_chunk: Callable[[int, int], None] | None = None) -> dict:
+               on_chunk: Callable[[int, int], None] | None = None, progress: bool | None = None) -> dict:
     """Embed ``input_path`` into ``output_path`` (see the module docstring). Returns a summary dict.
 
-    on_chunk(chunk_index, n_done) is called after each flushed chunk (a hook for tests/monitoring).
+    on_chunk(chunk_index, n_done) is called after each flushed chunk (a hook for tests/monitoring); progress: a bar
+    (None: when stderr is a terminal and there are more than 1000 sentences).
     """
     if output_format not in FORMATS:
         raise UsageError(f"unknown output format {output_format!r}; valid: {FORMATS}")
@@ -94,7 +95,7 @@ def embed_file(input_path: str | Path, output_path: str | Path, embedder: Senten
     with OutputLock(lock_path_for(output_path), f"the embed output {output_path}"):
         _check_shards(output_path, resume)
         return _embed_locked(source, output_path, embedder, output_format, chunk_size, forget_sentences, resume,
-                             on_chunk)
+                             on_chunk, progress)
 
 
 def _check_shards(output_path: Path, resume: bool) -> None:
@@ -125,7 +126,7 @@ def write_sentence_index(f: h5py.File, source: EmbedInput) -> None:
 
 
 def _embed_locked(source: EmbedInput, output_path: Path, embedder: SentenceEmbedder, output_format: str,
-                  chunk_size: int, forget_sentences: bool, resume: bool, on_chunk) -> dict:
+                  chunk_size: int, forget_sentences: bool, resume: bool, on_chunk, progress: bool | None = None) -> dict:
     """embed_file's work, while holding the output's lock."""
     partial = Path(str(output_path) + PARTIAL_SUFFIX)
     settings = json.dumps({"format": output_format, "bilm": embedder_fingerprint(embedder),
@@ -134,7 +135,7 @@ def _embed_locked(source: EmbedInput, output_path: Path, embedder: SentenceEmbed
     f, start = open_partial(partial, source.sha256, settings, resume)
     n = len(source)
     with f, tqdm(total=n, initial=start, unit="sent", desc="embed",
-                 disable=not (sys.stderr.isatty() and n > 1000)) as bar:
+                 disable=not (sys.stderr.isatty() and n > 1000 if progress is None else progress)) as bar:
         for k, (c0, chunk) in enumerate(source.chunks(start, n, chunk_size)):
             write_chunk(f, c0, chunk, embedder, output_format, n_done=c0 + len(chunk))
             bar.update(len(chunk))

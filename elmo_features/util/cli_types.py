@@ -1,7 +1,8 @@
-"""argparse value types shared by the command-line interfaces."""
+"""argparse value types and options shared by the command-line interfaces (one flag, one meaning everywhere)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Callable
 
 
@@ -23,3 +24,23 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
+
+
+PROGRESS_CHOICES = ("auto", "on", "off")
+
+
+def add_progress_argument(parser: argparse.ArgumentParser) -> None:
+    """``--progress auto|on|off``: tqdm progress bars (auto: on when stderr is a terminal and the work is long)."""
+    parser.add_argument("--progress", choices=PROGRESS_CHOICES, default="auto",
+                        help="progress bars: auto (when stderr is a terminal), on or off")
+
+
+def progress_setting(value: str) -> bool | None:
+    """``--progress`` as the code takes it: None (auto), True or False."""
+    return {"auto": None, "on": True, "off": False}[value]
+
+
+def progress_shown(value: str) -> bool:
+    """``--progress`` resolved now: auto = stderr is a terminal."""
+    setting = progress_setting(value)
+    return sys.stderr.isatty() if setting is None else setting
