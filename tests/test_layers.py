@@ -18,7 +18,7 @@ LAYERS = [  # highest first; siblings in one layer
     {"cli", "cli_run"},
     {"harness", "wsd"},
     {"experiment", "parallel", "preflight"},
-    {"training", "crossval", "plots"},
+    {"training", "crossval", "plots", "summary"},
     {"data_parallel"},
     {"config"},
     {"heads"},
