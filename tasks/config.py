@@ -19,7 +19,7 @@ import yaml
 
 
 from elmo_features.util.provenance import write_text_atomic
-from elmo_features.util.schema import load_yaml
+from elmo_features.util.schema import read_config_file
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from .components import ConfigError, coerce, from_dict, resolve_component, to_dict
@@ -240,16 +240,7 @@ def _unshare(node: Any) -> Any:
 def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> dict:
     """Read a YAML config and apply ``--set`` overrides (not yet checked)."""
     path = Path(path)
-    try:
-        raw = load_yaml(path.read_text(encoding="utf-8"), str(path))
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a folder; give a YAML config file") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+    raw = read_config_file(path, ConfigError)
     raw = _unshare(raw if raw is not None else {})
     for a in overrides:
         apply_override(raw, a)

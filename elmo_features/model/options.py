@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from elmo_features.util.errors import ElmoTasksError
-from elmo_features.util.schema import Bool, Int, List, Num, Obj, SchemaError, Str, load_json, validate
+from elmo_features.util.schema import Bool, Int, List, Num, Obj, SchemaError, Str, read_config_file, validate
 
 
 class OptionsError(ElmoTasksError, ValueError):
@@ -168,17 +168,7 @@ class BiLMOptions:
     @classmethod
     def from_file(cls, path: str | Path) -> "BiLMOptions":
         path = Path(path)
-        try:
-            d = load_json(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise OptionsError(f"options file not found: {path}") from None
-        except IsADirectoryError:
-            raise OptionsError(f"{path} is a folder; give the options JSON file") from None
-        except UnicodeDecodeError as e:
-            raise OptionsError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
-                               "is this the weights file?") from None
-        except ValueError as e:  # json.JSONDecodeError too
-            raise OptionsError(f"{path}: not valid JSON ({e})") from None
+        d = read_config_file(path, OptionsError, kind="json")
         return cls.from_dict(d, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:

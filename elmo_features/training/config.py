@@ -5,11 +5,10 @@ from dataclasses import dataclass, field, fields, asdict
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from elmo_features.util.errors import ElmoTasksError
 from elmo_features.model.options import BACKBONES, BiLMOptions
-from elmo_features.util.schema import Bool, Int, List, Num, Obj, SchemaError, Str, load_yaml, validate
+from elmo_features.util.schema import Bool, Int, List, Num, Obj, SchemaError, Str, read_config_file, validate
 
 
 class TrainConfigError(ElmoTasksError, ValueError):
@@ -111,17 +110,7 @@ class TrainConfig:
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "TrainConfig":
         path = Path(path)
-        try:
-            d = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
-        except FileNotFoundError:
-            raise TrainConfigError(f"config file not found: {path}") from None
-        except IsADirectoryError:
-            raise TrainConfigError(f"{path} is a folder; give a YAML config file") from None
-        except UnicodeDecodeError as e:
-            raise TrainConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})") \
-                from None
-        except yaml.YAMLError as e:
-            raise TrainConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+        d = read_config_file(path, TrainConfigError) or {}
         if not isinstance(d, dict):
             raise TrainConfigError(f"{path}: expected a mapping of keys to values, got {type(d).__name__}")
         d.update(overrides or {})

@@ -10,6 +10,7 @@ Used for the biLM ``options.json`` (elmo_features.model.options) and the biLM tr
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,3 +207,26 @@ def load_json(text: str):
         return out
 
     return json.loads(text, object_pairs_hook=pairs)
+
+
+def read_config_file(path: str | Path, error: type[Exception], kind: str = "yaml"):
+    """The parsed content of a YAML (``kind="yaml"``) or JSON config file, every problem one ``error`` line naming
+    the file: not found, a folder, not UTF-8, not valid YAML/JSON, a key given twice."""
+    import yaml
+
+    path = Path(path)
+    what = "the options JSON file" if kind == "json" else "a YAML config file"
+    try:
+        text = path.read_text(encoding="utf-8")
+        return load_json(text) if kind == "json" else load_yaml(text, str(path))
+    except FileNotFoundError:
+        raise error(f"{'options' if kind == 'json' else 'config'} file not found: {path}") from None
+    except IsADirectoryError:
+        raise error(f"{path} is a folder; give {what}") from None
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+                    + ("; is this the weights file?" if kind == "json" else "")) from None
+    except yaml.YAMLError as e:
+        raise error(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+    except ValueError as e:  # json.JSONDecodeError, a key given twice
+        raise error(f"{path}: not valid JSON ({e})") from None
