@@ -24,6 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from elmo_features.util.provenance import write_text_atomic  # noqa: E402
+from tasks.plots import pyplot  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -148,9 +149,7 @@ def main() -> None:
 
 def plot_layers(out: Path, ner: dict, rows: list[dict]) -> None:
     """Per-layer NER test F1 and WSD 1-NN ALL F1 of both backbones: what each layer knows."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.5))
     for key, label in [("lstm", "LSTM"), ("transformer", "Transformer")]:

@@ -28,12 +28,11 @@ from elmo_features.training.evaluate import perplexity  # noqa: E402
 from elmo_features.training.export import export_model  # noqa: E402
 from elmo_features.training.trainer import build_language_model  # noqa: E402
 from elmo_features.formats.weights import load_weights_into  # noqa: E402
+from tasks.plots import pyplot  # noqa: E402
 
 
 def plot_curve(history: list[dict], path: Path, title: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     x = [h["tokens"] / 1e6 for h in history]
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -7,6 +7,17 @@ from pathlib import Path
 from elmo_features.util.provenance import write_bytes_atomic
 
 
+def pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display), imported on first use: a heavy import
+    that only plotting needs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _save(fig, path: Path) -> None:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
@@ -15,10 +26,7 @@ def _save(fig, path: Path) -> None:
 
 def plot_scores(summary: dict, path: str | Path) -> None:
     """Bar chart of the test primary metric per source with sample-std error bars."""
-    import matplotlib  # lazy: a heavy import only plotting needs (the Agg backend is set before pyplot)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     m = summary["primary_metric"]
     rows = [r for r in summary["sources"] if r.get("test")]
@@ -42,10 +50,7 @@ def plot_scores(summary: dict, path: str | Path) -> None:
 def plot_mix_weights(summary: dict, path: str | Path) -> None:
     """Grouped bars: the softmax mix weight of each layer, per source that learned a mix; one panel per layer
     count (a biLM's 3 layers and a Transformer's 7 hidden states side by side)."""
-    import matplotlib  # lazy: a heavy import only plotting needs (the Agg backend is set before pyplot)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     rows = [r for r in summary["sources"] if r.get("mix_weights")]
     groups: dict[int, list[dict]] = {}
@@ -75,10 +80,7 @@ def plot_layer_weights(panels: list[tuple[str, list[tuple[str, list[float]]]]], 
     """One panel per task: grouped bars of each variant's per-layer share (L values summing to 1).
 
     ``panels`` = [(panel title, [(variant label, [w_0, ..., w_{L-1}]), ...]), ...]."""
-    import matplotlib  # lazy: a heavy import only plotting needs (the Agg backend is set before pyplot)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     panels = [(t, rows) for t, rows in panels if rows] or [("(nothing measured yet)", [])]
     fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)

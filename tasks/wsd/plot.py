@@ -7,14 +7,12 @@ from pathlib import Path
 from elmo_features.util.provenance import write_bytes_atomic
 
 from .table import PUBLISHED
+from ..plots import pyplot
 
 
 def plot_f1_per_layer(summary: dict, path: str | Path) -> None:
     """F1 on ALL (or the only test set) against layer, one line per (source, method)."""
-    import matplotlib  # lazy: a heavy import only plotting needs (the Agg backend is set before pyplot)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     tests = [t["name"] for t in summary["tests"]]
     col = "ALL" if len(tests) > 1 else tests[0]
