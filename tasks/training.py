@@ -136,6 +136,54 @@ def _disable(progress: bool | None) -> bool | None:
     return None if progress is None else not progress  # None: tqdm decides (off when not a terminal)
 
 
+class EarlyStopping:
+    """The stopping rule and the learning-rate schedule's memory: the best dev score, epochs without improvement
+    (stop after ``patience`` of them in a row), and the lr reductions (``lr_reduce_factor`` after
+    ``lr_reduce_patience`` bad epochs in a row; the count restarts after each reduction)."""
+
+    def __init__(self, cfg: TrainingConfig):
+        self.cfg = cfg
+        self.best_score = -float("inf")
+        self.bad_epochs = 0
+        self.since_reduce = 0
+        self.lr_scale = 1.0  # product of the lr reductions so far
+
+    def update(self, score: float | None) -> bool:
+        """Record an epoch's dev score (None: no dev split, every epoch counts as an improvement); True if improved."""
+        if score is None or score > self.best_score:
+            if score is not None:
+                self.best_score = score
+            self.bad_epochs = self.since_reduce = 0
+            return True
+        self.bad_epochs += 1
+        self.since_reduce += 1
+        if self.since_reduce >= self.cfg.lr_reduce_patience:
+            self.lr_scale, self.since_reduce = self.lr_scale * self.cfg.lr_reduce_factor, 0
+        return False
+
+    @property
+    def should_stop(self) -> bool:
+        return self.bad_epochs > self.cfg.patience
+
+
+def train_step(model: TaskModel, split: Split, idx: list[int], opt: torch.optim.Optimizer, params: list,
+               cfg: TrainingConfig, dist: DataParallel | None = None) -> float:
+    """One optimizer step on the examples ``idx`` (under torchrun: this rank's slice, gradients summed over ranks);
+    returns the batch's mean loss."""
+    if dist is None:
+        loss = model.loss(split, idx)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        value = float(loss.detach())
+    else:
+        opt.zero_grad(set_to_none=True)
+        value = dist.train_step(model, split, idx, params)
+    if cfg.grad_clip is not None:
+        nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+    opt.step()
+    return value
+
+
 def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: TrainingConfig,
           progress: bool | None = None, on_improve: Callable[[int, dict], None] | None = None,
           dist: DataParallel | None = None) -> TrainResult:
@@ -154,15 +202,15 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
     rng = np.random.default_rng(cfg.seed)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(params, cfg)
-    lr_scale, since_reduce = 1.0, 0  # product of the lr reductions so far; bad epochs since the last one
+    stopping = EarlyStopping(cfg)
     metric = model.head.primary_metric
     lengths = [len(ex.tokens) for ex in train_split.examples]
-    best_score, best_state, bad_epochs = -float("inf"), None, 0
+    best_state = None
     result = TrainResult(best_epoch=0, best_dev={})
     t0, c0 = time.perf_counter(), time.process_time()
     for epoch in range(1, cfg.max_epochs + 1):
         # ---- one pass over the training data
-        lr = epoch_lr(cfg, epoch, lr_scale)
+        lr = epoch_lr(cfg, epoch, stopping.lr_scale)
         if lr != cfg.lr:
             for group in opt.param_groups:
                 group["lr"] = lr
@@ -172,50 +220,31 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
         bar = tqdm(make_batches(lengths, cfg.batch_size * world, rng), desc=f"epoch {epoch}", leave=False,
                    disable=_disable(progress))
         for idx in bar:
-            if dist is None:
-                loss = model.loss(train_split, idx)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                value = float(loss.detach())
-            else:  # this rank's slice; the gradients summed over ranks (the global batch's)
-                opt.zero_grad(set_to_none=True)
-                value = dist.train_step(model, train_split, idx, params)
-            if cfg.grad_clip is not None:
-                nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-            opt.step()
-            total += value * len(idx)
+            total += train_step(model, train_split, idx, opt, params, cfg, dist) * len(idx)
             n += len(idx)
             bar.set_postfix(loss=f"{total / n:.4f}")
         record = {"epoch": epoch, "train_loss": total / n, "train_seconds": round(time.perf_counter() - te, 2),
                   "train_cpu_seconds": round(time.process_time() - ce, 2)}
         if lr != cfg.lr:
             record["lr"] = lr
-        # ---- dev evaluation and early stopping
+        # ---- dev evaluation and the stopping rule
+        dev: dict = {}
         if dev_split is not None and len(dev_split):
             td = time.perf_counter()
             dev, _ = evaluate(model, dev_split, cfg.eval_batch_size, progress, dist)
             record["dev"] = dev
             record["dev_seconds"] = round(time.perf_counter() - td, 2)
-            improved = dev[metric] > best_score
-        else:
-            dev, improved = {}, True
         result.history.append(record)
         if main:
             _log(record, metric)
-        if improved:
-            best_score, bad_epochs, since_reduce = dev.get(metric, best_score), 0, 0
+        if stopping.update(dev[metric] if dev else None):
             best_state = copy.deepcopy(model.state_dict())
             result.best_epoch, result.best_dev = epoch, dev
             if on_improve is not None:
                 on_improve(epoch, dev)
-        else:
-            bad_epochs += 1
-            since_reduce += 1
-            if since_reduce >= cfg.lr_reduce_patience:
-                lr_scale, since_reduce = lr_scale * cfg.lr_reduce_factor, 0
-            if bad_epochs > cfg.patience:
-                result.stopped_early = True
-                break
+        elif stopping.should_stop:
+            result.stopped_early = True
+            break
     if best_state is not None:
         model.load_state_dict(best_state)
     result.seconds = round(time.perf_counter() - t0, 2)
