@@ -19,7 +19,7 @@ import yaml
 
 
 from elmo_features.util.provenance import write_text_atomic
-from elmo_features.util.schema import read_config_file
+from elmo_features.util.schema import apply_set, read_config_file
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from .components import ConfigError, coerce, from_dict, resolve_component, to_dict
@@ -207,25 +207,9 @@ def resolve(raw: dict, source: str = "config") -> RunConfig:
 
 
 def apply_override(raw: dict, assignment: str) -> None:
-    """Apply one ``a.b.c=value`` (value parsed as YAML) to a raw config dict in place."""
-    key, sep, text = assignment.partition("=")
-    if not sep or not key.strip():
-        raise ConfigError(f"--set {assignment!r}: expected key.sub=value")
-    parts = key.strip().split(".")
-    node = raw
-    for i, p in enumerate(parts[:-1]):
-        nxt = node.get(p) if isinstance(node, dict) else None
-        if nxt is None:
-            nxt = node[p] = {}
-        if not isinstance(nxt, dict):
-            raise ConfigError(f"--set {assignment!r}: {'.'.join(parts[: i + 1])} is not a section")
-        node = nxt
-    try:
-        node[parts[-1]] = yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError as e:
-        why = " ".join(str(getattr(e, "problem", None) or e).split())
-        raise ConfigError(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "
-                          "e.g. --set 'key=\"a, b\"'") from None
+    """Apply one ``a.b.c=value`` (value parsed as YAML) to a raw config dict in place (the one ``--set`` syntax of
+    every command: ``elmo_features.util.schema.apply_set``)."""
+    apply_set(raw, assignment, ConfigError)
 
 
 def _unshare(node: Any) -> Any:

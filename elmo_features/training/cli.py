@@ -13,19 +13,15 @@ import yaml
 
 from elmo_features.util.cli_types import add_progress_argument, non_negative_int, positive_int, progress_shown
 from elmo_features.util.errors import OutputExistsError, UsageError
+from elmo_features.util.schema import apply_set
 from elmo_features.util.paths import check_input_file, check_input_path, check_output_dir
 
 
 def _parse_set(items: list[str]) -> dict:
-    out = {}
+    """The ``--set key=value`` overrides (the one syntax of every command: ``elmo_features.util.schema.apply_set``)."""
+    out: dict = {}
     for item in items or []:
-        k, sep, v = item.partition("=")
-        if not sep or not k.strip():
-            raise UsageError(f"--set expects key=value, got {item!r}")
-        try:
-            out[k.strip()] = yaml.safe_load(v)
-        except yaml.YAMLError as e:
-            raise UsageError(f"--set {item!r}: the value is not valid YAML ({' '.join(str(e).split())})") from None
+        apply_set(out, item, UsageError)
     return out
 
 

@@ -230,3 +230,28 @@ def read_config_file(path: str | Path, error: type[Exception], kind: str = "yaml
         raise error(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     except ValueError as e:  # json.JSONDecodeError, a key given twice
         raise error(f"{path}: not valid JSON ({e})") from None
+
+
+def apply_set(raw: dict, assignment: str, error: type[Exception]) -> None:
+    """Apply one ``--set key.sub=value`` (the value read as YAML: numbers, booleans, lists, mappings; quote a string
+    that looks like one) to a raw config mapping in place; every problem one ``error`` line."""
+    import yaml
+
+    key, sep, text = assignment.partition("=")
+    if not sep or not key.strip():
+        raise error(f"--set {assignment!r}: expected key.sub=value")
+    parts = key.strip().split(".")
+    node = raw
+    for i, part in enumerate(parts[:-1]):
+        nxt = node.get(part) if isinstance(node, dict) else None
+        if nxt is None:
+            nxt = node[part] = {}
+        if not isinstance(nxt, dict):
+            raise error(f"--set {assignment!r}: {'.'.join(parts[: i + 1])} is not a section")
+        node = nxt
+    try:
+        node[parts[-1]] = load_yaml(text) if text.strip() else None
+    except yaml.YAMLError as e:
+        why = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise error(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "
+                    "e.g. --set 'key=\"a, b\"'") from None
