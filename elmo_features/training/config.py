@@ -1,4 +1,5 @@
-"""The biLM training config (YAML). Unknown keys are errors that list the valid keys."""
+"""The biLM training config (YAML). Each key is declared once, with its type, range and default (``key``);
+unknown keys are errors that list the valid keys."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, asdict
@@ -15,65 +16,78 @@ class TrainConfigError(ElmoTasksError, ValueError):
     """A biLM training config has an unknown key, or a value of the wrong type or out of range."""
 
 
+def _Float(**kw) -> Num:
+    """A float key (YAML 1.1 reads 1e-3 as a string: numeric strings are accepted)."""
+    return Num(from_str=True, **kw)
+
+
+def key(spec, default: Any = None, factory: Any = None):
+    """A config key declared once: its type and range (``spec``, checked by ``validate``) and its default."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"spec": spec})
+    return field(default=default, metadata={"spec": spec})
+
+
 @dataclass
 class TrainConfig:
     """Hyperparameters of one biLM training run (see docs/training.md for the reasoning)."""
 
-    train_files: list[str] = field(default_factory=list)  # plain or .gz, one tokenized sentence per line
-    heldout_file: str | None = None  # used for the learning curve
-    out_dir: str = "runs/bilm/default"
+    train_files: list[str] = key(List(Str(), min_len=1), factory=list)  # plain or .gz, one tokenized sentence per line
+    heldout_file: str | None = key(Str(nullable=True), None)  # used for the learning curve
+    out_dir: str = key(Str(), "runs/bilm/default")
     # model (ELMo options)
-    char_embedding_dim: int = 16
-    filters: list[list[int]] = field(default_factory=lambda: [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]])
-    n_highway: int = 1
-    lstm_dim: int = 512
-    projection_dim: int = 128
-    n_layers: int = 2
-    cell_clip: float = 3.0
-    proj_clip: float = 3.0
+    char_embedding_dim: int = key(Int(min=1), 16)
+    filters: list[list[int]] = key(List(List(Int(min=1), min_len=2, max_len=2), min_len=1),
+                                   factory=lambda: [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]])
+    n_highway: int = key(Int(min=0), 1)
+    lstm_dim: int = key(Int(min=1), 512)
+    projection_dim: int = key(Int(min=1), 128)
+    n_layers: int = key(Int(min=1), 2)
+    cell_clip: float = key(_Float(min=0), 3.0)
+    proj_clip: float = key(_Float(min=0), 3.0)
     # backbone (docs/weights_format.md): "lstm" (ELMo; lstm_dim, cell_clip, proj_clip) or "transformer"
     # (Peters et al. 2018: per-direction causal stacks of n_layers pre-LN blocks of width projection_dim)
-    backbone: str = "lstm"
-    transformer_heads: int = 4
-    transformer_ff_dim: int = 512
-    transformer_max_positions: int = 256  # attention window; longer sentences run in overlapping windows
-    transformer_chunk_overlap: int = 128
+    backbone: str = key(Str(), "lstm")
+    transformer_heads: int = key(Int(min=1), 4)
+    transformer_ff_dim: int = key(Int(min=1), 512)
+    transformer_max_positions: int = key(Int(min=1), 256)  # attention window; longer sentences run in overlapping windows
+    transformer_chunk_overlap: int = key(Int(min=0), 128)
     # static-vector prior (extension, docs/weights_format.md): frozen pretrained word vectors for the
     # output vocabulary's words, concatenated to the char-CNN output before the highway layers
-    token_vectors: str | None = None  # folder with vectors.npy + words.txt, or a GloVe text file
-    token_vectors_dim: int | None = None  # when set, the file's dimension must match
-    token_vectors_lowercase: bool = True  # look words up lower-cased (GloVe 6B is lower-cased)
+    token_vectors: str | None = key(Str(nullable=True), None)  # folder with vectors.npy + words.txt, or a GloVe text file
+    token_vectors_dim: int | None = key(Int(min=1, nullable=True), None)  # when set, the file's dimension must match
+    token_vectors_lowercase: bool = key(Bool(), True)  # look words up lower-cased (GloVe 6B is lower-cased)
     # warm start: continue a trained biLM (a folder with options.json + weights.hdf5, e.g. the shipped
     # default); its options must equal this config's model. Without softmax/W in the file the softmax starts
     # fresh and is trained alone (biLM frozen) for ``init_freeze_steps`` steps first.
-    init_from: str | None = None
-    init_freeze_steps: int = 0
-    skip_batches: int = 0  # epoch 0 starts at this batch (the batches a warm-started model already saw)
+    init_from: str | None = key(Str(nullable=True), None)
+    init_freeze_steps: int = key(Int(min=0), 0)
+    skip_batches: int = key(Int(min=0), 0)  # epoch 0 starts at this batch (the batches a warm-started model already saw)
     # output vocabulary and softmax
-    vocab_size: int = 50000  # most frequent training words, plus <S>, </S>, <UNK>
+    vocab_size: int = key(Int(min=1), 50000)  # most frequent training words, plus <S>, </S>, <UNK>
     # a given output vocabulary instead of one built from train_files (e.g. the init_from export's vocab.txt,
     # to continue its softmax on other text); it must hold exactly vocab_size words after the three specials
-    vocab_file: str | None = None
-    n_negative_samples: int = 4096  # sampled softmax candidates per batch (shared by all tokens)
+    vocab_file: str | None = key(Str(nullable=True), None)
+    n_negative_samples: int = key(Int(min=1), 4096)  # sampled softmax candidates per batch (shared by all tokens)
     # optimisation
-    batch_tokens: int = 4000  # tokens per batch (whole sentences, bucketed by length)
-    max_sentence_length: int = 100  # longer sentences are cut into pieces of this length
-    max_train_tokens: int = 20_000_000  # the run (and its learning-rate schedule) stops here
-    lr: float = 2e-3
-    warmup_steps: int = 200
-    min_lr_ratio: float = 0.1  # cosine decay to lr * min_lr_ratio at max_train_tokens
-    weight_decay: float = 0.0
-    dropout: float = 0.05
-    clip_norm: float = 1.0
-    seed: int = 1
-    threads: int = 2
+    batch_tokens: int = key(Int(min=1), 4000)  # tokens per batch (whole sentences, bucketed by length)
+    max_sentence_length: int = key(Int(min=1), 100)  # longer sentences are cut into pieces of this length
+    max_train_tokens: int = key(Int(min=1), 20_000_000)  # the run (and its learning-rate schedule) stops here
+    lr: float = key(_Float(gt=0), 2e-3)
+    warmup_steps: int = key(Int(min=0), 200)
+    min_lr_ratio: float = key(_Float(min=0, max=1), 0.1)  # cosine decay to lr * min_lr_ratio at max_train_tokens
+    weight_decay: float = key(_Float(min=0), 0.0)
+    dropout: float = key(_Float(min=0, lt=1), 0.05)
+    clip_norm: float = key(_Float(gt=0), 1.0)
+    seed: int = key(Int(min=0), 1)
+    threads: int = key(Int(min=1), 2)
     # "bf16": the forward pass and loss under torch.autocast (bf16 matmuls with fp32 accumulation; fp32 master
     # weights, optimizer state, cell state and held-out evaluation). Only on CPUs with AVX512-BF16/AMX or CUDA.
-    precision: str = "fp32"
+    precision: str = key(Str(choices=("fp32", "bf16")), "fp32")
     # bookkeeping
-    checkpoint_minutes: float = 5.0
-    eval_every_tokens: int = 1_000_000
-    eval_sentences: int = 500  # held-out sentences for the learning curve (full softmax)
+    checkpoint_minutes: float = key(_Float(gt=0), 5.0)
+    eval_every_tokens: int = key(Int(min=1), 1_000_000)
+    eval_sentences: int = key(Int(min=1), 500)  # held-out sentences for the learning curve (full softmax)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "TrainConfig":
@@ -154,21 +168,4 @@ class TrainConfig:
         return d
 
 
-_Float = lambda **kw: Num(from_str=True, **kw)  # YAML 1.1 reads 1e-3 as a string
-SCHEMA = Obj({  # types and ranges of every TrainConfig key
-    "train_files": List(Str(), min_len=1), "heldout_file": Str(nullable=True), "out_dir": Str(),
-    "char_embedding_dim": Int(min=1), "filters": List(List(Int(min=1), min_len=2, max_len=2), min_len=1),
-    "n_highway": Int(min=0), "lstm_dim": Int(min=1), "projection_dim": Int(min=1), "n_layers": Int(min=1),
-    "cell_clip": _Float(min=0), "proj_clip": _Float(min=0),
-    "token_vectors": Str(nullable=True), "token_vectors_dim": Int(min=1, nullable=True),
-    "token_vectors_lowercase": Bool(),
-    "vocab_size": Int(min=1), "vocab_file": Str(nullable=True), "n_negative_samples": Int(min=1),
-    "batch_tokens": Int(min=1), "max_sentence_length": Int(min=1), "max_train_tokens": Int(min=1),
-    "lr": _Float(gt=0), "warmup_steps": Int(min=0), "min_lr_ratio": _Float(min=0, max=1),
-    "weight_decay": _Float(min=0), "dropout": _Float(min=0, lt=1), "clip_norm": _Float(gt=0), "seed": Int(min=0),
-    "threads": Int(min=1), "precision": Str(choices=("fp32", "bf16")), "checkpoint_minutes": _Float(gt=0), "eval_every_tokens": Int(min=1),
-    "eval_sentences": Int(min=1),
-    "init_from": Str(nullable=True), "init_freeze_steps": Int(min=0), "skip_batches": Int(min=0),
-    "backbone": Str(), "transformer_heads": Int(min=1), "transformer_ff_dim": Int(min=1),
-    "transformer_max_positions": Int(min=1), "transformer_chunk_overlap": Int(min=0),
-}, extra=False)
+SCHEMA = Obj({f.name: f.metadata["spec"] for f in fields(TrainConfig)}, extra=False)  # from the keys above
