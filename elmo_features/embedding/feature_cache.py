@@ -152,18 +152,22 @@ class FeatureCache:
 
     def ensure(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> Path:
         """Compute and store the features unless a valid cache file exists; returns its path."""
+        return self._ensure(embedder, sentences, dtype, keep=False)[0]
+
+    def _ensure(self, embedder, sentences, dtype: str, keep: bool) -> tuple[Path, list[np.ndarray] | None]:
+        """``ensure``; with ``keep``, also the arrays when this call computed them (as stored: ``dtype`` rounding)."""
         if len(sentences) == 0:
             raise ValueError("FeatureCache: no sentences to embed (empty input)")
         path = self.path_for(embedder, sentences, dtype)
         if self._valid(path, len(sentences)):
-            return path
+            return path, None
         # one writer per entry: another process computing the same entry is waited for, then reused
         lock = OutputLock(lock_path_for(path), f"the feature cache entry {path}")
         with lock.acquire(wait=True, on_wait=lambda who: print(
                 f"feature cache: {who} is computing {path.name}; waiting for it", file=sys.stderr)):
             if not self._valid(path, len(sentences), quiet=True):
-                self._write(embedder, sentences, dtype, path)
-        return path
+                return path, self._write(embedder, sentences, dtype, path, keep)
+        return path, None
 
     @staticmethod
     def _valid(path: Path, n: int, quiet: bool = False) -> bool:
@@ -179,7 +183,9 @@ class FeatureCache:
                       file=sys.stderr)
             return False
 
-    def _write(self, embedder, sentences, dtype: str, path: Path) -> None:
+    def _write(self, embedder, sentences, dtype: str, path: Path, keep: bool = False) -> list[np.ndarray] | None:
+        """Compute and store; with ``keep``, return the float32 arrays as stored (what reading the file gives)."""
+        kept: list[np.ndarray | None] | None = [None] * len(sentences) if keep else None
         with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
             f.attrs.update({"format_version": FORMAT_VERSION, "n_sentences": len(sentences), "dtype": dtype,
                             "bilm_fingerprint": embedder_fingerprint(embedder),
@@ -187,12 +193,20 @@ class FeatureCache:
                             "output_dim": embedder.output_dim})
             for idx, arrays in embedder.embed_batches(sentences):
                 for i, a in zip(idx, arrays):
-                    f.create_dataset(str(i), data=a.astype(dtype, copy=False))  # (L, n_i, D)
+                    stored = a.astype(dtype, copy=False)  # (L, n_i, D)
+                    f.create_dataset(str(i), data=stored)
+                    if kept is not None:
+                        kept[i] = stored.astype(np.float32, copy=False)
         self.computed += 1
+        return kept  # type: ignore[return-value]
 
     def embed(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> list[np.ndarray]:
-        """Float32 arrays (L, n_i, D) in input order; ``dtype`` is the on-disk precision."""
-        with self.embed_lazy(embedder, sentences, dtype) as lf:
+        """Float32 arrays (L, n_i, D) in input order; ``dtype`` is the on-disk precision. Arrays computed by this call
+        are returned as stored, without reading the file back."""
+        path, arrays = self._ensure(embedder, sentences, dtype, keep=True)
+        if arrays is not None:
+            return arrays
+        with LazyFeatures(path) as lf:
             return [lf[i] for i in range(len(lf))]
 
     def embed_lazy(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> LazyFeatures:

@@ -173,9 +173,12 @@ class TransformerEmbedder(SentenceEmbedder):
             offsets.append(n_slots)
             n_slots += p.window.end - p.window.start
         out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
-        hidden = torch.stack([out.hidden_states[i] for i in self.layers])  # (L, B, P, D)
-        L, _, _, D = hidden.shape
-        pooled, _ = pool_pieces(hidden.reshape(L, B * P, D).float(), slot.reshape(-1), n_slots, self.pooling)  # (L, S, D)
+        D = out.hidden_states[0].shape[-1]
+        pooled = torch.empty(len(self.layers), n_slots, D, device=device)  # (L, S, D), one layer at a time (no stack)
+        flat_slot = slot.reshape(-1)  # (B * P,)
+        for k, i in enumerate(self.layers):
+            pooled[k] = pool_pieces(out.hidden_states[i].reshape(1, B * P, D).float(), flat_slot, n_slots,
+                                    self.pooling)[0][0]  # (S, D)
         pooled = pooled.cpu().numpy()
         return [pooled[:, o:o + (p.window.end - p.window.start)] for o, p in zip(offsets, batch)]
 
