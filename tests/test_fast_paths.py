@@ -150,7 +150,7 @@ def test_direction_pool_finds_torchs_openmp_when_another_copy_loaded_first():
     if "parallel backend: OpenMP" not in torch.__config__.parallel_info():
         pytest.skip("torch is not built with OpenMP here")
     code = ("import sklearn.linear_model, torch; torch.set_num_threads(2); "
-            "from elmo_features import lstm; print(lstm._direction_pool() is not None)")
+            "from elmo_features.model import lstm; print(lstm._direction_pool() is not None)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "True", out.stderr[-2000:]
 

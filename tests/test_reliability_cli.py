@@ -90,7 +90,7 @@ def _cases(w):
         "train-bilm string for a number": (["train-bilm", "--config", w["bad_train_cfg"]],
                                            "lstm_dim: expected an integer, got '512'"),
         "train-bilm bad --set": (["train-bilm", "--config", w["bad_train_cfg"], "--set", "lstm_dim"],
-                                 "--set expects key=value"),
+                                 "expected key.sub=value"),
         "train-bilm config missing": (["train-bilm", "--config", r / "nope.yaml"], "nope.yaml not found"),
         "eval-bilm truncated weights": (["eval-bilm", w["text"], "--options", w["options"], "--weights",
                                          w["trunc_weights"], "--vocab", w["vocab"]], "unreadable HDF5 file"),
