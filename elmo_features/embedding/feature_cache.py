@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
@@ -185,34 +184,19 @@ class FeatureCache:
             return False
 
     def _write(self, embedder, sentences, dtype: str, path: Path, keep: bool = False) -> list[np.ndarray] | None:
-        """Compute and store; with ``keep``, return the float32 arrays as stored (what reading the file gives).
-
-        A batch's arrays are written by a writer thread while the model computes the next batch (h5py releases
-        the GIL for I/O, torch for its kernels), so the cache write costs little wall time. The file uses HDF5's
-        newest format (faster metadata; the cache is read only by this package)."""
+        """Compute and store; with ``keep``, return the float32 arrays as stored (what reading the file gives)."""
         kept: list[np.ndarray | None] | None = [None] * len(sentences) if keep else None
-
-        def write(f: h5py.File, idx: list[int], arrays: list[np.ndarray]) -> None:
-            for i, a in zip(idx, arrays):
-                f.create_dataset(str(i), data=a)  # (L, n_i, D)
-
-        with atomic_path(path) as tmp, h5py.File(tmp, "w", libver="latest") as f, \
-                ThreadPoolExecutor(max_workers=1) as writer:
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
             f.attrs.update({"format_version": FORMAT_VERSION, "n_sentences": len(sentences), "dtype": dtype,
                             "bilm_fingerprint": embedder_fingerprint(embedder),
                             "num_output_layers": embedder.num_output_layers,
                             "output_dim": embedder.output_dim})
-            pending = None
             for idx, arrays in embedder.embed_batches(sentences):
-                stored = [a.astype(dtype, copy=False) for a in arrays]
-                if kept is not None:
-                    for i, a in zip(idx, stored):
-                        kept[i] = a.astype(np.float32, copy=False)
-                if pending is not None:
-                    pending.result()  # at most one batch in flight (bounded memory); re-raises a write error
-                pending = writer.submit(write, f, idx, stored)
-            if pending is not None:
-                pending.result()
+                for i, a in zip(idx, arrays):
+                    stored = a.astype(dtype, copy=False)  # (L, n_i, D)
+                    f.create_dataset(str(i), data=stored)
+                    if kept is not None:
+                        kept[i] = stored.astype(np.float32, copy=False)
         self.computed += 1
         return kept  # type: ignore[return-value]
 
