@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +19,8 @@ import yaml
 
 
 from elmo_features.util.provenance import write_text_atomic
-from elmo_features.util.schema import apply_set, read_config_file
+from elmo_features.util.config_files import apply_set, read_config_file
+from elmo_features.util.schema import Int, List, Map, Num, SchemaError, key
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from .components import ConfigError, coerce, from_dict, resolve_component, to_dict
@@ -33,31 +34,27 @@ from .registry import FEATURES, HEADS
 class DataConfig:
     """Where the data is and how to read it (reader options are checked against the reader's signature)."""
 
-    reader: str
-    train: str
-    dev: str | None = None
-    test: str | None = None
-    reader_options: dict = field(default_factory=dict)
-    max_train: int | None = None  # keep the first N training sentences (a subset for speed)
-    max_dev: int | None = None
-    max_test: int | None = None
-
-    def check(self, where: str) -> None:
-        for k in ("max_train", "max_dev", "max_test"):
-            v = getattr(self, k)
-            if v is not None and v < 1:
-                raise ConfigError(f"{where}.{k}: must be >= 1 (the first N sentences) or null (all), got {v}")
+    reader: str = key(doc="a registered reader (conll2003, tsv_classification, ...)")
+    train: str = key(doc="the training file or folder")
+    dev: str | None = key(default=None, doc="the early-stopping dev set")
+    test: str | None = key(default=None, doc="the test set")
+    reader_options: dict = key(factory=dict, doc="keyword options of the reader")
+    max_train: int | None = key(Int(min=1, nullable=True), None, doc="keep the first N training sentences (null: all)")
+    max_dev: int | None = key(Int(min=1, nullable=True), None, doc="keep the first N dev sentences (null: all)")
+    max_test: int | None = key(Int(min=1, nullable=True), None, doc="keep the first N test sentences (null: all)")
 
 
 SEED_MAX = 2**32 - 1  # numpy's legacy seeding range
+SEED = Int(min=0, max=SEED_MAX)
 
 
 def check_seeds(seeds: list[int], where: str) -> None:
-    """Seeds in numpy's range [0, 2**32 - 1] and no seed twice (a repeated seed would run the same run twice
-    into one folder and report a spread of 0)."""
-    bad = [s for s in seeds if not 0 <= s <= SEED_MAX]
-    if bad:
-        raise ConfigError(f"{where}: seed {bad[0]} is outside 0..{SEED_MAX}")
+    """Seeds in numpy's range and no seed twice (a repeated seed would run the same run twice into one folder and
+    report a spread of 0)."""
+    try:
+        List(SEED).check(seeds, where)
+    except SchemaError as e:
+        raise ConfigError(str(e)) from None
     dup = sorted({s for s in seeds if seeds.count(s) > 1})
     if dup:
         raise ConfigError(f"{where}: seed {dup[0]} is given twice; each seed runs once")
@@ -68,65 +65,52 @@ class TrainingConfig:
     """The training loop: Adam (or SGD), an optional learning-rate schedule, early stopping on the dev metric,
     gradient clipping."""
 
-    seed: int = 1
-    max_epochs: int = 10
-    patience: int = 3  # epochs without dev improvement before stopping
-    batch_size: int = 32
-    eval_batch_size: int = 256
-    lr: float = 1e-3
+    seed: int = key(SEED, 1)
+    max_epochs: int = key(Int(min=1), 10)
+    patience: int = key(Int(min=0), 3, doc="epochs without dev improvement before stopping")
+    batch_size: int = key(Int(min=1), 32)
+    eval_batch_size: int = key(Int(min=1), 256)
+    lr: float = key(Num(gt=0), 1e-3)
     weight_decay: float = 0.0
-    grad_clip: float | None = 5.0  # max gradient L2 norm; null = no clipping
+    grad_clip: float | None = key(Num(gt=0, nullable=True), 5.0,
+                                  doc="max gradient L2 norm; null = no clipping")
     optimizer: Literal["adam", "sgd"] = "adam"
-    momentum: float = 0.0  # sgd only (Ma & Hovy 2016: 0.9)
-    lr_decay: float = 0.0  # lr in epoch e = lr / (1 + lr_decay * (e - 1)) (Ma & Hovy 2016: 0.05); 0 = constant
-    lr_reduce_factor: float = 1.0  # lr *= this after lr_reduce_patience epochs in a row without dev improvement
-    lr_reduce_patience: int = 1  # (the count restarts after each reduction); factor 1 = never reduce
+    momentum: float = key(Num(min=0, lt=1), 0.0, doc="sgd only (Ma & Hovy 2016: 0.9)")
+    lr_decay: float = key(Num(min=0), 0.0,
+                          doc="lr in epoch e = lr / (1 + lr_decay * (e - 1)) (Ma & Hovy 2016: 0.05); 0 = constant")
+    lr_reduce_factor: float = key(Num(gt=0, max=1), 1.0,
+                                  doc="lr *= this after lr_reduce_patience epochs in a row without dev improvement; "
+                                      "1 = never")
+    lr_reduce_patience: int = key(Int(min=1), 1, doc="(the count restarts after each reduction)")
 
     def check(self, where: str) -> None:
-        check_seeds([self.seed], f"{where}.seed")
-        for k in ("max_epochs", "batch_size", "eval_batch_size"):
-            if getattr(self, k) < 1:
-                raise ConfigError(f"{where}.{k}: must be >= 1, got {getattr(self, k)}")
-        if self.patience < 0 or self.lr <= 0:
-            raise ConfigError(f"{where}: patience must be >= 0 and lr > 0")
-        if not 0.0 <= self.momentum < 1.0:
-            raise ConfigError(f"{where}.momentum: must be in [0, 1), got {self.momentum}")
         if self.momentum and self.optimizer != "sgd":
             raise ConfigError(f"{where}.momentum: applies to optimizer: sgd only (optimizer is {self.optimizer!r}); "
                               "remove it or set optimizer: sgd")
-        if self.lr_decay < 0:
-            raise ConfigError(f"{where}.lr_decay: must be >= 0 (0 = constant lr), got {self.lr_decay}")
-        if self.lr_reduce_patience < 1:
-            raise ConfigError(f"{where}.lr_reduce_patience: must be >= 1, got {self.lr_reduce_patience}")
-        if not 0.0 < self.lr_reduce_factor <= 1.0:
-            raise ConfigError(f"{where}.lr_reduce_factor: must be in (0, 1] (1 = off), got {self.lr_reduce_factor}")
 
 
 @dataclass
 class CompareConfig:
     """Feature-source variants (name -> features section) and seeds for ``elmo-tasks compare``."""
 
-    sources: dict = field(default_factory=dict)
-    seeds: list[int] = field(default_factory=lambda: [1, 2, 3])
-    folds: int | None = None  # K-fold cross-validation over train + dev + test (tasks/crossval.py); None: fixed split
-    fold_seed: int = 0  # the permutation that cuts the folds (the same for every source and seed)
-    seeds_by_source: dict[str, list[int]] = field(default_factory=dict)  # source -> its own seeds (else `seeds`)
+    sources: dict = key(factory=dict, doc="name -> features section; at least one")
+    seeds: list[int] = key(List(SEED, min_len=1), factory=lambda: [1, 2, 3])
+    folds: int | None = key(Int(min=3, nullable=True), None,
+                            doc="K-fold cross-validation over train + dev + test (one fold tests, one stops early); "
+                                "null: the fixed split")
+    fold_seed: int = key(SEED, 0, doc="the permutation that cuts the folds (the same for every source and seed)")
+    seeds_by_source: dict[str, list[int]] = key(Map(List(SEED, min_len=1)), factory=dict,
+                                                doc="source -> its own seeds (else `seeds`)")
 
     def check(self, where: str) -> None:
-        if self.folds is not None and self.folds < 3:
-            raise ConfigError(f"{where}.folds: give 3 or more folds (one tests, one stops early), or null")
         if not self.sources:
             raise ConfigError(f"{where}.sources: list at least one named feature-source variant")
-        if not self.seeds:
-            raise ConfigError(f"{where}.seeds: give at least one seed")
         check_seeds(self.seeds, f"{where}.seeds")
         for name, seeds in self.seeds_by_source.items():
             check_seeds(seeds, f"{where}.seeds_by_source.{name}")
             if name not in self.sources:
                 raise ConfigError(f"{where}.seeds_by_source: {name!r} is not a source; "
                                   f"sources: {', '.join(self.sources)}")
-            if not seeds:
-                raise ConfigError(f"{where}.seeds_by_source.{name}: give at least one seed, or drop the key")
 
     def seeds_of(self, name: str) -> list[int]:
         """The seeds source ``name`` runs with: its ``seeds_by_source`` entry, else ``seeds``."""
@@ -208,7 +192,7 @@ def resolve(raw: dict, source: str = "config") -> RunConfig:
 
 def apply_override(raw: dict, assignment: str) -> None:
     """Apply one ``a.b.c=value`` (value parsed as YAML) to a raw config dict in place (the one ``--set`` syntax of
-    every command: ``elmo_features.util.schema.apply_set``)."""
+    every command: ``elmo_features.util.config_files.apply_set``)."""
     apply_set(raw, assignment, ConfigError)
 
 

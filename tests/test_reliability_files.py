@@ -87,9 +87,9 @@ def test_conll_reader_shares_the_policy(tmp_path):
     (lambda d: d["lstm"].update(use_skip_connections="false"), r"lstm.use_skip_connections: expected true or false"),
     (lambda d: d["lstm"].update(n_layers=-2), r"lstm.n_layers: must be >= 1, got -2"),
     (lambda d: d["lstm"].update(cell_clip="3"), r"lstm.cell_clip: expected a number"),
-    (lambda d: d["char_cnn"].update(filters=[[1, 4], [2]]), r"char_cnn.filters\[1\]: expected a list of 2 items"),
+    (lambda d: d["char_cnn"].update(filters=[[1, 4], [2]]), r"char_cnn.filters\[1\]: expected a list of 2 item\(s\)"),
     (lambda d: d["char_cnn"].update(filters=[[1, 0]]), r"char_cnn.filters\[0\]\[1\]: must be >= 1"),
-    (lambda d: d["char_cnn"].pop("n_highway"), r"missing required key 'char_cnn.n_highway'"),
+    (lambda d: d["char_cnn"].pop("n_highway"), r"char_cnn: missing required key 'n_highway'"),
     (lambda d: d.pop("lstm"), r"missing required key 'lstm'"),
     (lambda d: d["char_cnn"].update(activation="gelu"), r"char_cnn.activation: must be one of 'relu', 'tanh'"),
 ])
@@ -108,7 +108,7 @@ def test_options_file_that_is_not_json_text(tmp_path):
     with pytest.raises(OptionsError, match="not UTF-8 text"):
         BiLMOptions.from_file(p)
     p.write_text("[1, 2]")
-    with pytest.raises(OptionsError, match="expected an object"):
+    with pytest.raises(OptionsError, match="expected a mapping"):
         BiLMOptions.from_file(p)
 
 

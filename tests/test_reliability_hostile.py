@@ -88,9 +88,9 @@ def tiny_config(tmp_path_factory):
     (["run", "{cfg}", "--set", "training.lr=[1,"], "not valid YAML"),
     (["compare", "{cfg}", "--set", "training.lr=[1,"], "not valid YAML"),
     (["wsd", "--train", "x", "--test", "y", "--set", "a=[1,"], "not valid YAML"),
-    (["run", "{cfg}", "--set", "training.seed=4294967296"], "outside 0..4294967295"),
+    (["run", "{cfg}", "--set", "training.seed=4294967296"], "training.seed: must be in [0, 4294967295], got 4294967296"),
     (["compare", "{cfg}", "--seeds", "1,1"], "seed 1 is given twice"),
-    (["compare", "{cfg}", "--seeds", "-1"], "outside 0..4294967295"),
+    (["compare", "{cfg}", "--seeds", "-1"], "--seeds[0]: must be in [0, 4294967295], got -1"),
     (["compare", "{cfg}", "--folds", "1"], "--folds: give 3 or more"),
     (["compare", "{cfg}", "--sources", ""], "--sources: empty"),
     (["compare", "{cfg}", "--seeds", " "], "--seeds: empty"),
@@ -195,7 +195,7 @@ def test_a_key_given_twice_is_an_error_not_the_last_one_silently(tmp_path, capsy
                  "--weights", str(tmp_path / "in.txt")]) == 2
     assert "the key 'lstm' is given twice" in capsys.readouterr().err
     # anchors and merge keys are not duplicates
-    from elmo_features.util.schema import load_yaml
+    from elmo_features.util.config_files import load_yaml
 
     assert load_yaml("a: &x {k: 1}\nb: {<<: *x, k: 2}\n") == {"a": {"k": 1}, "b": {"k": 2}}
 

@@ -88,7 +88,7 @@ def test_seeds_by_source_gives_a_source_its_own_seeds(tmp_path, capsys):
     assert [(r["source"], r["seed"]) for r in s["runs"]] == [("glove", 5), ("layer1", 5)] and "seeds_by_source" not in s
     # a name that is not a source, or an empty list, is a config error naming the key
     for bad, msg in (({"mix": [1]}, "compare.seeds_by_source: 'mix' is not a source; sources: glove, layer1"),
-                     ({"layer1": []}, "compare.seeds_by_source.layer1: give at least one seed"),
+                     ({"layer1": []}, "compare.seeds_by_source.layer1: expected a list of at least 1 item"),
                      ({"layer1": ["a"]}, "compare.seeds_by_source.layer1[0]: expected an integer")):
         cfg["compare"]["seeds_by_source"] = bad
         conf.write_text(yaml.safe_dump(cfg, sort_keys=False))

@@ -42,7 +42,7 @@ def test_defaults_are_filled_and_resolution_is_idempotent():
     (lambda c: c["training"].update(epochs=3), "valid keys: seed, max_epochs"),
     (lambda c: c["training"].update(batch_size="big"), "training.batch_size: expected an integer"),
     (lambda c: c["training"].update(batch_size=0), "batch_size: must be >= 1"),
-    (lambda c: c["head"].update(scheme="BILOU"), "is not one of 'auto', 'BIO', 'IOB1', 'BIOES'"),
+    (lambda c: c["head"].update(scheme="BILOU"), "must be one of 'auto', 'BIO', 'IOB1', 'BIOES'"),
     (lambda c: c["data"].update(reader="xml"), "unknown data reader 'xml'; valid: conll2003"),
     (lambda c: c["data"]["reader_options"].update(tagcol="ner"), "unknown option(s) 'tagcol' for reader 'conll2003'"),
     (lambda c: c.pop("head"), "missing required section 'head'"),

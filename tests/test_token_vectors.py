@@ -117,7 +117,7 @@ def test_loader_refuses_mismatched_extension(tmp_path):
     with pytest.raises(WeightFileError, match="no 'token_vectors' block"):
         load_bilm(tmp_path / "plain.json", exp / "weights.hdf5")
     opts["token_vectors"] = {"dim": 6, "n_words": 5, "lowercase": "yes"}
-    with pytest.raises(OptionsError, match="lowercase must be true or false"):
+    with pytest.raises(OptionsError, match="token_vectors.lowercase: expected true or false"):
         BiLMOptions.from_dict(opts)
     opts["token_vectors"] = {"dim": 6, "n_words": 5, "mystery": 1}
     with pytest.raises(OptionsError, match="unknown key.*valid keys"):

@@ -39,13 +39,14 @@ def test_options_round_trip_and_dims():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"backbone": "gru"}, r"unknown backbone 'gru'; valid backbones: lstm, transformer"),
+    ({"backbone": "gru"}, r"backbone: must be one of 'lstm', 'transformer', got 'gru'"),
     ({"lstm": LSTM["lstm"]}, r"backbone is 'transformer' but there is an 'lstm' block"),
     ({"backbone": "lstm", "lstm": LSTM["lstm"]}, r"has a 'transformer' block but backbone is 'lstm'"),
-    ({"transformer": {**TINY["transformer"], "n_head": 2}}, r"unknown key\(s\) \['n_head'\]; valid keys: dim"),
+    ({"transformer": {**TINY["transformer"], "n_head": 2}}, r"transformer: unknown key 'n_head'; valid keys: dim"),
     ({"transformer": {**TINY["transformer"], "n_heads": 3}}, r"multiple of n_heads"),
     ({"transformer": {**TINY["transformer"], "chunk_overlap": 8}}, r"chunk_overlap must be in \[0, max_positions=8\)"),
-    ({"transformer": {**TINY["transformer"], "positions": "learned"}}, r"valid: sinusoidal"),
+    ({"transformer": {**TINY["transformer"], "positions": "learned"}},
+     r"transformer.positions: must be one of 'sinusoidal'"),
     ({"transformer": {"dim": 8, "n_layers": 2, "n_heads": 2}}, r"missing required key 'ff_dim'"),
 ])
 def test_bad_options_are_clear(change, message):

@@ -67,7 +67,7 @@ def test_transformer_resume_is_bit_for_bit(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("override, message", [
-    ("backbone=gru", "unknown backbone 'gru'; valid backbones: lstm, transformer"),
+    ("backbone=gru", "backbone: must be one of 'lstm', 'transformer', got 'gru'"),
     ("transformer_heads=3", "projection_dim (8) must be a multiple of transformer_heads (3)"),
     ("transformer_chunk_overlap=8", "transformer_chunk_overlap must be in [0, transformer_max_positions=8)"),
 ])

@@ -119,7 +119,7 @@ def test_errors(toy, tmp_path, capsys):
     assert _run(toy, tmp_path / "x", "--features", "bert") == 2
     assert "unknown source 'bert'" in capsys.readouterr().err
     assert _run(toy, tmp_path / "x", "--set", "knn=[layer7]") == 2
-    assert "valid: layers, average, learned_mix, fixed_mix" in capsys.readouterr().err
+    assert "cfg.yaml: knn[0]: must be one of 'layers', 'average', 'learned_mix', 'fixed_mix'" in capsys.readouterr().err
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "bad.data.xml").write_text('<corpus>\n<text id="d0">\n<sentence id="s">\n<instance id="i">x</instance>\n'

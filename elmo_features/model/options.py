@@ -6,42 +6,46 @@ from pathlib import Path
 from typing import Any
 
 from elmo_features.util.errors import ElmoTasksError
-from elmo_features.util.schema import Bool, Int, List, Num, Obj, SchemaError, Str, read_config_file, validate
+from elmo_features.util.config_files import read_config_file
+from elmo_features.util.schema import Bool, Int, List, Num, Obj, Record, SchemaError, Str, key, validate
 
 
 class OptionsError(ElmoTasksError, ValueError):
     """An options file is missing a key or has an invalid value."""
 
 
-# types and ranges of the keys this runtime reads (other keys are kept verbatim in BiLMOptions.extra)
-OPTIONS_SCHEMA = Obj({
-    "char_cnn": Obj({
-        "embedding": Obj({"dim": Int(min=1, required=True)}, required=True),
-        "filters": List(List(Int(min=1), min_len=2, max_len=2), min_len=1, required=True),  # [width, n_filters]
-        "n_highway": Int(min=0, required=True),
-        "n_characters": Int(min=1),
-        "max_characters_per_token": Int(choices=(50,)),  # ELMo's character ids
-        "activation": Str(choices=("relu", "tanh")),
-    }, required=True),
-    "lstm": Obj({
-        "dim": Int(min=1, required=True),
-        "projection_dim": Int(min=1, required=True),
-        "n_layers": Int(min=1, required=True),
-        "cell_clip": Num(min=0, nullable=True),  # 0 or null: no clipping
-        "proj_clip": Num(min=0, nullable=True),
-        "use_skip_connections": Bool(),
-    }),  # required for the lstm backbone (checked below)
-})
+BACKBONES = ("lstm", "transformer")  # valid values of the options' "backbone" key ("lstm" when absent)
+POSITIONS = ("sinusoidal",)  # valid values of transformer.positions
+
+
+class _Block:
+    """A block of the options file, checked by the schema module; rules across keys raise ``SchemaError``."""
+
+    def check(self, where: str) -> None:
+        pass
+
+
+def _filters(value) -> tuple[tuple[int, int], ...]:
+    return tuple((int(w), int(n)) for w, n in value)
 
 
 @dataclass(frozen=True)
-class CharCNNOptions:
-    embedding_dim: int
-    filters: tuple[tuple[int, int], ...]  # (width, n_filters)
-    n_highway: int
-    n_characters: int = 262
-    max_characters_per_token: int = 50
-    activation: str = "relu"
+class CharCNNOptions(_Block):
+    """The ``char_cnn`` block (extra keys in the file are ignored)."""
+
+    embedding_dim: int = key(Int(min=1), path="embedding.dim", doc="character embedding width")
+    filters: tuple[tuple[int, int], ...] = key(List(List(Int(min=1), min_len=2, max_len=2), min_len=1),
+                                               doc="[width, n_filters] of each convolution")
+    n_highway: int = key(Int(min=0))
+    # bilm-tf trains with 261 and AllenNLP always uses 262 (+1 padding row); the HDF5 char_embed has 261 rows
+    # either way, so the runtime always uses 262
+    n_characters: int = key(Int(min=1), 262)
+    max_characters_per_token: int = key(Int(choices=(50,)), 50, doc="ELMo's character ids")
+    activation: str = key(Str(choices=("relu", "tanh")), "relu")
+
+    def __post_init__(self):
+        object.__setattr__(self, "filters", _filters(self.filters))
+        object.__setattr__(self, "n_characters", 262)
 
     @property
     def n_filters(self) -> int:
@@ -49,40 +53,59 @@ class CharCNNOptions:
 
 
 @dataclass(frozen=True)
-class LstmOptions:
-    dim: int  # LSTM cell size
-    projection_dim: int
-    n_layers: int
-    cell_clip: float | None = None
-    proj_clip: float | None = None
-    use_skip_connections: bool = True
+class LstmOptions(_Block):
+    """The ``lstm`` block (extra keys in the file are ignored); a clip of 0 or null means no clipping."""
+
+    dim: int = key(Int(min=1), doc="LSTM cell size")
+    projection_dim: int = key(Int(min=1))
+    n_layers: int = key(Int(min=1))
+    cell_clip: float | None = key(Num(min=0, nullable=True), None)
+    proj_clip: float | None = key(Num(min=0, nullable=True), None)
+    use_skip_connections: bool = key(Bool(), True)
+
+    def __post_init__(self):
+        for k in ("cell_clip", "proj_clip"):
+            object.__setattr__(self, k, float(getattr(self, k)) if getattr(self, k) else None)
 
 
 @dataclass(frozen=True)
-class TokenVectorOptions:
+class TokenVectorOptions(_Block):
     """The ``token_vectors`` extension: frozen word vectors concatenated to the char-CNN output."""
 
-    dim: int
-    n_words: int
-    lowercase: bool = True
-    source: str = ""  # free text: where the vectors came from
-
-
-BACKBONES = ("lstm", "transformer")  # valid values of the options' "backbone" key ("lstm" when absent)
-POSITIONS = ("sinusoidal",)  # valid values of transformer.positions
+    dim: int = key(Int(min=1))
+    n_words: int = key(Int(min=1))
+    lowercase: bool = key(Bool(), True)
+    source: str = key(Str(), "", doc="free text: where the vectors came from")
 
 
 @dataclass(frozen=True)
-class TransformerOptions:
+class TransformerOptions(_Block):
     """The ``transformer`` block (extension, docs/weights_format.md): one causal stack per direction."""
 
-    dim: int  # model width P of each direction (token embedding width; outputs are 2P)
-    n_layers: int
-    n_heads: int
-    ff_dim: int
-    max_positions: int = 256  # attention window W in tokens, sentence boundaries included
-    chunk_overlap: int = 128  # longer sentences: windows of W tokens overlapping by this many
-    positions: str = "sinusoidal"
+    dim: int = key(Int(min=1), doc="model width P of each direction (token embedding width; outputs are 2P)")
+    n_layers: int = key(Int(min=1))
+    n_heads: int = key(Int(min=1))
+    ff_dim: int = key(Int(min=1))
+    max_positions: int = key(Int(min=3), 256, doc="attention window W in tokens, <S> and </S> included")
+    chunk_overlap: int = key(Int(min=0), 128, doc="longer sentences: windows of W tokens overlapping by this many")
+    positions: str = key(Str(choices=POSITIONS), "sinusoidal")
+
+    def check(self, where: str) -> None:
+        if self.dim % self.n_heads:
+            raise SchemaError(f"{where}.dim ({self.dim}) must be a multiple of n_heads ({self.n_heads})")
+        if self.chunk_overlap >= self.max_positions:
+            raise SchemaError(f"{where}.chunk_overlap must be in [0, max_positions={self.max_positions}), "
+                              f"got {self.chunk_overlap}")
+
+
+# the blocks this runtime reads (other top-level keys are kept verbatim in BiLMOptions.extra)
+OPTIONS_SCHEMA = Obj({
+    "char_cnn": Record(CharCNNOptions, extra=True, numeric_strings=False, required=True),
+    "lstm": Record(LstmOptions, extra=True, numeric_strings=False),  # required for the lstm backbone (checked below)
+    "transformer": Record(TransformerOptions, numeric_strings=False),
+    "token_vectors": Record(TokenVectorOptions, numeric_strings=False),
+    "backbone": Str(choices=BACKBONES),
+})
 
 
 @dataclass(frozen=True)
@@ -116,54 +139,21 @@ class BiLMOptions:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "options") -> "BiLMOptions":
-        try:
-            validate(d, OPTIONS_SCHEMA, source)  # types and ranges first (also: d is an object)
-        except SchemaError as e:
-            raise OptionsError(str(e)) from None
-        backbone = d.get("backbone", "lstm")
-        if backbone not in BACKBONES:
-            raise OptionsError(f"{source}: unknown backbone {backbone!r}; valid backbones: {', '.join(BACKBONES)}")
+        v = validate(d, OPTIONS_SCHEMA, source, OptionsError)  # every block checked; v holds the parsed blocks
+        backbone = v.get("backbone", "lstm")
         if backbone == "transformer":
             if "lstm" in d:
                 raise OptionsError(f"{source}: backbone is 'transformer' but there is an 'lstm' block; remove one")
-        elif "transformer" in d:
-            raise OptionsError(f"{source}: has a 'transformer' block but backbone is 'lstm'; "
-                               "add \"backbone\": \"transformer\" or remove the block")
-        try:
-            cnn = d["char_cnn"]
-            act = cnn.get("activation", "relu")
-            if act not in ("relu", "tanh"):
-                raise OptionsError(f"{source}: char_cnn.activation must be 'relu' or 'tanh', got {act!r}")
-            if cnn.get("max_characters_per_token", 50) != 50:
-                raise OptionsError(f"{source}: max_characters_per_token must be 50 (ELMo's character ids)")
-            char = CharCNNOptions(
-                embedding_dim=int(cnn["embedding"]["dim"]),
-                filters=tuple((int(w), int(n)) for w, n in cnn["filters"]),
-                n_highway=int(cnn["n_highway"]),
-                # bilm-tf trains with 261 and AllenNLP always uses 262 (+1 padding row); the HDF5
-                # char_embed has 261 rows either way, so the runtime always uses 262
-                n_characters=262,
-                max_characters_per_token=int(cnn.get("max_characters_per_token", 50)),
-                activation=act,
-            )
-            lo = tr = None
-            if backbone == "lstm":
-                lstm = d["lstm"]
-                lo = LstmOptions(
-                    dim=int(lstm["dim"]),
-                    projection_dim=int(lstm["projection_dim"]),
-                    n_layers=int(lstm["n_layers"]),
-                    cell_clip=float(lstm["cell_clip"]) if lstm.get("cell_clip") else None,
-                    proj_clip=float(lstm["proj_clip"]) if lstm.get("proj_clip") else None,
-                    use_skip_connections=bool(lstm.get("use_skip_connections", True)),
-                )
-            else:
-                tr = _transformer_options(d["transformer"], source)
-            tv = _token_vector_options(d.get("token_vectors"), source)
-        except KeyError as e:
-            raise OptionsError(f"{source}: missing required key {e}") from None
-        extra = {k: v for k, v in d.items() if k not in ("char_cnn", "lstm", "token_vectors", "backbone", "transformer")}
-        return cls(char, lo, extra, tv, backbone, tr)
+            if "transformer" not in d:
+                raise OptionsError(f"{source}: missing required key 'transformer' (the backbone is 'transformer')")
+        else:
+            if "transformer" in d:
+                raise OptionsError(f"{source}: has a 'transformer' block but backbone is 'lstm'; "
+                                   "add \"backbone\": \"transformer\" or remove the block")
+            if "lstm" not in d:
+                raise OptionsError(f"{source}: missing required key 'lstm'")
+        extra = {k: x for k, x in d.items() if k not in OPTIONS_SCHEMA.fields}
+        return cls(v["char_cnn"], v.get("lstm"), extra, v.get("token_vectors"), backbone, v.get("transformer"))
 
     @classmethod
     def from_file(cls, path: str | Path) -> "BiLMOptions":
@@ -198,51 +188,3 @@ class BiLMOptions:
             t = self.token_vectors
             d["token_vectors"] = {"dim": t.dim, "n_words": t.n_words, "lowercase": t.lowercase, "source": t.source}
         return d
-
-
-def _token_vector_options(d: Any, source: str) -> TokenVectorOptions | None:
-    """Parse and check the optional ``token_vectors`` block."""
-    if d is None:
-        return None
-    valid = ("dim", "n_words", "lowercase", "source")
-    if not isinstance(d, dict):
-        raise OptionsError(f"{source}: token_vectors must be an object with keys {', '.join(valid)}")
-    unknown = sorted(set(d) - set(valid))
-    if unknown:
-        raise OptionsError(f"{source}: token_vectors has unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
-    for k in ("dim", "n_words"):
-        if not isinstance(d.get(k), int) or isinstance(d.get(k), bool) or d[k] <= 0:
-            raise OptionsError(f"{source}: token_vectors.{k} must be a positive integer, got {d.get(k)!r}")
-    if not isinstance(d.get("lowercase", True), bool):
-        raise OptionsError(f"{source}: token_vectors.lowercase must be true or false, got {d['lowercase']!r}")
-    return TokenVectorOptions(d["dim"], d["n_words"], d.get("lowercase", True), str(d.get("source", "")))
-
-
-def _transformer_options(d: Any, source: str) -> TransformerOptions:
-    """Parse and check the ``transformer`` block."""
-    required = ("dim", "n_layers", "n_heads", "ff_dim")
-    valid = [f for f in TransformerOptions.__dataclass_fields__]
-    if not isinstance(d, dict):
-        raise OptionsError(f"{source}: transformer must be an object with keys {', '.join(valid)}")
-    unknown = sorted(set(d) - set(valid))
-    if unknown:
-        raise OptionsError(f"{source}: transformer has unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
-    for k in required:
-        if k not in d:
-            raise OptionsError(f"{source}: transformer block is missing required key '{k}'")
-    for k in ("dim", "n_layers", "n_heads", "ff_dim", "max_positions", "chunk_overlap"):
-        v = d.get(k, 1)
-        if not isinstance(v, int) or isinstance(v, bool) or v < (0 if k == "chunk_overlap" else 1):
-            kind = "non-negative" if k == "chunk_overlap" else "positive"
-            raise OptionsError(f"{source}: transformer.{k} must be a {kind} integer, got {v!r}")
-    o = TransformerOptions(**d)
-    if o.dim % o.n_heads:
-        raise OptionsError(f"{source}: transformer.dim ({o.dim}) must be a multiple of n_heads ({o.n_heads})")
-    if o.max_positions < 3:
-        raise OptionsError(f"{source}: transformer.max_positions must be >= 3 (<S>, a word, </S>), got {o.max_positions}")
-    if not 0 <= o.chunk_overlap < o.max_positions:
-        raise OptionsError(f"{source}: transformer.chunk_overlap must be in [0, max_positions={o.max_positions}), "
-                           f"got {o.chunk_overlap}")
-    if o.positions not in POSITIONS:
-        raise OptionsError(f"{source}: unknown transformer.positions {o.positions!r}; valid: {', '.join(POSITIONS)}")
-    return o

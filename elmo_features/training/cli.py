@@ -13,12 +13,13 @@ import yaml
 
 from elmo_features.util.cli_types import add_progress_argument, non_negative_int, positive_int, progress_shown
 from elmo_features.util.errors import OutputExistsError, UsageError
-from elmo_features.util.schema import apply_set
+from elmo_features.util.config_files import apply_set
 from elmo_features.util.paths import check_input_file, check_input_path, check_output_dir
 
 
 def _parse_set(items: list[str]) -> dict:
-    """The ``--set key=value`` overrides (the one syntax of every command: ``elmo_features.util.schema.apply_set``)."""
+    """The ``--set key=value`` overrides (the one syntax of every command:
+    ``elmo_features.util.config_files.apply_set``)."""
     out: dict = {}
     for item in items or []:
         apply_set(out, item, UsageError)

@@ -2,30 +2,19 @@
 unknown keys are errors that list the valid keys."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, asdict
+from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Any
 
 
 from elmo_features.util.errors import ElmoTasksError
 from elmo_features.model.options import BACKBONES, BiLMOptions
-from elmo_features.util.schema import Bool, Int, List, Num, Obj, SchemaError, Str, read_config_file, validate
+from elmo_features.util.config_files import read_config_file
+from elmo_features.util.schema import Bool, Int, List, Num, Str, build, key
 
 
 class TrainConfigError(ElmoTasksError, ValueError):
     """A biLM training config has an unknown key, or a value of the wrong type or out of range."""
-
-
-def _Float(**kw) -> Num:
-    """A float key (YAML 1.1 reads 1e-3 as a string: numeric strings are accepted)."""
-    return Num(from_str=True, **kw)
-
-
-def key(spec, default: Any = None, factory: Any = None):
-    """A config key declared once: its type and range (``spec``, checked by ``validate``) and its default."""
-    if factory is not None:
-        return field(default_factory=factory, metadata={"spec": spec})
-    return field(default=default, metadata={"spec": spec})
 
 
 @dataclass
@@ -43,11 +32,11 @@ class TrainConfig:
     lstm_dim: int = key(Int(min=1), 512)
     projection_dim: int = key(Int(min=1), 128)
     n_layers: int = key(Int(min=1), 2)
-    cell_clip: float = key(_Float(min=0), 3.0)
-    proj_clip: float = key(_Float(min=0), 3.0)
+    cell_clip: float = key(Num(min=0), 3.0)
+    proj_clip: float = key(Num(min=0), 3.0)
     # backbone (docs/weights_format.md): "lstm" (ELMo; lstm_dim, cell_clip, proj_clip) or "transformer"
     # (Peters et al. 2018: per-direction causal stacks of n_layers pre-LN blocks of width projection_dim)
-    backbone: str = key(Str(), "lstm")
+    backbone: str = key(Str(choices=BACKBONES), "lstm")
     transformer_heads: int = key(Int(min=1), 4)
     transformer_ff_dim: int = key(Int(min=1), 512)
     transformer_max_positions: int = key(Int(min=1), 256)  # attention window; longer sentences run in overlapping windows
@@ -73,42 +62,33 @@ class TrainConfig:
     batch_tokens: int = key(Int(min=1), 4000)  # tokens per batch (whole sentences, bucketed by length)
     max_sentence_length: int = key(Int(min=1), 100)  # longer sentences are cut into pieces of this length
     max_train_tokens: int = key(Int(min=1), 20_000_000)  # the run (and its learning-rate schedule) stops here
-    lr: float = key(_Float(gt=0), 2e-3)
+    lr: float = key(Num(gt=0), 2e-3)
     warmup_steps: int = key(Int(min=0), 200)
-    min_lr_ratio: float = key(_Float(min=0, max=1), 0.1)  # cosine decay to lr * min_lr_ratio at max_train_tokens
-    weight_decay: float = key(_Float(min=0), 0.0)
-    dropout: float = key(_Float(min=0, lt=1), 0.05)
-    clip_norm: float = key(_Float(gt=0), 1.0)
+    min_lr_ratio: float = key(Num(min=0, max=1), 0.1)  # cosine decay to lr * min_lr_ratio at max_train_tokens
+    weight_decay: float = key(Num(min=0), 0.0)
+    dropout: float = key(Num(min=0, lt=1), 0.05)
+    clip_norm: float = key(Num(gt=0), 1.0)
     seed: int = key(Int(min=0), 1)
     threads: int = key(Int(min=1), 2)
     # "bf16": the forward pass and loss under torch.autocast (bf16 matmuls with fp32 accumulation; fp32 master
     # weights, optimizer state, cell state and held-out evaluation). Only on CPUs with AVX512-BF16/AMX or CUDA.
     precision: str = key(Str(choices=("fp32", "bf16")), "fp32")
     # bookkeeping
-    checkpoint_minutes: float = key(_Float(gt=0), 5.0)
+    checkpoint_minutes: float = key(Num(gt=0), 5.0)
     eval_every_tokens: int = key(Int(min=1), 1_000_000)
     eval_sentences: int = key(Int(min=1), 500)  # held-out sentences for the learning curve (full softmax)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "TrainConfig":
+        """A checked config (unknown keys, types and ranges, then the backbone keys)."""
         if not isinstance(d, dict):
             raise TrainConfigError(f"{source}: expected a mapping of keys to values, got {type(d).__name__}")
-        valid = [f.name for f in fields(cls)]
-        unknown = sorted(set(d) - set(valid))
-        if unknown:
-            raise TrainConfigError(f"{source}: unknown key(s) {unknown}; valid keys: {', '.join(valid)}")
-        try:
-            d = validate(d, SCHEMA, source)
-        except SchemaError as e:
-            raise TrainConfigError(str(e)) from None
-        cfg = cls(**d)
-        cfg.validate(source)
-        return cfg
+        return build(cls, d, f"{source}:", TrainConfigError)
 
-    def validate(self, source: str = "config") -> None:
-        """Check the backbone keys (the options parser checks the rest when the model is built)."""
-        if self.backbone not in BACKBONES:
-            raise TrainConfigError(f"{source}: unknown backbone {self.backbone!r}; valid backbones: {', '.join(BACKBONES)}")
+    def check(self, where: str) -> None:
+        """The Transformer backbone's keys together (run by ``build`` after each key is checked; the options parser
+        checks the rest when the model is built)."""
+        source = where.rstrip(":")
         if self.backbone == "transformer":
             try:
                 BiLMOptions.from_dict(self.elmo_options(), source=source)
@@ -167,5 +147,3 @@ class TrainConfig:
                                 "chunk_overlap": self.transformer_chunk_overlap, "positions": "sinusoidal"}
         return d
 
-
-SCHEMA = Obj({f.name: f.metadata["spec"] for f in fields(TrainConfig)}, extra=False)  # from the keys above

@@ -1,18 +1,28 @@
-"""A small declarative schema for JSON/YAML data (types, ranges, required keys), with one-line errors.
+"""The one validation module of every config: declare a key once (type, range, default, doc) and check data against
+it with one-line errors naming the key path. Reading files and ``--set`` are ``elmo_features.util.config_files``.
 
-    SCHEMA = Obj({"dim": Int(min=1, required=True), "clip": Num(min=0, nullable=True)})
-    value = validate(data, SCHEMA, "options.json")   # raises SchemaError naming the key path
+    @dataclass
+    class Training:                      # a config section
+        lr: float = key(Num(gt=0), 1e-3, doc="Adam's learning rate")
+        epochs: int = 10                 # no ``key``: the type hint is the spec (Int())
+        def check(self, where): ...      # optional cross-key rules, run after the keys are checked
 
-Used for the biLM ``options.json`` (elmo_features.model.options) and the biLM training config
-(elmo_features.training.config). A string is never accepted for a number or a boolean, except that
-``Num(from_str=True)`` reads a numeric string (YAML 1.1 reads ``1e-3`` as a string).
+    cfg = build(Training, data, "train.yaml", error=MyConfigError)  # unknown keys list the valid ones
+
+A spec (``Int``, ``Num``, ``Bool``, ``Str``, ``List``, ``Map``, ``Obj``, ``Record``, ``OneOf``) checks one value; a
+dataclass is checked as a ``Record`` of its fields (each field's ``key`` spec, else the spec of its type hint).
+Every config uses this: the biLM ``options.json`` (elmo_features.model.options), the biLM training config
+(elmo_features.training.config) and the task configs (tasks.config, tasks.components). A string is never accepted
+for a number or a boolean, except that a float key reads a numeric string (YAML 1.1 reads ``1e-3`` as a string).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
-from pathlib import Path
+import types
+import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from elmo_features.util.errors import ElmoTasksError
 
@@ -22,27 +32,36 @@ class SchemaError(ElmoTasksError, ValueError):
 
 
 def _at(where: str) -> str:
-    return f"{where}: " if where else ""
+    return "" if not where else f"{where} " if where.endswith(":") else f"{where}: "
 
 
-def validate(value: Any, spec: "Spec", source: str) -> Any:
-    """``spec.check(value)`` with errors prefixed by ``source`` (e.g. the file name)."""
+def join_key(where: str, name: str) -> str:
+    """The path of key ``name`` inside ``where``: ``"run.yaml: training"`` -> ``"run.yaml: training.lr"``; a
+    ``where`` ending in ":" is a file (``"run.yaml:"`` -> ``"run.yaml: lr"``)."""
+    return f"{where} {name}" if where.endswith(":") else f"{where}.{name}" if where else name
+
+
+_join = join_key
+
+
+def validate(value: Any, spec: "Spec", source: str, error: type[Exception] = SchemaError) -> Any:
+    """``spec.check(value)`` with errors prefixed by ``source`` (e.g. the file name), raised as ``error``."""
     try:
         return spec.check(value, "")
     except SchemaError as e:
-        raise SchemaError(f"{source}: {e}") from None
+        raise error(f"{source}: {e}") from None
 
 
 def _show(value: Any) -> str:
     kind = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "a list",
-            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+            dict: "a mapping", type(None): "null"}.get(type(value), type(value).__name__)
     text = repr(value)
     return f"{text if len(text) <= 60 else text[:57] + '...'} ({kind})"
 
 
 @dataclass(frozen=True, kw_only=True)
 class Spec:
-    """Base: ``required`` (object member must be present), ``nullable`` (None allowed)."""
+    """Base (accepts any value): ``required`` (a mapping member must be present), ``nullable`` (None allowed)."""
 
     required: bool = False
     nullable: bool = False
@@ -69,10 +88,15 @@ class _Range(Spec):
     def _range(self, value, where: str):
         if self.choices is not None and value not in self.choices:
             raise SchemaError(f"{_at(where)}must be one of {', '.join(map(repr, self.choices))}, got {_show(value)}")
-        for bound, ok, text in ((self.min, lambda b: value >= b, ">="), (self.max, lambda b: value <= b, "<="),
-                                (self.gt, lambda b: value > b, ">"), (self.lt, lambda b: value < b, "<")):
-            if bound is not None and not ok(bound):
-                raise SchemaError(f"{_at(where)}must be {text} {bound}, got {value}")
+        lows = [(f"[{self.min}", ">=", value >= self.min)] if self.min is not None else []
+        lows += [(f"({self.gt}", ">", value > self.gt)] if self.gt is not None else []
+        highs = [(f"{self.max}]", "<=", value <= self.max)] if self.max is not None else []
+        highs += [(f"{self.lt})", "<", value < self.lt)] if self.lt is not None else []
+        if not all(ok for *_, ok in lows + highs):
+            if lows and highs:  # an interval: [0, 1)
+                raise SchemaError(f"{_at(where)}must be in {lows[0][0]}, {highs[0][0]}, got {value}")
+            text, sign, _ = (lows + highs)[0]
+            raise SchemaError(f"{_at(where)}must be {sign} {text.strip('[]()')}, got {value}")
         return value
 
 
@@ -86,7 +110,10 @@ class Int(_Range):
 
 @dataclass(frozen=True, kw_only=True)
 class Num(_Range):
+    """A number; ``from_str`` reads a numeric string; ``as_float`` returns a float (an integer given is converted)."""
+
     from_str: bool = False
+    as_float: bool = False
 
     def _check(self, value, where):
         if self.from_str and isinstance(value, str):
@@ -98,7 +125,7 @@ class Num(_Range):
             raise SchemaError(f"{_at(where)}expected a number, got {_show(value)}")
         if not math.isfinite(value):
             raise SchemaError(f"{_at(where)}must be a finite number, got {value}")
-        return self._range(value, where)
+        return float(self._range(value, where)) if self.as_float else self._range(value, where)
 
 
 @dataclass(frozen=True)
@@ -120,6 +147,14 @@ class Str(_Range):
 
 
 @dataclass(frozen=True)
+class Choice(_Range):
+    """One of fixed values of any type (a ``Literal`` hint)."""
+
+    def _check(self, value, where):
+        return self._range(value, where)
+
+
+@dataclass(frozen=True)
 class List(Spec):
     items: Spec = field(default_factory=Spec)
     min_len: int = 0
@@ -129,129 +164,181 @@ class List(Spec):
         if not isinstance(value, (list, tuple)):
             raise SchemaError(f"{_at(where)}expected a list, got {_show(value)}")
         if len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
-            n = f"{self.min_len}" if self.max_len == self.min_len else \
-                f"{self.min_len}..{self.max_len if self.max_len is not None else ''}"
-            raise SchemaError(f"{_at(where)}expected a list of {n} items, got {len(value)}")
+            n = (f"{self.min_len}" if self.max_len == self.min_len else f"at least {self.min_len}"
+                 if self.max_len is None else f"{self.min_len}..{self.max_len}")
+            raise SchemaError(f"{_at(where)}expected a list of {n} item(s), got {len(value)}")
         return [self.items.check(v, f"{where}[{i}]") for i, v in enumerate(value)]
 
 
 @dataclass(frozen=True)
+class Map(Spec):
+    """A mapping of any keys to values of one spec."""
+
+    values: Spec = field(default_factory=Spec)
+
+    def _check(self, value, where):
+        if not isinstance(value, dict):
+            raise SchemaError(f"{_at(where)}expected a mapping, got {_show(value)}")
+        return {k: self.values.check(v, _join(where, str(k))) for k, v in value.items()}
+
+
+@dataclass(frozen=True)
+class OneOf(Spec):
+    """The first of several specs that accepts the value (a union hint such as ``str | list[int]``)."""
+
+    options: tuple = ()
+    text: str = ""
+
+    def _check(self, value, where):
+        errors = []
+        for spec in self.options:
+            try:
+                return spec.check(value, where)
+            except SchemaError as e:
+                errors.append(str(e))
+        raise SchemaError(errors[0] if len(errors) == 1 else f"{_at(where)}{_show(value)} is none of {self.text}")
+
+
+def _unknown(where: str, unknown: list, valid) -> SchemaError:
+    return SchemaError(f"{_at(where)}unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                       f"valid keys: {', '.join(valid) or '(none)'}")
+
+
+@dataclass(frozen=True)
 class Obj(Spec):
-    """An object; ``extra=False`` makes unknown keys errors (listing the valid ones)."""
+    """A mapping with named members (a file format's block); ``extra=False`` makes unknown keys errors (listing the
+    valid ones), ``extra=True`` keeps them as they are."""
 
     fields: dict[str, Spec] = field(default_factory=dict)
     extra: bool = True
 
     def _check(self, value, where):
         if not isinstance(value, dict):
-            raise SchemaError(f"{_at(where)}expected an object, got {_show(value)}")
+            raise SchemaError(f"{_at(where)}expected a mapping, got {_show(value)}")
         if not self.extra:
-            unknown = sorted(set(value) - set(self.fields))
+            unknown = sorted(set(value) - set(self.fields), key=str)
             if unknown:
-                raise SchemaError(f"{_at(where)}unknown key(s) {unknown}; valid keys: {', '.join(self.fields)}")
+                raise _unknown(where, unknown, self.fields)
         out = dict(value)
         for name, spec in self.fields.items():
             if name in value:
-                out[name] = spec.check(value[name], f"{where}.{name}" if where else name)
+                out[name] = spec.check(value[name], _join(where, name))
             elif spec.required:
-                raise SchemaError(f"missing required key '{where + '.' if where else ''}{name}'")
+                raise SchemaError(f"{_at(where)}missing required key {name!r}")
         return out
 
 
-# ---------------------------------------------------------------- strict readers (no key given twice)
+# ---------------------------------------------------------------- dataclasses: keys declared once
 
-def _strict_loader():
-    import yaml
-
-    class StrictLoader(yaml.SafeLoader):
-        """yaml.SafeLoader that refuses a mapping key given twice (PyYAML keeps the last one silently)."""
-
-    def construct_mapping(loader, node, deep=False):
-        seen: dict = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: merged keys may be overridden
-                continue
-            key = loader.construct_object(key_node, deep=True)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"the key {key!r} is given twice (first on line {seen[key] + 1})", key_node.start_mark)
-            seen[key] = key_node.start_mark.line
-        return yaml.SafeLoader.construct_mapping(loader, node, deep)
-
-    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
-    return StrictLoader
+def key(spec: Spec | None = None, default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING,
+        doc: str = "", path: str = ""):
+    """A config key declared once: its spec (type and range; None: the spec of the type hint), its default (or
+    ``factory``; neither: a required key), a one-line ``doc``, and ``path`` when the key sits elsewhere in the
+    file than its field name says (``"embedding.dim"``)."""
+    return field(default=default, default_factory=factory, metadata={"spec": spec, "doc": doc, "path": path})
 
 
-def load_yaml(text: str, name: str = "<config>"):
-    """``yaml.safe_load`` that refuses a key given twice in one mapping (a yaml.YAMLError naming both lines);
-    ``name`` (the file) appears in error positions."""
-    import io
-
-    import yaml
-
-    stream = io.StringIO(text)
-    stream.name = name
-    return yaml.load(stream, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
+def _type_text(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
-def load_json(text: str):
-    """``json.loads`` that refuses a key given twice in one object (a ValueError naming the key)."""
-    import json
+def spec_of_type(tp: Any) -> Spec:
+    """The spec a type hint stands for: int, float, bool, str, Any, X | None, unions, list[X], dict[K, X], Literal,
+    and dataclasses (a ``Record``)."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return Spec(nullable=True)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(tp))
+        if len(args) == 1:
+            return dataclasses.replace(spec_of_type(args[0]), nullable=nullable)
+        return OneOf(options=tuple(spec_of_type(a) for a in args), text=_type_text(tp), nullable=nullable)
+    if origin is Literal:
+        return Choice(choices=typing.get_args(tp))
+    if origin is list or tp is list:
+        (elem,) = typing.get_args(tp) or (Any,)
+        return List(spec_of_type(elem))
+    if origin is dict or tp is dict:
+        _, elem = typing.get_args(tp) or (Any, Any)
+        return Map(spec_of_type(elem))
+    simple = {bool: Bool, int: Int, str: Str}
+    if tp in simple:
+        return simple[tp]()
+    if tp is float:
+        return Num(as_float=True)
+    if dataclasses.is_dataclass(tp):
+        return Record(tp)
+    raise TypeError(f"unsupported config type {tp!r}")
 
-    def pairs(items):
-        out = {}
-        for k, v in items:
-            if k in out:
-                raise ValueError(f"the key {k!r} is given twice in one object")
-            out[k] = v
-        return out
 
-    return json.loads(text, object_pairs_hook=pairs)
+def key_specs(cls: type, numeric_strings: bool = True) -> dict[str, Spec]:
+    """Each field of dataclass ``cls`` with its spec (own keys first, then those of its bases); a float field
+    returns floats and, with ``numeric_strings`` (YAML), reads a numeric string; a field without a default is
+    required."""
+    own = cls.__dict__.get("__annotations__", {})
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for f in sorted(dataclasses.fields(cls), key=lambda f: f.name not in own):
+        spec = f.metadata.get("spec") or spec_of_type(hints[f.name])
+        if isinstance(spec, Num) and float in (hints[f.name], *typing.get_args(hints[f.name])):
+            spec = dataclasses.replace(spec, as_float=True, from_str=numeric_strings)
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out[f.name] = dataclasses.replace(spec, required=required)
+    return out
 
 
-def read_config_file(path: str | Path, error: type[Exception], kind: str = "yaml"):
-    """The parsed content of a YAML (``kind="yaml"``) or JSON config file, every problem one ``error`` line naming
-    the file: not found, a folder, not UTF-8, not valid YAML/JSON, a key given twice."""
-    import yaml
+def _key_path(f: dataclasses.Field) -> tuple[str, ...]:
+    return tuple((f.metadata.get("path") or f.name).split("."))
 
-    path = Path(path)
-    what = "the options JSON file" if kind == "json" else "a YAML config file"
+
+@dataclass(frozen=True)
+class Record(Spec):
+    """A mapping checked against dataclass ``cls`` and returned as an instance: unknown keys (listing the valid
+    ones; ``extra=True`` ignores them), missing required keys, each key's spec, then ``cls.check(where)`` for rules
+    across keys. ``numeric_strings=False`` (JSON, which has real numbers) refuses "3" for a float key."""
+
+    cls: type = object
+    extra: bool = False
+    numeric_strings: bool = True
+
+    def _check(self, value, where):
+        if not isinstance(value, dict):
+            raise SchemaError(f"{_at(where)}expected a mapping, got {_show(value)}")
+        specs = key_specs(self.cls, self.numeric_strings)
+        paths = {f.name: _key_path(f) for f in dataclasses.fields(self.cls)}
+        valid = list(dict.fromkeys(paths[name][0] for name in specs))
+        unknown = sorted(set(value) - set(valid), key=str)
+        if unknown and not self.extra:
+            raise _unknown(where, unknown, valid)
+        kwargs = {}
+        for name, spec in specs.items():
+            node, parts = value, paths[name]
+            for i, part in enumerate(parts[:-1]):
+                node = node.get(part, {})
+                if not isinstance(node, dict):
+                    raise SchemaError(f"{_at(_join(where, '.'.join(parts[:i + 1])))}expected a mapping, "
+                                      f"got {_show(node)}")
+            if parts[-1] in node:
+                kwargs[name] = spec.check(node[parts[-1]], _join(where, ".".join(parts)))
+            elif spec.required:
+                at = _join(where, ".".join(parts[:-1])) if len(parts) > 1 else where
+                raise SchemaError(f"{_at(at)}missing required key {parts[-1]!r}")
+        obj = self.cls(**kwargs)
+        if callable(getattr(obj, "check", None)):
+            obj.check(where)
+        return obj
+
+
+def build(cls: type, data: Any, where: str, error: type[Exception] = SchemaError) -> Any:
+    """Dataclass ``cls`` from a mapping (None: all defaults), every problem one ``error`` line naming the key path
+    after ``where`` (a file: ``"run.yaml:"``, or a file and a section: ``"run.yaml: training"``)."""
     try:
-        text = path.read_text(encoding="utf-8")
-        return load_json(text) if kind == "json" else load_yaml(text, str(path))
-    except FileNotFoundError:
-        raise error(f"{'options' if kind == 'json' else 'config'} file not found: {path}") from None
-    except IsADirectoryError:
-        raise error(f"{path} is a folder; give {what}") from None
-    except UnicodeDecodeError as e:
-        raise error(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
-                    + ("; is this the weights file?" if kind == "json" else "")) from None
-    except yaml.YAMLError as e:
-        raise error(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
-    except ValueError as e:  # json.JSONDecodeError, a key given twice
-        raise error(f"{path}: not valid JSON ({e})") from None
+        return Record(cls).check({} if data is None else data, where)
+    except SchemaError as e:
+        raise error(str(e)) from None
 
 
-def apply_set(raw: dict, assignment: str, error: type[Exception]) -> None:
-    """Apply one ``--set key.sub=value`` (the value read as YAML: numbers, booleans, lists, mappings; quote a string
-    that looks like one) to a raw config mapping in place; every problem one ``error`` line."""
-    import yaml
-
-    key, sep, text = assignment.partition("=")
-    if not sep or not key.strip():
-        raise error(f"--set {assignment!r}: expected key.sub=value")
-    parts = key.strip().split(".")
-    node = raw
-    for i, part in enumerate(parts[:-1]):
-        nxt = node.get(part) if isinstance(node, dict) else None
-        if nxt is None:
-            nxt = node[part] = {}
-        if not isinstance(nxt, dict):
-            raise error(f"--set {assignment!r}: {'.'.join(parts[: i + 1])} is not a section")
-        node = nxt
-    try:
-        node[parts[-1]] = load_yaml(text) if text.strip() else None
-    except yaml.YAMLError as e:
-        why = " ".join(str(getattr(e, "problem", None) or e).split())
-        raise error(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "
-                    "e.g. --set 'key=\"a, b\"'") from None
+def to_dict(obj: Any) -> dict:
+    """A config dataclass as a plain dict (for YAML)."""
+    return dataclasses.asdict(obj)

@@ -27,6 +27,7 @@ from torch import nn
 
 from elmo_features.util.devices import module_device
 from elmo_features.model.scalar_mix import _batch_norm, _token_norm
+from elmo_features.util.schema import Int, Num, key
 
 from ..components import ConfigError, component_config
 from ..registry import FUSIONS
@@ -93,7 +94,7 @@ def _r(values: torch.Tensor) -> list[float]:
 @dataclass
 class LayerAttentionConfig:
     layer_norm: Literal["batch", "token"] | None = None  # normalise each layer first (see ScalarMix)
-    l2_coef: float = 0.0  # l2_coef * (|q|^2 + |b|^2): pulls every token toward equal layer weights
+    l2_coef: float = key(Num(min=0), 0.0, doc="l2_coef * (|q|^2 + |b|^2): pulls every token toward equal layer weights")
 
 
 @FUSIONS.register("layer_attention")
@@ -171,7 +172,7 @@ class LayerAttention(Fusion):
 @dataclass
 class GatedConfig:
     layer_norm: Literal["batch", "token"] | None = None
-    l2_coef: float = 0.0  # l2_coef * |g|^2 on the gate logits: pulls toward the average (g = 0)
+    l2_coef: float = key(Num(min=0), 0.0, doc="l2_coef * |g|^2 on the gate logits: pulls toward the average (g = 0)")
 
 
 @FUSIONS.register("gated")
@@ -220,12 +221,9 @@ class GatedFusion(Fusion):
 @dataclass
 class ConcatProjectConfig:
     layer_norm: Literal["batch", "token"] | None = None
-    output_dim: int | None = None  # D' (default: the layer size D)
-    l2_coef: float = 0.0  # l2_coef * (|W - W_avg|^2 + |c|^2) (only with D' = D: W_avg is the average's map)
-
-    def check(self, where: str) -> None:
-        if self.output_dim is not None and self.output_dim < 1:
-            raise ConfigError(f"{where}.output_dim: must be >= 1 (or null for the layer size)")
+    output_dim: int | None = key(Int(min=1, nullable=True), None, doc="D' (default: the layer size D)")
+    l2_coef: float = key(Num(min=0), 0.0,
+                         doc="l2_coef * (|W - W_avg|^2 + |c|^2) (only with D' = D: W_avg is the average's map)")
 
 
 @FUSIONS.register("concat_project")

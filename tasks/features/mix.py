@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from elmo_features import ScalarMix
+from elmo_features.util.schema import Num, key
 
 from ..registry import FUSIONS
 
@@ -16,7 +17,8 @@ from ..registry import FUSIONS
 @dataclass
 class ScalarMixConfig:
     layer_norm: Literal["batch", "token"] | None = None  # normalise each layer first (see ScalarMix)
-    l2_coef: float = 0.0  # L2 penalty on the raw mix weights (ELMo paper: 0.001 regularises toward an average)
+    l2_coef: float = key(Num(min=0), 0.0,
+                         doc="L2 penalty on the raw mix weights (ELMo paper: 0.001 regularises toward an average)")
     initial: list[float] | None = None  # raw pre-softmax weights; default zeros (equal weights)
     trainable: bool = True
 

@@ -8,6 +8,8 @@ from typing import Literal
 import numpy as np
 import torch
 
+from elmo_features.util.schema import Int, key
+
 from ..data.static_vectors import load_static_vectors
 from ..registry import FEATURES
 from .base import FeatureContext, FeatureSource, Memo, pad_tokens
@@ -19,7 +21,7 @@ class StaticConfig:
     format: Literal["auto", "text", "word2vec_bin", "npy"] = "auto"
     words_path: str | None = None  # word list for the .npy format
     lowercase: bool | None = None  # None = auto (see tasks.data.static_vectors)
-    max_vectors: int | None = None  # keep only the first N vectors
+    max_vectors: int | None = key(Int(min=1, nullable=True), None, doc="keep only the first N vectors")
 
 
 def load_vectors(config: StaticConfig, memo: Memo):

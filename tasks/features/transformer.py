@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from elmo_features.encoders import PieceStats, TransformerEmbedder, load_encoder
+from elmo_features.util.schema import Int, key
 
 from ..components import ConfigError
 from ..registry import FEATURES
@@ -28,10 +29,12 @@ class TransformerConfig:
     layers: str | list[int] = "all"  # "all" or hidden-state indices (0 = the embedding output; -1 = the last)
     layer: int | None = None  # use this single one of the selected layers instead of a mix
     mix: dict | None = field(default=None, metadata={"component": "mix"})  # a fusion; default {name: scalar}
-    window_pieces: int | None = None  # pieces per window (default: the model's maximum less its special tokens)
-    window_stride: int | None = None  # pieces between window starts (default: half a window)
-    batch_size: int = 64  # windows per forward pass
-    max_pieces_per_batch: int = 8192  # padded pieces per forward pass
+    window_pieces: int | None = key(Int(min=1, nullable=True), None,
+                                    doc="pieces per window (default: the model's maximum less its special tokens)")
+    window_stride: int | None = key(Int(min=1, nullable=True), None,
+                                    doc="pieces between window starts (default: half a window)")
+    batch_size: int = key(Int(min=1), 64, doc="windows per forward pass")
+    max_pieces_per_batch: int = key(Int(min=1), 8192, doc="padded pieces per forward pass")
     cache_dtype: Literal["float32", "float16"] = "float32"  # on-disk precision of cached features
     trust_remote_code: bool = False  # run the model folder's own Python code (off: never; on: with a warning)
     allow_pickle_weights: bool = False  # accept pickled pytorch_model.bin weights (off: safetensors only)
@@ -42,10 +45,6 @@ class TransformerConfig:
             raise ConfigError(f"{where}.layers: {self.layers!r}; give 'all' or a list of hidden-state indices")
         if isinstance(self.layers, list) and not self.layers:
             raise ConfigError(f"{where}.layers: empty; give 'all' or a list of hidden-state indices")
-        for key in ("window_pieces", "window_stride", "batch_size", "max_pieces_per_batch"):
-            v = getattr(self, key)
-            if v is not None and v < 1:
-                raise ConfigError(f"{where}.{key}: must be >= 1, got {v}")
 
 
 def load_frozen_encoder(config: TransformerConfig, memo: Memo):

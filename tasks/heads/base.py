@@ -106,6 +106,19 @@ class Head(nn.Module):
         raise NotImplementedError
 
 
+class TaggingHead(Head):
+    """A head that labels every token of a ``TaggedSentence``: its gold labels are the sentence's tags."""
+
+    @classmethod
+    def gold_labels(cls, example) -> list[str]:
+        return list(example.tags)
+
+    @classmethod
+    def check_example(cls, example, where: str) -> None:
+        if len(example.tokens) != len(example.tags):
+            raise DataFormatError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
+
+
 class BiLSTMEncoder(nn.Module):
     """Dropout -> BiLSTM (packed, so padding never leaks) -> dropout. hidden_dim 0 = dropout only."""
 

@@ -20,6 +20,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from elmo_features.util.schema import Int, Num, key
+
 from ..components import ConfigError
 from ..registry import CHAR_ENCODERS
 
@@ -73,44 +75,32 @@ class CharIndexer:
 class CharCommonConfig:
     """Options shared by the character encoders."""
 
-    embedding_dim: int = 30
-    max_length: int = 30  # longer tokens: first max_length - max_length // 2 + last max_length // 2 characters
-    min_count: int = 1  # training characters seen fewer times share the unknown-character id
-    dropout: float = 0.0  # on the character embeddings
-
-    def check(self, where: str) -> None:
-        if self.embedding_dim < 1 or self.max_length < 1 or self.min_count < 1:
-            raise ConfigError(f"{where}: embedding_dim, max_length and min_count must be >= 1")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"{where}.dropout: must be in [0, 1), got {self.dropout}")
+    embedding_dim: int = key(Int(min=1), 30)
+    max_length: int = key(Int(min=1), 30,
+                          doc="longer tokens: first max_length - max_length // 2 + last max_length // 2 characters")
+    min_count: int = key(Int(min=1), 1, doc="training characters seen fewer times share the unknown-character id")
+    dropout: float = key(Num(min=0, lt=1), 0.0, doc="on the character embeddings")
 
 
 @dataclass
 class CharCNNConfig(CharCommonConfig):
     """Ma & Hovy (2016): char embeddings 30, dropout 0.5, 30 filters of width 3, max-pooling."""
 
-    filters: int = 30
-    width: int = 3  # odd, so every position of the token has a filter centred on it
-    dropout: float = 0.5
+    filters: int = key(Int(min=1), 30)
+    width: int = key(Int(min=1), 3, doc="odd, so every position of the token has a filter centred on it")
+    dropout: float = key(Num(min=0, lt=1), 0.5)
 
     def check(self, where: str) -> None:
-        super().check(where)
-        if self.filters < 1 or self.width < 1 or self.width % 2 == 0:
-            raise ConfigError(f"{where}: filters must be >= 1 and width an odd number >= 1 "
-                              f"(got filters {self.filters}, width {self.width})")
+        if self.width % 2 == 0:
+            raise ConfigError(f"{where}.width: must be odd, got {self.width}")
 
 
 @dataclass
 class CharLSTMConfig(CharCommonConfig):
     """Lample et al. (2016): char embeddings 25, a BiLSTM of 25 per direction, final states concatenated."""
 
-    embedding_dim: int = 25
-    hidden_dim: int = 25
-
-    def check(self, where: str) -> None:
-        super().check(where)
-        if self.hidden_dim < 1:
-            raise ConfigError(f"{where}.hidden_dim: must be >= 1, got {self.hidden_dim}")
+    embedding_dim: int = key(Int(min=1), 25)
+    hidden_dim: int = key(Int(min=1), 25)
 
 
 class CharEncoder(nn.Module):

@@ -7,12 +7,14 @@ from typing import Literal
 import torch
 from torch import nn
 
+from elmo_features.util.schema import Int, Num, key
+
 from ..data.tag_schemes import (END, START, TagSchemeError, allowed_transitions, check_scheme_name,
                                 detect_scheme, is_transition_allowed, scheme_tag)
 from ..data.types import DataFormatError, TaggedSentence
 from ..metrics import span_f1, token_accuracy
 from ..registry import HEADS
-from .base import Head
+from .base import TaggingHead
 from .crf import ConditionalRandomField
 from .output_mix import OutputMixOption
 from .token_input import TokenInput, TokenInputOptions, token_input_vocab, uses_token_input
@@ -22,9 +24,10 @@ from .variational import make_encoder
 @dataclass
 class CrfTaggerConfig(TokenInputOptions):
     # + the strong-baseline options of TokenInputOptions (docs/strong_baselines.md), all off by default
-    hidden_dim: int = 100  # BiLSTM hidden size per direction (0 = no LSTM: a linear-chain CRF on the features)
-    num_layers: int = 1
-    dropout: float = 0.5
+    hidden_dim: int = key(Int(min=0), 100,
+                          doc="BiLSTM hidden size per direction (0 = no LSTM: a linear-chain CRF on the features)")
+    num_layers: int = key(Int(min=1), 1)
+    dropout: float = key(Num(min=0, lt=1), 0.5)
     scheme: Literal["auto", "BIO", "IOB1", "BIOES"] = "auto"  # auto: the reader's scheme, else detected from the tags
     constrained_decoding: bool = True  # Viterbi obeys the scheme's allowed transitions
     # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
@@ -56,7 +59,7 @@ def check_tag_transitions(examples: list, scheme: str) -> None:
 
 
 @HEADS.register("crf_tagger")
-class CrfTagger(OutputMixOption, Head):
+class CrfTagger(OutputMixOption, TaggingHead):
     """BiLSTM over the features -> per-tag emission scores -> CRF (forward algorithm loss, Viterbi decoding).
 
     With ``output_mix``, the emission layer sees [BiLSTM states; a second fusion of the biLM layers]."""
@@ -79,15 +82,6 @@ class CrfTagger(OutputMixOption, Head):
         self.output_mix = None  # built by bind_features when config.output_mix is set
 
     # ------------------------------------------------------------ data
-    @classmethod
-    def gold_labels(cls, example) -> list[str]:
-        return list(example.tags)
-
-    @classmethod
-    def check_example(cls, example, where: str) -> None:
-        if len(example.tokens) != len(example.tags):
-            raise DataFormatError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
-
     @classmethod
     def build_vocab(cls, config: CrfTaggerConfig, train_examples: list, data_options: dict) -> dict:
         labels = super().build_vocab(config, train_examples, data_options)["labels"]

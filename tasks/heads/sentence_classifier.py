@@ -8,6 +8,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from elmo_features.util.schema import Int, Num, key
+
 from ..data.types import DataFormatError, LabeledSentence
 from ..metrics import classification_scores
 from ..registry import HEADS
@@ -20,9 +22,9 @@ from .variational import make_encoder
 @dataclass
 class SentenceClassifierConfig(TokenInputOptions):
     # + the strong-baseline options of TokenInputOptions (docs/strong_baselines.md), all off by default
-    hidden_dim: int = 64  # BiLSTM hidden size per direction (0 = pool the features directly)
-    num_layers: int = 1
-    dropout: float = 0.5
+    hidden_dim: int = key(Int(min=0), 64, doc="BiLSTM hidden size per direction (0 = pool the features directly)")
+    num_layers: int = key(Int(min=1), 1)
+    dropout: float = key(Num(min=0, lt=1), 0.5)
     pooling: Literal["max", "mean"] = "max"
     # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
     output_mix: dict | None = field(default=None, metadata={"component": "mix"})

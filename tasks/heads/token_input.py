@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..components import ConfigError
+from elmo_features.util.schema import Int, Num, key
+
 from ..registry import CHAR_ENCODERS
 from .chars import CharIndexer, build_char_vocab
 
@@ -56,16 +57,10 @@ class TokenInputOptions:
     """The options of this module, shared by the configs of the heads that take them (a dataclass base)."""
 
     chars: dict | None = field(default=None, metadata={"component": "chars"})  # {name: cnn|lstm, ...}: char encoder
-    casing_dim: int = 0  # > 0: a learned embedding of each token's casing class
-    word_dropout: float = 0.0  # training: a token's whole feature vector -> zeros with this probability
+    casing_dim: int = key(Int(min=0), 0, doc="> 0: a learned embedding of each token's casing class")
+    word_dropout: float = key(Num(min=0, lt=1), 0.0,
+                              doc="training: a token's whole feature vector -> zeros with this probability")
     variational_dropout: bool = False  # dropout masks shared over time steps, also between BiLSTM layers
-
-    def check(self, where: str) -> None:
-        """Range checks (called by the config system with the section's name)."""
-        if self.casing_dim < 0:
-            raise ConfigError(f"{where}.casing_dim: must be >= 0 (0 = off), got {self.casing_dim}")
-        if not 0.0 <= self.word_dropout < 1.0:
-            raise ConfigError(f"{where}.word_dropout: must be in [0, 1), got {self.word_dropout}")
 
 
 def uses_token_input(config: Any) -> bool:

@@ -7,20 +7,22 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..data.types import DataFormatError, TaggedSentence
+from elmo_features.util.schema import Int, Num, key
+
+from ..data.types import TaggedSentence
 from ..metrics import token_accuracy
 from ..registry import HEADS
-from .base import BiLSTMEncoder, Head
+from .base import BiLSTMEncoder, TaggingHead
 
 
 @dataclass
 class TokenTaggerConfig:
-    hidden_dim: int = 0  # BiLSTM hidden size per direction; 0 = a linear probe on the features
-    dropout: float = 0.0
+    hidden_dim: int = key(Int(min=0), 0, doc="BiLSTM hidden size per direction; 0 = a linear probe on the features")
+    dropout: float = key(Num(min=0, lt=1), 0.0)
 
 
 @HEADS.register("token_tagger")
-class TokenTagger(Head):
+class TokenTagger(TaggingHead):
     """Features -> (optional BiLSTM) -> linear -> softmax over the tag set, independently per token."""
 
     Config = TokenTaggerConfig
@@ -33,15 +35,6 @@ class TokenTagger(Head):
         self.index = {t: i for i, t in enumerate(self.labels)}
         self.encoder = BiLSTMEncoder(input_dim, config.hidden_dim, 1, config.dropout)
         self.out = nn.Linear(self.encoder.output_dim, len(self.labels))
-
-    @classmethod
-    def gold_labels(cls, example) -> list[str]:
-        return list(example.tags)
-
-    @classmethod
-    def check_example(cls, example, where: str) -> None:
-        if len(example.tokens) != len(example.tags):
-            raise DataFormatError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
 
     @classmethod
     def demo_examples(cls) -> list:

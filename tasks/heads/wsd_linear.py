@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from elmo_features.util.schema import Num, key
+
 from ..data.types import DataFormatError
 from ..data.wsd_examples import WsdSentence, WsdTarget
 from ..data.wsd_scorer import score
@@ -22,7 +24,7 @@ from .base import Head
 
 @dataclass
 class WsdLinearConfig:
-    dropout: float = 0.0  # on the target vectors during training
+    dropout: float = key(Num(min=0, lt=1), 0.0, doc="on the target vectors during training")
 
 
 @HEADS.register("wsd_linear")

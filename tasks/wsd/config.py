@@ -8,6 +8,8 @@ import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from elmo_features.util.schema import List, Str, join_key, key
+
 from ..config import ConfigError, TrainingConfig, apply_override, from_dict, load_raw, resolve_component, to_dict
 from ..registry import FEATURES, HEADS
 
@@ -22,8 +24,9 @@ class WsdConfig:
     wordnet: str = "data/wordnet-3.0"  # WordNet 3.0 dict folder (or its index.sense)
     sources: dict = field(default_factory=dict)  # source name -> features section ({name: elmo|static|..., ...})
     features: list[str] = field(default_factory=list)  # sources to evaluate by default (--features overrides)
-    knn: list[str] = field(default_factory=lambda: ["layers", "average", "learned_mix"])  # 1-NN rows per source
-    # ("dev_layer": the layer whose 1-NN is best on the held-out training sentences of head_dev_every)
+    knn: list[str] = key(List(Str(choices=KNN_ROWS)), factory=lambda: ["layers", "average", "learned_mix"],
+                         doc="1-NN rows per source (dev_layer: the layer whose 1-NN is best on the held-out "
+                             "training sentences of head_dev_every)")
     fixed_mix: list[float] | None = None  # layer weights of the "fixed_mix" 1-NN row (normalised to sum 1)
     head: dict | None = field(default_factory=lambda: {"name": "wsd_linear"})  # trained head (null: none)
     probes: bool = True  # also train the head on each single layer (a linear probe per layer)
@@ -31,21 +34,19 @@ class WsdConfig:
     training: TrainingConfig = field(default_factory=TrainingConfig)
 
     def check(self, where: str) -> None:
-        for row in self.knn:
-            if row not in KNN_ROWS:
-                raise ConfigError(f"{where}.knn: unknown row {row!r}; valid: {', '.join(KNN_ROWS)}")
         if "fixed_mix" in self.knn and not self.fixed_mix:
-            raise ConfigError(f"{where}.fixed_mix: the knn row 'fixed_mix' needs layer weights, e.g. [0.2, 0.3, 0.5]")
+            raise ConfigError(f"{join_key(where, 'fixed_mix')}: the knn row 'fixed_mix' needs layer weights, "
+                              "e.g. [0.2, 0.3, 0.5]")
         if self.fixed_mix is not None and (any(w < 0 for w in self.fixed_mix) or sum(self.fixed_mix) <= 0):
-            raise ConfigError(f"{where}.fixed_mix: weights must be >= 0 with a positive sum")
+            raise ConfigError(f"{join_key(where, 'fixed_mix')}: weights must be >= 0 with a positive sum")
         if self.head_dev_every < 0 or self.head_dev_every == 1:
-            raise ConfigError(f"{where}.head_dev_every: must be 0 (no dev set) or >= 2")
+            raise ConfigError(f"{join_key(where, 'head_dev_every')}: must be 0 (no dev set) or >= 2")
         if "dev_layer" in self.knn and not self.head_dev_every:
-            raise ConfigError(f"{where}.knn: the row 'dev_layer' chooses a layer on held-out training sentences; "
-                              "set head_dev_every >= 2")
+            raise ConfigError(f"{join_key(where, 'knn')}: the row 'dev_layer' chooses a layer on held-out training "
+                              "sentences; set head_dev_every >= 2")
         for name in self.features:
             if name not in self.sources:
-                raise ConfigError(f"{where}.features: unknown source {name!r}; "
+                raise ConfigError(f"{join_key(where, 'features')}: unknown source {name!r}; "
                                   f"sources in this config: {', '.join(self.sources) or '(none)'}")
 
     def to_dict(self) -> dict:
@@ -54,7 +55,7 @@ class WsdConfig:
 
 def resolve_wsd(raw: dict, source: str = "config") -> WsdConfig:
     """Check a raw dict: keys, feature-source sections and the head section are resolved with defaults."""
-    cfg = from_dict(WsdConfig, copy.deepcopy(raw), source)
+    cfg = from_dict(WsdConfig, copy.deepcopy(raw), f"{source}:")
     cfg.sources = {str(k): resolve_component(FEATURES, v, f"{source}: sources.{k}") for k, v in cfg.sources.items()}
     if cfg.head is not None:
         cfg.head = resolve_component(HEADS, cfg.head, f"{source}: head")

@@ -1,0 +1,104 @@
+"""Config files read strictly (a key given twice is an error, not last-wins) and the one ``--set key.sub=value``
+override syntax of every command. Checking the values is ``elmo_features.util.schema``."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+# ---------------------------------------------------------------- strict readers (no key given twice)
+
+def _strict_loader():
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        """yaml.SafeLoader that refuses a mapping key given twice (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(loader, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: merged keys may be overridden
+                continue
+            key = loader.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice (first on line {seen[key] + 1})", key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    return StrictLoader
+
+
+def load_yaml(text: str, name: str = "<config>"):
+    """``yaml.safe_load`` that refuses a key given twice in one mapping (a yaml.YAMLError naming both lines);
+    ``name`` (the file) appears in error positions."""
+    import io
+
+    import yaml
+
+    stream = io.StringIO(text)
+    stream.name = name
+    return yaml.load(stream, Loader=_strict_loader())  # noqa: S506 - a SafeLoader subclass
+
+
+def load_json(text: str):
+    """``json.loads`` that refuses a key given twice in one object (a ValueError naming the key)."""
+    import json
+
+    def pairs(items):
+        out = {}
+        for k, v in items:
+            if k in out:
+                raise ValueError(f"the key {k!r} is given twice in one object")
+            out[k] = v
+        return out
+
+    return json.loads(text, object_pairs_hook=pairs)
+
+
+def read_config_file(path: str | Path, error: type[Exception], kind: str = "yaml"):
+    """The parsed content of a YAML (``kind="yaml"``) or JSON config file, every problem one ``error`` line naming
+    the file: not found, a folder, not UTF-8, not valid YAML/JSON, a key given twice."""
+    import yaml
+
+    path = Path(path)
+    what = "the options JSON file" if kind == "json" else "a YAML config file"
+    try:
+        text = path.read_text(encoding="utf-8")
+        return load_json(text) if kind == "json" else load_yaml(text, str(path))
+    except FileNotFoundError:
+        raise error(f"{'options' if kind == 'json' else 'config'} file not found: {path}") from None
+    except IsADirectoryError:
+        raise error(f"{path} is a folder; give {what}") from None
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+                    + ("; is this the weights file?" if kind == "json" else "")) from None
+    except yaml.YAMLError as e:
+        raise error(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+    except ValueError as e:  # json.JSONDecodeError, a key given twice
+        raise error(f"{path}: not valid JSON ({e})") from None
+
+
+def apply_set(raw: dict, assignment: str, error: type[Exception]) -> None:
+    """Apply one ``--set key.sub=value`` (the value read as YAML: numbers, booleans, lists, mappings; quote a string
+    that looks like one) to a raw config mapping in place; every problem one ``error`` line."""
+    import yaml
+
+    key, sep, text = assignment.partition("=")
+    if not sep or not key.strip():
+        raise error(f"--set {assignment!r}: expected key.sub=value")
+    parts = key.strip().split(".")
+    node = raw
+    for i, part in enumerate(parts[:-1]):
+        nxt = node.get(part) if isinstance(node, dict) else None
+        if nxt is None:
+            nxt = node[part] = {}
+        if not isinstance(nxt, dict):
+            raise error(f"--set {assignment!r}: {'.'.join(parts[: i + 1])} is not a section")
+        node = nxt
+    try:
+        node[parts[-1]] = load_yaml(text) if text.strip() else None
+    except yaml.YAMLError as e:
+        why = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise error(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "
+                    "e.g. --set 'key=\"a, b\"'") from None
