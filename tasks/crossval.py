@@ -14,7 +14,7 @@ Paired tests between two sources on those out-of-fold predictions (sentence-labe
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binomtest
+from scipy.stats import binomtest, bootstrap
 
 
 def fold_indices(n: int, k: int, seed: int = 0) -> list[np.ndarray]:
@@ -48,16 +48,14 @@ def mcnemar(a: np.ndarray, b: np.ndarray) -> dict:
 
 
 def paired_bootstrap(a: np.ndarray, b: np.ndarray, n_resamples: int = 10_000, seed: int = 0) -> dict:
-    """Bootstrap over items of mean(b) - mean(a) for paired per-item scores a, b (N,)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    d = b - a  # (N,)
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples)
-    for s in range(0, n_resamples, 1000):  # chunks keep memory at 1000 x N
-        idx = rng.integers(0, len(d), size=(min(1000, n_resamples - s), len(d)))
-        means[s : s + len(idx)] = d[idx].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return {"delta": float(d.mean()), "ci95": [float(lo), float(hi)], "p_b_not_better": float((means <= 0).mean())}
+    """Bootstrap over items of mean(b) - mean(a) for paired per-item scores a, b (N,): scipy's percentile
+    bootstrap of the per-item differences, resampled 1,000 at a time (memory 1,000 x N)."""
+    d = np.asarray(b, float) - np.asarray(a, float)  # (N,)
+    res = bootstrap((d,), np.mean, n_resamples=n_resamples, batch=1000, method="percentile", confidence_level=0.95,
+                    vectorized=True, random_state=np.random.default_rng(seed))
+    means = res.bootstrap_distribution  # (n_resamples,)
+    return {"delta": float(d.mean()), "ci95": [float(res.confidence_interval.low), float(res.confidence_interval.high)],
+            "p_b_not_better": float((means <= 0).mean())}
 
 
 def paired_tests(correct: dict[str, dict[int, np.ndarray]], baseline: str) -> list[dict]:

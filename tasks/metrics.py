@@ -1,31 +1,31 @@
-"""Task metrics: strict span F1 (tag spans from tasks.data.tag_schemes), token accuracy, sentence accuracy and
-macro-F1 (scikit-learn)."""
+"""Task metrics: strict span F1 (seqeval), token accuracy, sentence accuracy and macro-F1 (scikit-learn)."""
 from __future__ import annotations
 
 from collections import Counter
 from typing import Iterable
 
-from .data.tag_schemes import check_scheme_name, tags_to_spans
+from .data.tag_schemes import check_scheme_name, spans_to_tags, tags_to_spans
 
 
 def span_f1(gold: list[list[str]], pred: list[list[str]], scheme: str) -> dict[str, float]:
-    """Strict span precision/recall/F1 (micro): a predicted span counts when its type and both ends match.
+    """Strict span precision/recall/F1 (micro) by seqeval's strict mode: a predicted span counts when its type and
+    both ends match, and an ill-formed chunk (BIO ``I-`` after ``O``, a BIOES chunk without its ``E-``) is no span.
 
-    Spans come from ``tag_schemes.tags_to_spans(strict=False)`` in ``scheme`` (IOB1, BIO or BIOES): an
-    ill-formed chunk (BIO ``I-`` after ``O``, a BIOES chunk without its ``E-``) is no span, so it counts as
-    an error, as in seqeval's strict mode.
+    BIO and BIOES are scored as they are. IOB1 is first re-encoded as BIO by ``tag_schemes`` (an ill-formed IOB1
+    chunk dropped, as BIO's are), because seqeval's strict IOB1 reads ill-formed chunks its own way.
     """
+    from seqeval.metrics.v1 import precision_recall_fscore_support  # lazy: pulls in scikit-learn
+    from seqeval.scheme import IOB2, IOBES
+
     scheme = check_scheme_name(scheme)
     if len(gold) != len(pred) or any(len(g) != len(p) for g, p in zip(gold, pred)):
         raise ValueError("span_f1: gold and predicted tag sequences differ in number or length")
-    correct = n_gold = n_pred = 0
-    for g, p in zip(gold, pred):
-        gs, ps = set(tags_to_spans(g, scheme, strict=False)), set(tags_to_spans(p, scheme, strict=False))
-        correct, n_gold, n_pred = correct + len(gs & ps), n_gold + len(gs), n_pred + len(ps)
-    precision = correct / n_pred if n_pred else 0.0
-    recall = correct / n_gold if n_gold else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1}
+    if scheme == "IOB1":
+        gold, pred = ([spans_to_tags(tags_to_spans(t, "IOB1", strict=False), len(t), "BIO") for t in seqs]
+                      for seqs in (gold, pred))
+    precision, recall, f1, _ = precision_recall_fscore_support(
+        gold, pred, average="micro", zero_division=0, scheme=IOBES if scheme == "BIOES" else IOB2)
+    return {"precision": float(precision), "recall": float(recall), "f1": float(f1)}
 
 
 def token_accuracy(gold: list[list[str]], pred: list[list[str]]) -> float:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pickle
+import random
 from dataclasses import replace
 
 import numpy as np
@@ -11,7 +12,7 @@ import torch
 from elmo_features import load_bilm
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
 from tasks.components import resolve_component
-from tasks.data.tag_schemes import iob1_to_bio
+from tasks.data.tag_schemes import iob1_to_bio, tags_to_spans
 from tasks.features.base import FeatureContext, build_features
 from tasks.metrics import classification_scores, span_f1, token_accuracy
 from tasks.registry import FEATURES
@@ -130,6 +131,25 @@ def test_span_f1_is_strict_and_scheme_aware():
     assert token_accuracy(gold, pred) == 0.75
     with pytest.raises(ValueError, match="differ in number or length"):
         span_f1(gold, [["O"]], "BIO")
+
+
+@pytest.mark.parametrize("scheme", ["BIO", "BIOES", "IOB1"])
+def test_span_f1_counts_the_spans_the_tag_scheme_module_reads(scheme):
+    """seqeval's strict score equals counting the well-formed spans of ``tags_to_spans`` (ill-formed predicted
+    chunks included), so the F1 the project reports and the spans its data code reads agree."""
+    rng = random.Random(0)
+    prefixes = {"BIO": "BI", "IOB1": "BI", "BIOES": "BIES"}[scheme]
+    tags = ["O", "O"] + [f"{p}-{t}" for p in prefixes for t in ("PER", "LOC")]
+    for _ in range(200):
+        gold = [[rng.choice(tags) for _ in range(rng.randint(1, 12))] for _ in range(rng.randint(1, 6))]
+        pred = [[rng.choice(tags) for _ in g] for g in gold]
+        g_spans = [set(tags_to_spans(t, scheme, strict=False)) for t in gold]
+        p_spans = [set(tags_to_spans(t, scheme, strict=False)) for t in pred]
+        correct = sum(len(g & p) for g, p in zip(g_spans, p_spans))
+        n_gold, n_pred = sum(map(len, g_spans)), sum(map(len, p_spans))
+        got = span_f1(gold, pred, scheme)
+        assert got["precision"] == pytest.approx(correct / n_pred if n_pred else 0.0, abs=1e-12)
+        assert got["recall"] == pytest.approx(correct / n_gold if n_gold else 0.0, abs=1e-12)
 
 
 def test_classification_scores():
