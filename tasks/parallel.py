@@ -27,6 +27,7 @@ import torch
 
 from elmo_features.util import distributed as D
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.threads import cpu_cores, threads_per_job  # noqa: F401  (used here and by harness)
 
 from .features.base import FeatureContext, build_features
 from .registry import FEATURES
@@ -34,19 +35,6 @@ from .registry import FEATURES
 
 class JobFailedError(ElmoTasksError, RuntimeError):
     """A job of a process pool failed with a user error (or its worker died); the pool was stopped."""
-
-
-def cpu_cores() -> int:
-    """CPU cores this process may use (its affinity mask, else os.cpu_count())."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def threads_per_job(jobs: int, cores: int | None = None) -> int:
-    """Torch threads per job so that jobs x threads fits in the cores (at least 1)."""
-    return max(1, (cores or cpu_cores()) // max(1, jobs))
 
 
 def _init_worker(threads: int) -> None:

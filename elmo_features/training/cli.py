@@ -11,10 +11,11 @@ import numpy as np
 import torch
 import yaml
 
-from elmo_features.util.cli_types import add_progress_argument, non_negative_int, positive_int, progress_shown
+from elmo_features.util.cli_types import add_progress_argument, add_threads_argument, non_negative_int, progress_shown
 from elmo_features.util.errors import OutputExistsError, UsageError
 from elmo_features.util.config_files import apply_set
 from elmo_features.util.paths import check_input_file, check_input_path, check_output_dir
+from elmo_features.util.threads import set_threads
 
 
 def _parse_set(items: list[str]) -> dict:
@@ -33,6 +34,8 @@ def resume_command(args) -> str:
         parts += ["--set", item]
     if args.progress != "auto":
         parts += ["--progress", args.progress]
+    if args.threads:
+        parts += ["--threads", str(args.threads)]
     return shlex.join(parts)
 
 
@@ -72,7 +75,10 @@ def cmd_train(args) -> int:
     from elmo_features.training.trainer import Trainer
 
     check_input_file(args.config, "--config")
-    cfg = TrainConfig.from_yaml(args.config, _parse_set(args.set))
+    overrides = _parse_set(args.set)
+    if args.threads:
+        overrides["threads"] = args.threads
+    cfg = TrainConfig.from_yaml(args.config, overrides)
     check_train_inputs(cfg, args.config)
     ckpt = Path(cfg.out_dir) / "checkpoint.pt"  # a stop before the training loop (it saves on a signal itself)
     args.interrupt_hint = lambda: (f"continue with: {resume_command(args)}" if ckpt.exists() else
@@ -141,7 +147,7 @@ def cmd_eval(args) -> int:
     for flag in ("file", "options", "weights", "vocab", "softmax"):
         if getattr(args, flag):
             check_input_file(getattr(args, flag), "FILE" if flag == "file" else f"--{flag}")
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     model, vocab = load_language_model(args.options, args.weights, args.vocab, args.softmax)
     sentences = list(read_sentences([args.file]))
     if args.max_sentences:
@@ -158,6 +164,8 @@ def register(sub) -> None:
     p.add_argument("--resume", action="store_true", help="continue the run in the config's out_dir")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
     add_progress_argument(p)
+    add_threads_argument(p, default="the config's threads key; null: the cores this process may use, shared among "
+                                    "the local processes of a torchrun launch")
     p.add_argument("--no-progress", dest="progress", action="store_const", const="off",
                    help=argparse.SUPPRESS)  # the older spelling of --progress off
     p.set_defaults(func=cmd_train)
@@ -168,5 +176,5 @@ def register(sub) -> None:
     e.add_argument("--vocab", required=True)
     e.add_argument("--softmax", help="HDF5 with softmax/W and softmax/b if not in --weights")
     e.add_argument("--max-sentences", type=non_negative_int, default=0, help="0 = all")
-    e.add_argument("--threads", type=positive_int, default=2)
+    add_threads_argument(e)
     e.set_defaults(func=cmd_eval)

@@ -69,7 +69,9 @@ class TrainConfig:
     dropout: float = key(Num(min=0, lt=1), 0.05)
     clip_norm: float = key(Num(gt=0), 1.0)
     seed: int = key(Int(min=0), 1)
-    threads: int = key(Int(min=1), 2)
+    threads: int | None = key(Int(min=1, nullable=True), None,
+                              doc="torch CPU threads (null: the cores of the process, shared among torchrun's local "
+                                  "ranks; --threads overrides)")
     # "bf16": the forward pass and loss under torch.autocast (bf16 matmuls with fp32 accumulation; fp32 master
     # weights, optimizer state, cell state and held-out evaluation). Only on CPUs with AVX512-BF16/AMX or CUDA.
     precision: str = key(Str(choices=("fp32", "bf16")), "fp32")

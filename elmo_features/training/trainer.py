@@ -19,6 +19,7 @@ from elmo_features.model.options import BiLMOptions
 from elmo_features.model.precision import check_precision
 from elmo_features.util.provenance import atomic_open, write_text_atomic
 from elmo_features.util.text_input import iter_lines
+from elmo_features.util.threads import set_threads
 from elmo_features.training.config import TrainConfig
 from elmo_features.training.ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
 from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, read_sentences, type_char_ids, type_targets
@@ -140,7 +141,7 @@ class Trainer:
             raise OutputExistsError(f"{ckpt} exists: pass --resume to continue that run, or choose another out_dir")
         if resume and not ckpt.exists():
             raise MissingPathError(f"--resume: no checkpoint at {ckpt} (start without --resume)")
-        torch.set_num_threads(cfg.threads)
+        set_threads(cfg.threads)
         check_precision(cfg.precision, "cpu")  # bf16 only where it is fast (PrecisionError, exit 2, otherwise)
         self.corpus = load_or_build_corpus(cfg, self.out)
         self.vocab = resolve_vocab(cfg, self.corpus, self.out, ckpt.exists())

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Callable
 
@@ -44,3 +45,21 @@ def progress_shown(value: str) -> bool:
     """``--progress`` resolved now: auto = stderr is a terminal."""
     setting = progress_setting(value)
     return sys.stderr.isatty() if setting is None else setting
+
+
+def add_threads_argument(parser: argparse.ArgumentParser, default: str = "") -> None:
+    """``--threads N``: torch CPU threads of each process (``elmo_features.util.threads.set_threads`` applies it);
+    ``default`` says the command's own default when it is not the shared one."""
+    parser.add_argument("--threads", type=positive_int, default=None,
+                        help="torch CPU threads of each process (default: "
+                             + (default or "the cores this process may use, shared among the local processes of a "
+                                           "torchrun launch") + ")")
+
+
+DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
+
+
+def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """``--cache-dir DIR``: the frozen-feature cache (never downloads: those go to ``--download-dir``)."""
+    parser.add_argument("--cache-dir", default=DEFAULT_CACHE,
+                        help=f"frozen-feature cache folder (default: $ELMO_TASKS_CACHE or {DEFAULT_CACHE}); 'none' = off")

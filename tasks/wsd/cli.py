@@ -6,10 +6,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from elmo_features.util.cli_types import positive_int
+from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, add_progress_argument,
+                                          add_threads_argument, progress_setting)
 from elmo_features.util.devices import add_device_argument, parse_device
 
-DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
 
 
 def register(subparsers) -> None:
@@ -32,10 +32,9 @@ def register(subparsers) -> None:
     p.add_argument("--out", default="runs/wsd/latest", help="output folder (default: runs/wsd/latest)")
     p.add_argument("--runs-dir", help="where trained heads are saved (default: runs/wsd/heads/<OUT folder name>)")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
-    p.add_argument("--cache-dir", default=DEFAULT_CACHE,
-                   help=f"frozen-feature cache folder (default: $ELMO_TASKS_CACHE or {DEFAULT_CACHE}); 'none' = off")
-    p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--progress", choices=["auto", "on", "off"], default="auto", help="tqdm progress bars")
+    add_cache_dir_argument(p)
+    add_threads_argument(p)
+    add_progress_argument(p)
     add_device_argument(p)
     p.set_defaults(func=cmd_wsd)
 
@@ -61,9 +60,8 @@ def command_line(args) -> str:
 
 
 def cmd_wsd(args) -> int:
-    import torch
-
     from elmo_features.util.paths import check_input_dir, check_input_path
+    from elmo_features.util.threads import set_threads
 
     from ..features.base import FeatureContext
     from ..preflight import check_feature_paths, check_output_dirs, fetch_hint
@@ -85,9 +83,8 @@ def cmd_wsd(args) -> int:
     runs_dir = Path(args.runs_dir) if args.runs_dir else Path("runs", "wsd", "heads", out.name)
     cache_dir = None if args.cache_dir.lower() == "none" else Path(args.cache_dir)
     check_output_dirs(out=out, runs_dir=runs_dir, cache_dir=cache_dir)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    progress = {"auto": None, "on": True, "off": False}[args.progress]
+    set_threads(args.threads)
+    progress = progress_setting(args.progress)
     context = FeatureContext(cache_dir=cache_dir, progress=progress, device=str(device))
     if not cfg.features:
         print("no feature sources to run: only the baselines are scored", file=sys.stderr)
