@@ -69,11 +69,11 @@ class WsdLinear(Head):
         rows = [("the bank lent money", fin), ("the river bank was muddy", river), ("money from the bank", fin),
                 ("we sat on the bank of the river", river)]
         out = []
-        for s, key in rows:
+        for s, sense in rows:
             toks = s.split()
             i = toks.index("bank")
             out.append(WsdSentence(toks, [WsdTarget(f"d0.s{len(out)}.t0", i, i + 1, "bank", "NOUN",
-                                                    [river, fin], [key])], f"d0.s{len(out)}"))
+                                                    [river, fin], [sense])], f"d0.s{len(out)}"))
         return out
 
     # ------------------------------------------------------------ model

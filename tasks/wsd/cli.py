@@ -1,7 +1,6 @@
 """``elmo-tasks wsd``: the ELMo paper's WSD comparison on any data sets in the Raganato framework format."""
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from pathlib import Path
