@@ -15,8 +15,7 @@ from ..metrics import classification_scores
 from ..registry import HEADS
 from .base import Head
 from .output_mix import OutputMixOption
-from .token_input import TokenInput, TokenInputOptions, token_input_vocab, uses_token_input
-from .variational import make_encoder
+from .token_input import TokenInputOptions, input_and_encoder, token_input_vocab
 
 
 @dataclass
@@ -43,10 +42,7 @@ class SentenceClassifier(OutputMixOption, Head):
         super().__init__(config, input_dim, vocab)
         self.labels: list[str] = list(vocab["labels"])
         self.index = {t: i for i, t in enumerate(self.labels)}
-        self.inputs = TokenInput(config, input_dim, vocab) if uses_token_input(config) else None
-        enc_dim = self.inputs.output_dim if self.inputs is not None else input_dim
-        self.encoder = make_encoder(enc_dim, config.hidden_dim, config.num_layers, config.dropout,
-                                    config.variational_dropout)
+        self.inputs, self.encoder = input_and_encoder(config, input_dim, vocab)
         self.out = nn.Linear(self.encoder.output_dim, len(self.labels))
         self.output_mix = None  # built by bind_features when config.output_mix is set
 

@@ -26,6 +26,7 @@ from elmo_features.util.schema import Int, Num, key
 
 from ..registry import CHAR_ENCODERS
 from .chars import CharIndexer, build_char_vocab
+from .variational import make_encoder
 
 CASING_CLASSES = ("padding", "numeric", "mainly_numeric", "all_lower", "all_upper", "initial_upper",
                   "contains_digit", "other")
@@ -129,3 +130,12 @@ class TokenInput(nn.Module):
         enc = self.chars(self.indexer.batch(list(slots), device))  # (U, F)
         table = torch.cat([enc.new_zeros(1, enc.shape[1]), enc], dim=0)  # (U + 1, F)
         return table[index]  # (B, T, F)
+
+
+def input_and_encoder(config: Any, input_dim: int, vocab: dict) -> tuple[TokenInput | None, nn.Module]:
+    """The head's token input (None when every option is off) and the BiLSTM over it, built in that order (the
+    config's ``hidden_dim``, ``num_layers``, ``dropout``, ``variational_dropout``)."""
+    inputs = TokenInput(config, input_dim, vocab) if uses_token_input(config) else None
+    encoder = make_encoder(inputs.output_dim if inputs is not None else input_dim, config.hidden_dim,
+                           config.num_layers, config.dropout, config.variational_dropout)
+    return inputs, encoder
