@@ -31,6 +31,7 @@ COMMANDS = [
     "elmo_features.training.cli",  # train-bilm, eval-bilm
     "elmo_features.encoders.cli",  # models get, models list
     "tasks.cli_run",  # run, compare, predict
+    "tasks.cli_components",  # components
     "tasks.data.cli",  # data get
     "tasks.wsd.cli",  # wsd
 ]

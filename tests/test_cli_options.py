@@ -46,3 +46,23 @@ def test_default_threads_share_the_cores_among_a_launchs_processes(monkeypatch):
         assert torch.get_num_threads() == 5
     finally:
         torch.set_num_threads(saved)
+
+
+def test_components_lists_names_and_the_declared_keys(capsys):
+    from tasks.cli import main
+    from tasks.heads.crf_tagger import CrfTaggerConfig
+
+    assert main(["components", "fusions"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("fusions:\n") and "  scalar " in out and "heads:" not in out
+    assert main(["components", "heads", "crf_tagger"]) == 0
+    out = capsys.readouterr().out
+    assert "  dropout: number in [0, 1), default 0.5\n" in out
+    assert "  output_mix: a fusion section {name: ...} (elmo-tasks components fusions), default null\n" in out
+    keys = [line.split(":")[0].strip() for line in out.splitlines()[1:] if not line.startswith("      ")]
+    assert set(keys) == set(CrfTaggerConfig.__dataclass_fields__)  # every key of the Config, each once
+    assert len(keys) == len(set(keys))
+    assert main(["components", "readers", "conll2003"]) == 0 and "  tag_column: default \"ner\"" in capsys.readouterr().out
+    assert main(["components", "heads", "crf"]) == 2
+    assert "unknown head 'crf'; valid head names: crf_tagger" in capsys.readouterr().err
+    assert main(["components", "layers"]) == 2 and "valid kinds: heads, features" in capsys.readouterr().err

@@ -231,11 +231,12 @@ class Obj(Spec):
 # ---------------------------------------------------------------- dataclasses: keys declared once
 
 def key(spec: Spec | None = None, default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING,
-        doc: str = "", path: str = ""):
+        doc: str = "", path: str = "", meta: dict | None = None):
     """A config key declared once: its spec (type and range; None: the spec of the type hint), its default (or
-    ``factory``; neither: a required key), a one-line ``doc``, and ``path`` when the key sits elsewhere in the
-    file than its field name says (``"embedding.dim"``)."""
-    return field(default=default, default_factory=factory, metadata={"spec": spec, "doc": doc, "path": path})
+    ``factory``; neither: a required key), a one-line ``doc``, ``path`` when the key sits elsewhere in the file
+    than its field name says (``"embedding.dim"``), and ``meta``: more field metadata for the code that uses it."""
+    return field(default=default, default_factory=factory,
+                 metadata={"spec": spec, "doc": doc, "path": path, **(meta or {})})
 
 
 def _type_text(tp: Any) -> str:
@@ -342,3 +343,49 @@ def build(cls: type, data: Any, where: str, error: type[Exception] = SchemaError
 def to_dict(obj: Any) -> dict:
     """A config dataclass as a plain dict (for YAML)."""
     return dataclasses.asdict(obj)
+
+
+# ---------------------------------------------------------------- describing keys (for users)
+
+def spec_text(spec: Spec) -> str:
+    """A spec in words: ``integer >= 1``, ``number in [0, 1)``, ``one of 'a', 'b'``, ``list of integer``."""
+    if isinstance(spec, _Range) and spec.choices is not None:
+        text = "one of " + ", ".join(map(repr, spec.choices))
+    elif isinstance(spec, List):
+        text = f"list of {spec_text(spec.items)}"
+    elif isinstance(spec, Map):
+        text = "mapping" if type(spec.values) is Spec else f"mapping of {spec_text(spec.values)}"
+    elif isinstance(spec, OneOf):
+        text = " or ".join(spec_text(o) for o in spec.options)
+    elif isinstance(spec, Record):
+        text = f"{spec.cls.__name__} section"
+    else:
+        text = {Int: "integer", Num: "number", Bool: "true/false", Str: "string", Obj: "mapping"}.get(type(spec), "any")
+    if isinstance(spec, _Range) and spec.choices is None:
+        low = f"[{spec.min}" if spec.min is not None else f"({spec.gt}" if spec.gt is not None else None
+        high = f"{spec.max}]" if spec.max is not None else f"{spec.lt})" if spec.lt is not None else None
+        if low and high:
+            text += f" in {low}, {high}"
+        elif low or high:
+            bound = low or high
+            sign = {"[": ">=", "(": ">", "]": "<=", ")": "<"}[bound[0] if low else bound[-1]]
+            text += f" {sign} {bound.strip('[]()')}"
+    return text + (" or null" if spec.nullable and not text.endswith("or null") else "")
+
+
+def describe_keys(cls: type) -> list[dict]:
+    """Each key of config dataclass ``cls``: name, type (``spec_text``), default ("required" if none), doc and the
+    field's other metadata (``meta``)."""
+    specs = key_specs(cls)
+    out = []
+    for f in sorted(dataclasses.fields(cls), key=lambda f: list(specs).index(f.name)):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = "required"
+        out.append({"key": ".".join(_key_path(f)), "type": spec_text(specs[f.name]), "default": default,
+                    "doc": f.metadata.get("doc", ""),
+                    "meta": {k: v for k, v in f.metadata.items() if k not in ("spec", "doc", "path")}})
+    return out

@@ -1,12 +1,13 @@
 """``concat``: several feature sources side by side (the ELMo paper's NER input: GloVe + ELMo mix)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from elmo_features.util.devices import module_device
+from elmo_features.util.schema import key
 
 from ..components import ConfigError
 from ..registry import FEATURES
@@ -15,7 +16,8 @@ from .base import FeatureContext, FeatureSource, build_features
 
 @dataclass
 class ConcatConfig:
-    sources: list[dict] = field(default_factory=list, metadata={"component": "features"})
+    sources: list[dict] = key(factory=list, meta={"component": "features"},
+                              doc="the feature sources whose vectors are concatenated, in order")
 
     def check(self, where: str) -> None:
         if len(self.sources) < 2:

@@ -7,12 +7,13 @@ source variants (layer 0/1/2, mix, concat) of one comparison reuse one embedding
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
 
 from elmo_features import Embedder, bilm_fingerprint, resolve_bilm
+from elmo_features.util.schema import key
 
 from ..components import ConfigError
 from ..registry import FEATURES
@@ -22,14 +23,18 @@ from .layered import FrozenLayerFeatures, check_layer_or_mix
 
 @dataclass
 class ElmoConfig:
-    bilm: str | None = None  # "default" | a preset name | a folder with options.json + weights.hdf5 (None: default)
-    options_file: str | None = None  # with weights_file: a bilm-tf/AllenNLP model's files (instead of bilm)
+    bilm: str | None = key(default=None,
+                           doc='"default" | a preset name | a folder with options.json + weights.hdf5 (None: default)')
+    options_file: str | None = key(default=None,
+                                   doc="with weights_file: a bilm-tf/AllenNLP model's files (instead of bilm)")
     weights_file: str | None = None
-    layer: int | None = None  # use this single layer (0 = token layer) instead of a mix
-    mix: dict | None = field(default=None, metadata={"component": "mix"})  # a fusion; default {name: scalar}
-    cache_dtype: Literal["float32", "float16"] = "float32"  # on-disk precision of cached features
-    precision: Literal["fp32", "bf16"] = "fp32"  # the biLM's inference matmuls (docs/precision.md); bf16 needs
-    # a CPU with AVX512-BF16/AMX or CUDA, else one error line (ELMO_FEATURES_BF16_EMULATE=1: emulated, for tests)
+    layer: int | None = key(default=None, doc="use this single layer (0 = token layer) instead of a mix")
+    mix: dict | None = key(default=None, doc="a fusion; default {name: scalar}", meta={"component": "mix"})
+    cache_dtype: Literal["float32", "float16"] = key(default="float32", doc="on-disk precision of cached features")
+    precision: Literal["fp32", "bf16"] = key(default="fp32",
+                                             doc="the biLM's inference matmuls (docs/precision.md); bf16 needs a CPU "
+                                                 "with AVX512-BF16/AMX or CUDA, else one error line "
+                                                 "(ELMO_FEATURES_BF16_EMULATE=1: emulated, for tests)")
 
     def check(self, where: str) -> None:
         if (self.options_file is None) != (self.weights_file is None):

@@ -93,7 +93,7 @@ def _r(values: torch.Tensor) -> list[float]:
 
 @dataclass
 class LayerAttentionConfig:
-    layer_norm: Literal["batch", "token"] | None = None  # normalise each layer first (see ScalarMix)
+    layer_norm: Literal["batch", "token"] | None = key(default=None, doc="normalise each layer first (see ScalarMix)")
     l2_coef: float = key(Num(min=0), 0.0, doc="l2_coef * (|q|^2 + |b|^2): pulls every token toward equal layer weights")
 
 

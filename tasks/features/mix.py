@@ -16,10 +16,10 @@ from ..registry import FUSIONS
 
 @dataclass
 class ScalarMixConfig:
-    layer_norm: Literal["batch", "token"] | None = None  # normalise each layer first (see ScalarMix)
+    layer_norm: Literal["batch", "token"] | None = key(default=None, doc="normalise each layer first (see ScalarMix)")
     l2_coef: float = key(Num(min=0), 0.0,
                          doc="L2 penalty on the raw mix weights (ELMo paper: 0.001 regularises toward an average)")
-    initial: list[float] | None = None  # raw pre-softmax weights; default zeros (equal weights)
+    initial: list[float] | None = key(default=None, doc="raw pre-softmax weights; default zeros (equal weights)")
     trainable: bool = True
 
 

@@ -19,8 +19,8 @@ from .base import FeatureContext, FeatureSource, Memo, pad_tokens
 class StaticConfig:
     path: str  # vectors file (text / word2vec binary / .npy matrix)
     format: Literal["auto", "text", "word2vec_bin", "npy"] = "auto"
-    words_path: str | None = None  # word list for the .npy format
-    lowercase: bool | None = None  # None = auto (see tasks.data.static_vectors)
+    words_path: str | None = key(default=None, doc="word list for the .npy format")
+    lowercase: bool | None = key(default=None, doc="None = auto (see tasks.data.static_vectors)")
     max_vectors: int | None = key(Int(min=1, nullable=True), None, doc="keep only the first N vectors")
 
 

@@ -10,7 +10,7 @@ fetched with pip), a local Hugging Face folder, or a hub id (online only). Word 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from elmo_features.encoders import PieceStats, TransformerEmbedder, load_encoder
@@ -24,20 +24,24 @@ from .layered import FrozenLayerFeatures, check_layer_or_mix
 
 @dataclass
 class TransformerConfig:
-    model: str = "minilm-l6"  # a packaged name (minilm-l6), a local Hugging Face folder, or a hub id (owner/name)
-    subword_pooling: Literal["mean", "first", "last"] = "mean"  # pieces -> word
-    layers: str | list[int] = "all"  # "all" or hidden-state indices (0 = the embedding output; -1 = the last)
-    layer: int | None = None  # use this single one of the selected layers instead of a mix
-    mix: dict | None = field(default=None, metadata={"component": "mix"})  # a fusion; default {name: scalar}
+    model: str = key(default="minilm-l6",
+                     doc="a packaged name (minilm-l6), a local Hugging Face folder, or a hub id (owner/name)")
+    subword_pooling: Literal["mean", "first", "last"] = key(default="mean", doc="pieces -> word")
+    layers: str | list[int] = key(default="all",
+                                  doc='"all" or hidden-state indices (0 = the embedding output; -1 = the last)')
+    layer: int | None = key(default=None, doc="use this single one of the selected layers instead of a mix")
+    mix: dict | None = key(default=None, doc="a fusion; default {name: scalar}", meta={"component": "mix"})
     window_pieces: int | None = key(Int(min=1, nullable=True), None,
                                     doc="pieces per window (default: the model's maximum less its special tokens)")
     window_stride: int | None = key(Int(min=1, nullable=True), None,
                                     doc="pieces between window starts (default: half a window)")
     batch_size: int = key(Int(min=1), 64, doc="windows per forward pass")
     max_pieces_per_batch: int = key(Int(min=1), 8192, doc="padded pieces per forward pass")
-    cache_dtype: Literal["float32", "float16"] = "float32"  # on-disk precision of cached features
-    trust_remote_code: bool = False  # run the model folder's own Python code (off: never; on: with a warning)
-    allow_pickle_weights: bool = False  # accept pickled pytorch_model.bin weights (off: safetensors only)
+    cache_dtype: Literal["float32", "float16"] = key(default="float32", doc="on-disk precision of cached features")
+    trust_remote_code: bool = key(default=False,
+                                  doc="run the model folder's own Python code (off: never; on: with a warning)")
+    allow_pickle_weights: bool = key(default=False,
+                                     doc="accept pickled pytorch_model.bin weights (off: safetensors only)")
 
     def check(self, where: str) -> None:
         check_layer_or_mix(self, where)

@@ -1,7 +1,7 @@
 """``crf_tagger``: a BiLSTM-CRF sequence tagger (NER), scored by strict span F1 for the tag scheme."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -27,10 +27,12 @@ class CrfTaggerConfig(TokenInputOptions):
                           doc="BiLSTM hidden size per direction (0 = no LSTM: a linear-chain CRF on the features)")
     num_layers: int = key(Int(min=1), 1)
     dropout: float = key(Num(min=0, lt=1), 0.5)
-    scheme: Literal["auto", "BIO", "IOB1", "BIOES"] = "auto"  # auto: the reader's scheme, else detected from the tags
-    constrained_decoding: bool = True  # Viterbi obeys the scheme's allowed transitions
-    # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
-    output_mix: dict | None = field(default=None, metadata={"component": "mix"})
+    scheme: Literal["auto", "BIO", "IOB1", "BIOES"] = key(default="auto",
+                                                          doc="auto: the reader's scheme, else detected from the tags")
+    constrained_decoding: bool = key(default=True, doc="Viterbi obeys the scheme's allowed transitions")
+    output_mix: dict | None = key(default=None, meta={"component": "mix"},
+                                  doc="ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output "
+                                      "(docs/fusion.md); null = off")
 
 
 MAX_BAD_SENTENCES = 0.05  # a larger share of training sentences with transitions the scheme forbids: a mismatch

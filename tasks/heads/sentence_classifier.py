@@ -1,7 +1,7 @@
 """``sentence_classifier``: BiLSTM encoder + max/mean pooling + linear layer; accuracy and macro-F1."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -25,8 +25,9 @@ class SentenceClassifierConfig(TokenInputOptions):
     num_layers: int = key(Int(min=1), 1)
     dropout: float = key(Num(min=0, lt=1), 0.5)
     pooling: Literal["max", "mean"] = "max"
-    # ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output (docs/fusion.md); null = off
-    output_mix: dict | None = field(default=None, metadata={"component": "mix"})
+    output_mix: dict | None = key(default=None, meta={"component": "mix"},
+                                  doc="ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output "
+                                      "(docs/fusion.md); null = off")
 
 
 @HEADS.register("sentence_classifier")

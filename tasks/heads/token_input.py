@@ -15,7 +15,7 @@ All three are off by default, and then nothing is built: the head is exactly the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -57,11 +57,12 @@ def casing_class(token: str) -> int:
 class TokenInputOptions:
     """The options of this module, shared by the configs of the heads that take them (a dataclass base)."""
 
-    chars: dict | None = field(default=None, metadata={"component": "chars"})  # {name: cnn|lstm, ...}: char encoder
+    chars: dict | None = key(default=None, doc="{name: cnn|lstm, ...}: char encoder", meta={"component": "chars"})
     casing_dim: int = key(Int(min=0), 0, doc="> 0: a learned embedding of each token's casing class")
     word_dropout: float = key(Num(min=0, lt=1), 0.0,
                               doc="training: a token's whole feature vector -> zeros with this probability")
-    variational_dropout: bool = False  # dropout masks shared over time steps, also between BiLSTM layers
+    variational_dropout: bool = key(default=False,
+                                    doc="dropout masks shared over time steps, also between BiLSTM layers")
 
 
 def uses_token_input(config: Any) -> bool:

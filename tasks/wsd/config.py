@@ -21,16 +21,18 @@ class WsdConfig:
     """What ``elmo-tasks wsd`` evaluates (see docs/wsd.md)."""
 
     name: str = "wsd"
-    wordnet: str = "data/wordnet-3.0"  # WordNet 3.0 dict folder (or its index.sense)
-    sources: dict = field(default_factory=dict)  # source name -> features section ({name: elmo|static|..., ...})
-    features: list[str] = field(default_factory=list)  # sources to evaluate by default (--features overrides)
+    wordnet: str = key(default="data/wordnet-3.0", doc="WordNet 3.0 dict folder (or its index.sense)")
+    sources: dict = key(factory=dict, doc="source name -> features section ({name: elmo|static|..., ...})")
+    features: list[str] = key(factory=list, doc="sources to evaluate by default (--features overrides)")
     knn: list[str] = key(List(Str(choices=KNN_ROWS)), factory=lambda: ["layers", "average", "learned_mix"],
                          doc="1-NN rows per source (dev_layer: the layer whose 1-NN is best on the held-out "
                              "training sentences of head_dev_every)")
-    fixed_mix: list[float] | None = None  # layer weights of the "fixed_mix" 1-NN row (normalised to sum 1)
-    head: dict | None = field(default_factory=lambda: {"name": "wsd_linear"})  # trained head (null: none)
-    probes: bool = True  # also train the head on each single layer (a linear probe per layer)
-    head_dev_every: int = 20  # every Nth training sentence is the head's early-stopping dev set (0: none)
+    fixed_mix: list[float] | None = key(default=None,
+                                        doc='layer weights of the "fixed_mix" 1-NN row (normalised to sum 1)')
+    head: dict | None = key(factory=lambda: {"name": "wsd_linear"}, doc="trained head (null: none)")
+    probes: bool = key(default=True, doc="also train the head on each single layer (a linear probe per layer)")
+    head_dev_every: int = key(default=20,
+                              doc="every Nth training sentence is the head's early-stopping dev set (0: none)")
     training: TrainingConfig = field(default_factory=TrainingConfig)
 
     def check(self, where: str) -> None:
