@@ -21,8 +21,9 @@ class TrainConfigError(ElmoTasksError, ValueError):
 class TrainConfig:
     """Hyperparameters of one biLM training run (see docs/training.md for the reasoning)."""
 
-    train_files: list[str] = key(List(Str(), min_len=1), factory=list)  # plain or .gz, one tokenized sentence per line
-    heldout_file: str | None = key(Str(nullable=True), None)  # used for the learning curve
+    train_files: list[str] = key(List(Str(), min_len=1), factory=list,
+                                 doc="plain or .gz, one tokenized sentence per line")
+    heldout_file: str | None = key(Str(nullable=True), None, doc="used for the learning curve")
     out_dir: str = key(Str(), "runs/bilm/default")
     # model (ELMo options)
     char_embedding_dim: int = key(Int(min=1), 16)
@@ -39,32 +40,36 @@ class TrainConfig:
     backbone: str = key(Str(choices=BACKBONES), "lstm")
     transformer_heads: int = key(Int(min=1), 4)
     transformer_ff_dim: int = key(Int(min=1), 512)
-    transformer_max_positions: int = key(Int(min=1), 256)  # attention window; longer sentences run in overlapping windows
+    transformer_max_positions: int = key(Int(min=1), 256,
+                                         doc="attention window; longer sentences run in overlapping windows")
     transformer_chunk_overlap: int = key(Int(min=0), 128)
     # static-vector prior (extension, docs/weights_format.md): frozen pretrained word vectors for the
     # output vocabulary's words, concatenated to the char-CNN output before the highway layers
-    token_vectors: str | None = key(Str(nullable=True), None)  # folder with vectors.npy + words.txt, or a GloVe text file
-    token_vectors_dim: int | None = key(Int(min=1, nullable=True), None)  # when set, the file's dimension must match
-    token_vectors_lowercase: bool = key(Bool(), True)  # look words up lower-cased (GloVe 6B is lower-cased)
+    token_vectors: str | None = key(Str(nullable=True), None,
+                                    doc="folder with vectors.npy + words.txt, or a GloVe text file")
+    token_vectors_dim: int | None = key(Int(min=1, nullable=True), None,
+                                        doc="when set, the file's dimension must match")
+    token_vectors_lowercase: bool = key(Bool(), True, doc="look words up lower-cased (GloVe 6B is lower-cased)")
     # warm start: continue a trained biLM (a folder with options.json + weights.hdf5, e.g. the shipped
     # default); its options must equal this config's model. Without softmax/W in the file the softmax starts
     # fresh and is trained alone (biLM frozen) for ``init_freeze_steps`` steps first.
     init_from: str | None = key(Str(nullable=True), None)
     init_freeze_steps: int = key(Int(min=0), 0)
-    skip_batches: int = key(Int(min=0), 0)  # epoch 0 starts at this batch (the batches a warm-started model already saw)
+    skip_batches: int = key(Int(min=0), 0,
+                            doc="epoch 0 starts at this batch (the batches a warm-started model already saw)")
     # output vocabulary and softmax
-    vocab_size: int = key(Int(min=1), 50000)  # most frequent training words, plus <S>, </S>, <UNK>
+    vocab_size: int = key(Int(min=1), 50000, doc="most frequent training words, plus <S>, </S>, <UNK>")
     # a given output vocabulary instead of one built from train_files (e.g. the init_from export's vocab.txt,
     # to continue its softmax on other text); it must hold exactly vocab_size words after the three specials
     vocab_file: str | None = key(Str(nullable=True), None)
-    n_negative_samples: int = key(Int(min=1), 4096)  # sampled softmax candidates per batch (shared by all tokens)
+    n_negative_samples: int = key(Int(min=1), 4096, doc="sampled softmax candidates per batch (shared by all tokens)")
     # optimisation
-    batch_tokens: int = key(Int(min=1), 4000)  # tokens per batch (whole sentences, bucketed by length)
-    max_sentence_length: int = key(Int(min=1), 100)  # longer sentences are cut into pieces of this length
-    max_train_tokens: int = key(Int(min=1), 20_000_000)  # the run (and its learning-rate schedule) stops here
+    batch_tokens: int = key(Int(min=1), 4000, doc="tokens per batch (whole sentences, bucketed by length)")
+    max_sentence_length: int = key(Int(min=1), 100, doc="longer sentences are cut into pieces of this length")
+    max_train_tokens: int = key(Int(min=1), 20_000_000, doc="the run (and its learning-rate schedule) stops here")
     lr: float = key(Num(gt=0), 2e-3)
     warmup_steps: int = key(Int(min=0), 200)
-    min_lr_ratio: float = key(Num(min=0, max=1), 0.1)  # cosine decay to lr * min_lr_ratio at max_train_tokens
+    min_lr_ratio: float = key(Num(min=0, max=1), 0.1, doc="cosine decay to lr * min_lr_ratio at max_train_tokens")
     weight_decay: float = key(Num(min=0), 0.0)
     dropout: float = key(Num(min=0, lt=1), 0.05)
     clip_norm: float = key(Num(gt=0), 1.0)
@@ -78,7 +83,7 @@ class TrainConfig:
     # bookkeeping
     checkpoint_minutes: float = key(Num(gt=0), 5.0)
     eval_every_tokens: int = key(Int(min=1), 1_000_000)
-    eval_sentences: int = key(Int(min=1), 500)  # held-out sentences for the learning curve (full softmax)
+    eval_sentences: int = key(Int(min=1), 500, doc="held-out sentences for the learning curve (full softmax)")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "TrainConfig":
