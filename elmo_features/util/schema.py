@@ -41,8 +41,6 @@ def join_key(where: str, name: str) -> str:
     return f"{where} {name}" if where.endswith(":") else f"{where}.{name}" if where else name
 
 
-_join = join_key
-
 
 def validate(value: Any, spec: "Spec", source: str, error: type[Exception] = SchemaError) -> Any:
     """``spec.check(value)`` with errors prefixed by ``source`` (e.g. the file name), raised as ``error``."""
@@ -179,7 +177,7 @@ class Map(Spec):
     def _check(self, value, where):
         if not isinstance(value, dict):
             raise SchemaError(f"{_at(where)}expected a mapping, got {_show(value)}")
-        return {k: self.values.check(v, _join(where, str(k))) for k, v in value.items()}
+        return {k: self.values.check(v, join_key(where, str(k))) for k, v in value.items()}
 
 
 @dataclass(frozen=True)
@@ -222,7 +220,7 @@ class Obj(Spec):
         out = dict(value)
         for name, spec in self.fields.items():
             if name in value:
-                out[name] = spec.check(value[name], _join(where, name))
+                out[name] = spec.check(value[name], join_key(where, name))
             elif spec.required:
                 raise SchemaError(f"{_at(where)}missing required key {name!r}")
         return out
@@ -267,7 +265,7 @@ def spec_of_type(tp: Any) -> Spec:
     if tp in simple:
         return simple[tp]()
     if tp is float:
-        return Num(as_float=True)
+        return Num(as_float=True, from_str=True)
     if dataclasses.is_dataclass(tp):
         return Record(tp)
     raise TypeError(f"unsupported config type {tp!r}")
@@ -318,12 +316,12 @@ class Record(Spec):
             for i, part in enumerate(parts[:-1]):
                 node = node.get(part, {})
                 if not isinstance(node, dict):
-                    raise SchemaError(f"{_at(_join(where, '.'.join(parts[:i + 1])))}expected a mapping, "
+                    raise SchemaError(f"{_at(join_key(where, '.'.join(parts[:i + 1])))}expected a mapping, "
                                       f"got {_show(node)}")
             if parts[-1] in node:
-                kwargs[name] = spec.check(node[parts[-1]], _join(where, ".".join(parts)))
+                kwargs[name] = spec.check(node[parts[-1]], join_key(where, ".".join(parts)))
             elif spec.required:
-                at = _join(where, ".".join(parts[:-1])) if len(parts) > 1 else where
+                at = join_key(where, ".".join(parts[:-1])) if len(parts) > 1 else where
                 raise SchemaError(f"{_at(at)}missing required key {parts[-1]!r}")
         obj = self.cls(**kwargs)
         if callable(getattr(obj, "check", None)):
