@@ -9,7 +9,7 @@ import inspect
 import json
 
 from elmo_features.util.errors import UsageError
-from elmo_features.util.schema import describe_keys
+from elmo_features.util.schema import describe_keys, option_specs, spec_text
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from .registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
@@ -26,11 +26,11 @@ def _first_line(obj) -> str:
 
 
 def _rows(kind: str, component) -> list[dict]:
-    if kind == "readers":  # a function: its keyword options after the path
-        params = list(inspect.signature(component).parameters.values())[1:]
-        return [{"key": p.name, "type": "", "doc": "",
-                 "default": "required" if p.default is inspect.Parameter.empty else p.default}
-                for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if kind == "readers":  # a function: its keyword options after the path, typed by their annotations
+        params = inspect.signature(component).parameters
+        return [{"key": name, "type": spec_text(spec) if spec is not None else "", "doc": "",
+                 "default": "required" if params[name].default is inspect.Parameter.empty else params[name].default}
+                for name, spec in option_specs(component).items()]
     rows = describe_keys(component.Config)
     for r in rows:
         if "component" in r["meta"]:

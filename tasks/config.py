@@ -10,7 +10,6 @@ imports their packages, so the registries it looks names up in are full (docs/la
 from __future__ import annotations
 
 import copy
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +19,7 @@ import yaml
 
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_files import apply_set, read_config_file
-from elmo_features.util.schema import Int, List, Map, Num, SchemaError, key
+from elmo_features.util.schema import Int, List, Map, Num, SchemaError, check_options, key
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from .components import ConfigError, coerce, from_dict, resolve_component, to_dict
@@ -149,19 +148,12 @@ class RunConfig:
 
 
 def check_reader_options(reader: str, options: dict, where: str) -> None:
-    """Unknown reader name or option -> ConfigError listing the valid ones."""
+    """Unknown reader name or option, or an option of the wrong type -> ConfigError listing the valid ones."""
     try:
         fn = get_reader(reader)
     except KeyError as e:
         raise ConfigError(f"{where}.reader: {e.args[0]}") from None
-    params = inspect.signature(fn).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return
-    valid = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ConfigError(f"{where}.reader_options: unknown option(s) {', '.join(map(repr, unknown))} for reader "
-                          f"{reader!r}; valid options: {', '.join(valid) or '(none)'}")
+    check_options(fn, options, f"{where}.reader_options", ConfigError)
 
 
 def resolve(raw: dict, source: str = "config") -> RunConfig:

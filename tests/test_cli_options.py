@@ -62,7 +62,7 @@ def test_components_lists_names_and_the_declared_keys(capsys):
     keys = [line.split(":")[0].strip() for line in out.splitlines()[1:] if not line.startswith("      ")]
     assert set(keys) == set(CrfTaggerConfig.__dataclass_fields__)  # every key of the Config, each once
     assert len(keys) == len(set(keys))
-    assert main(["components", "readers", "conll2003"]) == 0 and "  tag_column: default \"ner\"" in capsys.readouterr().out
+    assert main(["components", "readers", "conll2003"]) == 0 and "  tag_column: string, default \"ner\"" in capsys.readouterr().out
     assert main(["components", "heads", "crf"]) == 2
     assert "unknown head 'crf'; valid head names: crf_tagger" in capsys.readouterr().err
     assert main(["components", "layers"]) == 2 and "valid kinds: heads, features" in capsys.readouterr().err

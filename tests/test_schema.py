@@ -1,12 +1,15 @@
 """The one validation module: keys declared once, checked with one-line errors naming the key path."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Literal
 
 import pytest
 
-from elmo_features.util.schema import Int, List, Num, Record, SchemaError, Str, build, join_key, key, spec_of_type
+from elmo_features.util.schema import (Int, List, Num, Record, SchemaError, Str, build, check_options, join_key, key,
+                                       spec_of_type)
 
 
 class MyError(ValueError):
@@ -97,3 +100,16 @@ def test_every_config_declares_each_key_once_with_its_spec():
         assert isinstance(block, Record) and all("spec" in f.metadata for f in fields(block.cls))
     assert all(f.metadata.get("spec") is not None for f in fields(TrainConfig))
     assert {f.name for f in fields(TrainingConfig)} >= {"lr", "seed", "max_epochs"}
+
+
+def test_keyword_options_of_a_function_are_checked_like_keys():
+    def reader(path: str, columns: Sequence[str] = ("a",), out: Path | None = None, header: bool | str = "auto"):
+        return path
+
+    assert check_options(reader, {"columns": ["x"], "out": object(), "header": True}, "r")["columns"] == ["x"]
+    with pytest.raises(MyError, match=r"^r: unknown key 'colums'; valid keys: columns, out, header$"):
+        check_options(reader, {"colums": []}, "r", MyError)
+    with pytest.raises(MyError, match=r"^r.columns\[0\]: expected a string, got 1"):
+        check_options(reader, {"columns": [1]}, "r", MyError)
+    with pytest.raises(MyError, match=r"^r.header: 3 \(an integer\) is none of"):
+        check_options(reader, {"header": 3}, "r", MyError)

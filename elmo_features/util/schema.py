@@ -17,7 +17,9 @@ for a number or a boolean, except that a float key reads a numeric string (YAML 
 """
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
+import inspect
 import math
 import types
 import typing
@@ -255,7 +257,7 @@ def spec_of_type(tp: Any) -> Spec:
         return OneOf(options=tuple(spec_of_type(a) for a in args), text=_type_text(tp), nullable=nullable)
     if origin is Literal:
         return Choice(choices=typing.get_args(tp))
-    if origin is list or tp is list:
+    if origin in (list, collections.abc.Sequence) or tp is list:
         (elem,) = typing.get_args(tp) or (Any,)
         return List(spec_of_type(elem))
     if origin is dict or tp is dict:
@@ -341,6 +343,38 @@ def build(cls: type, data: Any, where: str, error: type[Exception] = SchemaError
 def to_dict(obj: Any) -> dict:
     """A config dataclass as a plain dict (for YAML)."""
     return dataclasses.asdict(obj)
+
+
+# ---------------------------------------------------------------- keyword options of a function
+
+def option_specs(fn, skip: int = 1) -> dict[str, Spec | None]:
+    """The keyword options of ``fn`` after its first ``skip`` parameters, as config keys: the spec of each
+    annotation (None where the annotation has none, e.g. a path type)."""
+    hints = typing.get_type_hints(fn)
+    out: dict[str, Spec | None] = {}
+    for p in list(inspect.signature(fn).parameters.values())[skip:]:
+        if p.kind not in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
+            continue
+        try:
+            out[p.name] = spec_of_type(hints[p.name]) if p.name in hints else None
+        except TypeError:
+            out[p.name] = None
+    return out
+
+
+def check_options(fn, options: Any, where: str, error: type[Exception] = SchemaError, skip: int = 1) -> dict:
+    """Keyword options for ``fn`` checked like config keys (unknown ones listing the valid ones, then each value
+    against its annotation), every problem one ``error`` line."""
+    specs = option_specs(fn, skip)
+    try:
+        if not isinstance(options, dict):
+            raise SchemaError(f"{_at(where)}expected a mapping, got {_show(options)}")
+        unknown = sorted(set(options) - set(specs), key=str)
+        if unknown:
+            raise _unknown(where, unknown, specs)
+        return {k: v if specs[k] is None else specs[k].check(v, join_key(where, k)) for k, v in options.items()}
+    except SchemaError as e:
+        raise error(str(e)) from None
 
 
 # ---------------------------------------------------------------- describing keys (for users)

@@ -10,6 +10,8 @@ import inspect
 from collections.abc import Callable
 from pathlib import Path
 
+from elmo_features.util.schema import check_options
+
 from ..registry import READERS, RegistryError
 from .types import LabeledSentence, TaggedSentence
 
@@ -32,9 +34,5 @@ def reader_options(name: str) -> dict[str, object]:
 
 def read_data(name: str, path: str | Path, **options) -> list[TaggedSentence] | list[LabeledSentence]:
     """Read ``path`` with reader ``name``; unknown options raise an error listing the valid ones."""
-    valid = reader_options(name)
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ValueError(f"unknown option(s) {', '.join(unknown)} for data reader {name!r}; valid: "
-                         f"{', '.join(valid) or '(none)'}")
-    return get_reader(name)(path, **options)
+    reader = get_reader(name)
+    return reader(path, **check_options(reader, options, f"data reader {name}", ValueError))
