@@ -9,7 +9,8 @@ import inspect
 import json
 
 from elmo_features.util.errors import UsageError
-from elmo_features.util.schema import describe_keys, option_specs, spec_text
+from elmo_features.util.config_docs import describe_keys, spec_text
+from elmo_features.util.schema import option_specs
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from .registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS

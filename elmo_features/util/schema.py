@@ -11,7 +11,7 @@ it with one-line errors naming the key path. Reading files and ``--set`` are ``e
 
 A spec (``Int``, ``Num``, ``Bool``, ``Str``, ``List``, ``Map``, ``Obj``, ``Record``, ``OneOf``) checks one value; a
 dataclass is checked as a ``Record`` of its fields (each field's ``key`` spec, else the spec of its type hint).
-Every config uses this: the biLM ``options.json`` (elmo_features.model.options), the biLM training config
+Every config uses this (``elmo_features.util.config_docs`` describes its keys for users): the biLM ``options.json`` (elmo_features.model.options), the biLM training config
 (elmo_features.training.config) and the task configs (tasks.config, tasks.components). A string is never accepted
 for a number or a boolean, except that a float key reads a numeric string (YAML 1.1 reads ``1e-3`` as a string).
 """
@@ -78,7 +78,8 @@ class Spec:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Range(Spec):
+class Ranged(Spec):
+    """Base of the specs with bounds (``min``/``max`` inclusive, ``gt``/``lt`` exclusive) or fixed ``choices``."""
     min: float | None = None  # inclusive
     max: float | None = None  # inclusive
     gt: float | None = None  # exclusive lower bound
@@ -101,7 +102,7 @@ class _Range(Spec):
 
 
 @dataclass(frozen=True)
-class Int(_Range):
+class Int(Ranged):
     def _check(self, value, where):
         if isinstance(value, bool) or not isinstance(value, int):
             raise SchemaError(f"{_at(where)}expected an integer, got {_show(value)}")
@@ -109,7 +110,7 @@ class Int(_Range):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Num(_Range):
+class Num(Ranged):
     """A number; ``from_str`` reads a numeric string; ``as_float`` returns a float (an integer given is converted)."""
 
     from_str: bool = False
@@ -137,7 +138,7 @@ class Bool(Spec):
 
 
 @dataclass(frozen=True)
-class Str(_Range):
+class Str(Ranged):
     def _check(self, value, where):
         if not isinstance(value, str):
             raise SchemaError(f"{_at(where)}expected a string, got {_show(value)}")
@@ -147,7 +148,7 @@ class Str(_Range):
 
 
 @dataclass(frozen=True)
-class Choice(_Range):
+class Choice(Ranged):
     """One of fixed values of any type (a ``Literal`` hint)."""
 
     def _check(self, value, where):
@@ -289,7 +290,8 @@ def key_specs(cls: type, numeric_strings: bool = True) -> dict[str, Spec]:
     return out
 
 
-def _key_path(f: dataclasses.Field) -> tuple[str, ...]:
+def key_path(f: dataclasses.Field) -> tuple[str, ...]:
+    """Where a field's key sits in the file: its ``path`` (``("embedding", "dim")``), else its name."""
     return tuple((f.metadata.get("path") or f.name).split("."))
 
 
@@ -307,7 +309,7 @@ class Record(Spec):
         if not isinstance(value, dict):
             raise SchemaError(f"{_at(where)}expected a mapping, got {_show(value)}")
         specs = key_specs(self.cls, self.numeric_strings)
-        paths = {f.name: _key_path(f) for f in dataclasses.fields(self.cls)}
+        paths = {f.name: key_path(f) for f in dataclasses.fields(self.cls)}
         valid = list(dict.fromkeys(paths[name][0] for name in specs))
         unknown = sorted(set(value) - set(valid), key=str)
         if unknown and not self.extra:
@@ -375,49 +377,3 @@ def check_options(fn, options: Any, where: str, error: type[Exception] = SchemaE
         return {k: v if specs[k] is None else specs[k].check(v, join_key(where, k)) for k, v in options.items()}
     except SchemaError as e:
         raise error(str(e)) from None
-
-
-# ---------------------------------------------------------------- describing keys (for users)
-
-def spec_text(spec: Spec) -> str:
-    """A spec in words: ``integer >= 1``, ``number in [0, 1)``, ``one of 'a', 'b'``, ``list of integer``."""
-    if isinstance(spec, _Range) and spec.choices is not None:
-        text = "one of " + ", ".join(map(repr, spec.choices))
-    elif isinstance(spec, List):
-        text = f"list of {spec_text(spec.items)}"
-    elif isinstance(spec, Map):
-        text = "mapping" if type(spec.values) is Spec else f"mapping of {spec_text(spec.values)}"
-    elif isinstance(spec, OneOf):
-        text = " or ".join(spec_text(o) for o in spec.options)
-    elif isinstance(spec, Record):
-        text = f"{spec.cls.__name__} section"
-    else:
-        text = {Int: "integer", Num: "number", Bool: "true/false", Str: "string", Obj: "mapping"}.get(type(spec), "any")
-    if isinstance(spec, _Range) and spec.choices is None:
-        low = f"[{spec.min}" if spec.min is not None else f"({spec.gt}" if spec.gt is not None else None
-        high = f"{spec.max}]" if spec.max is not None else f"{spec.lt})" if spec.lt is not None else None
-        if low and high:
-            text += f" in {low}, {high}"
-        elif low or high:
-            bound = low or high
-            sign = {"[": ">=", "(": ">", "]": "<=", ")": "<"}[bound[0] if low else bound[-1]]
-            text += f" {sign} {bound.strip('[]()')}"
-    return text + (" or null" if spec.nullable and not text.endswith("or null") else "")
-
-
-def describe_keys(cls: type) -> list[dict]:
-    """Each key of config dataclass ``cls``: name, type (``spec_text``), default ("required" if none), doc and the
-    field's other metadata (``meta``)."""
-    specs = key_specs(cls)
-    out = []
-    for f in sorted(dataclasses.fields(cls), key=lambda f: list(specs).index(f.name)):
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            default = "required"
-        out.append({"key": ".".join(_key_path(f)), "type": spec_text(specs[f.name]), "default": default,
-                    "doc": f.metadata.get("doc", ""),
-                    "meta": {k: v for k, v in f.metadata.items() if k not in ("spec", "doc", "path")}})
-    return out
