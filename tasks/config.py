@@ -33,7 +33,7 @@ from .registry import FEATURES, HEADS
 class DataConfig:
     """Where the data is and how to read it (reader options are checked against the reader's signature)."""
 
-    reader: str = key(doc="a registered reader (conll2003, tsv_classification, ...)")
+    reader: str = key(doc="a registered reader (conll2003, tsv, csv, sst, hf, raganato: elmo-tasks components readers)")
     train: str = key(doc="the training file or folder")
     dev: str | None = key(default=None, doc="the early-stopping dev set")
     test: str | None = key(default=None, doc="the test set")
