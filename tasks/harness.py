@@ -21,6 +21,7 @@ from pathlib import Path
 
 from elmo_features.util.errors import CheckpointError, ElmoTasksError
 from elmo_features.util.provenance import git_commit, machine, timestamp
+from elmo_features.util.threads import cpu_cores, threads_per_job
 
 from .components import ConfigError
 from .config import RunConfig, load_raw
@@ -28,8 +29,7 @@ from .crossval import fold_indices, fold_split
 from .experiment import read_examples, run_experiment
 from .features.base import FeatureContext
 from .features.fingerprints import report_fingerprints, section_fingerprints
-from .parallel import (cpu_cores, precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value,
-                       threads_per_job, torchrun_ranks)
+from .parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
 from .summary import find_in_report, summarize, write_summary
 from .registry import HEADS
 

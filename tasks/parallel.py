@@ -27,7 +27,6 @@ import torch
 
 from elmo_features.util import distributed as D
 from elmo_features.util.errors import ElmoTasksError
-from elmo_features.util.threads import cpu_cores, threads_per_job  # noqa: F401  (used here and by harness)
 
 from .features.base import FeatureContext, build_features
 from .registry import FEATURES

@@ -12,7 +12,8 @@ import yaml
 
 from test_tasks_helpers import elmo_section, make_env, tagging_config
 from tasks.cli import main
-from tasks.parallel import JobFailedError, run_jobs, threads_per_job
+from elmo_features.util.threads import threads_per_job
+from tasks.parallel import JobFailedError, run_jobs
 
 # what may differ between a serial and a parallel comparison: timings, folders, provenance
 VOLATILE = {"seconds", "run_dir", "seconds_per_run", "command", "wall_seconds", "finished", "machine", "jobs",

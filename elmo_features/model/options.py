@@ -18,19 +18,8 @@ BACKBONES = ("lstm", "transformer")  # valid values of the options' "backbone" k
 POSITIONS = ("sinusoidal",)  # valid values of transformer.positions
 
 
-class _Block:
-    """A block of the options file, checked by the schema module; rules across keys raise ``SchemaError``."""
-
-    def check(self, where: str) -> None:
-        pass
-
-
-def _filters(value) -> tuple[tuple[int, int], ...]:
-    return tuple((int(w), int(n)) for w, n in value)
-
-
 @dataclass(frozen=True)
-class CharCNNOptions(_Block):
+class CharCNNOptions:
     """The ``char_cnn`` block (extra keys in the file are ignored)."""
 
     embedding_dim: int = key(Int(min=1), path="embedding.dim", doc="character embedding width")
@@ -44,7 +33,7 @@ class CharCNNOptions(_Block):
     activation: str = key(Str(choices=("relu", "tanh")), "relu")
 
     def __post_init__(self):
-        object.__setattr__(self, "filters", _filters(self.filters))
+        object.__setattr__(self, "filters", tuple((int(w), int(n)) for w, n in self.filters))
         object.__setattr__(self, "n_characters", 262)
 
     @property
@@ -53,7 +42,7 @@ class CharCNNOptions(_Block):
 
 
 @dataclass(frozen=True)
-class LstmOptions(_Block):
+class LstmOptions:
     """The ``lstm`` block (extra keys in the file are ignored); a clip of 0 or null means no clipping."""
 
     dim: int = key(Int(min=1), doc="LSTM cell size")
@@ -69,7 +58,7 @@ class LstmOptions(_Block):
 
 
 @dataclass(frozen=True)
-class TokenVectorOptions(_Block):
+class TokenVectorOptions:
     """The ``token_vectors`` extension: frozen word vectors concatenated to the char-CNN output."""
 
     dim: int = key(Int(min=1))
@@ -79,8 +68,9 @@ class TokenVectorOptions(_Block):
 
 
 @dataclass(frozen=True)
-class TransformerOptions(_Block):
-    """The ``transformer`` block (extension, docs/weights_format.md): one causal stack per direction."""
+class TransformerOptions:
+    """The ``transformer`` block (extension, docs/weights_format.md): one causal stack per direction; ``check`` (run
+    by the schema module) holds the rules across keys."""
 
     dim: int = key(Int(min=1), doc="model width P of each direction (token embedding width; outputs are 2P)")
     n_layers: int = key(Int(min=1))

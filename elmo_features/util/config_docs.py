@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from elmo_features.util.schema import (Bool, Int, List, Map, Num, Obj, OneOf, Record, Spec, Str, key_path,
-                                       Ranged, key_specs)
+from elmo_features.util.schema import (Bool, Int, List, Map, Num, Obj, OneOf, Ranged, Record, Spec, Str, key_path,
+                                       key_specs)
 
 
 def spec_text(spec: Spec) -> str:
@@ -22,15 +22,8 @@ def spec_text(spec: Spec) -> str:
         text = f"{spec.cls.__name__} section"
     else:
         text = {Int: "integer", Num: "number", Bool: "true/false", Str: "string", Obj: "mapping"}.get(type(spec), "any")
-    if isinstance(spec, Ranged) and spec.choices is None:
-        low = f"[{spec.min}" if spec.min is not None else f"({spec.gt}" if spec.gt is not None else None
-        high = f"{spec.max}]" if spec.max is not None else f"{spec.lt})" if spec.lt is not None else None
-        if low and high:
-            text += f" in {low}, {high}"
-        elif low or high:
-            bound = low or high
-            sign = {"[": ">=", "(": ">", "]": "<=", ")": "<"}[bound[0] if low else bound[-1]]
-            text += f" {sign} {bound.strip('[]()')}"
+    if isinstance(spec, Ranged) and spec.choices is None and spec.bounds_text():
+        text += " " + spec.bounds_text()
     return text + (" or null" if spec.nullable and not text.endswith("or null") else "")
 
 

@@ -87,18 +87,22 @@ class Ranged(Spec):
     lt: float | None = None  # exclusive upper bound
     choices: tuple | None = None
 
+    def bounds_text(self) -> str:
+        """The bounds in words: ``in [0, 1)``, ``>= 1``, ``> 0`` ("" when unbounded)."""
+        low = f"[{self.min}" if self.min is not None else f"({self.gt}" if self.gt is not None else None
+        high = f"{self.max}]" if self.max is not None else f"{self.lt})" if self.lt is not None else None
+        if low and high:
+            return f"in {low}, {high}"
+        if low:
+            return f"{'>=' if low[0] == '[' else '>'} {low[1:]}"
+        return f"{'<=' if high[-1] == ']' else '<'} {high[:-1]}" if high else ""
+
     def _range(self, value, where: str):
         if self.choices is not None and value not in self.choices:
             raise SchemaError(f"{_at(where)}must be one of {', '.join(map(repr, self.choices))}, got {_show(value)}")
-        lows = [(f"[{self.min}", ">=", value >= self.min)] if self.min is not None else []
-        lows += [(f"({self.gt}", ">", value > self.gt)] if self.gt is not None else []
-        highs = [(f"{self.max}]", "<=", value <= self.max)] if self.max is not None else []
-        highs += [(f"{self.lt})", "<", value < self.lt)] if self.lt is not None else []
-        if not all(ok for *_, ok in lows + highs):
-            if lows and highs:  # an interval: [0, 1)
-                raise SchemaError(f"{_at(where)}must be in {lows[0][0]}, {highs[0][0]}, got {value}")
-            text, sign, _ = (lows + highs)[0]
-            raise SchemaError(f"{_at(where)}must be {sign} {text.strip('[]()')}, got {value}")
+        if not ((self.min is None or value >= self.min) and (self.gt is None or value > self.gt)
+                and (self.max is None or value <= self.max) and (self.lt is None or value < self.lt)):
+            raise SchemaError(f"{_at(where)}must be {self.bounds_text()}, got {value}")
         return value
 
 
