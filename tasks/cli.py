@@ -25,6 +25,8 @@ import threading
 
 from elmo_features.util.errors import ElmoTasksError
 
+from .plugins import includes_in, load_plugins
+
 # sub-command module, in the order shown by --help
 COMMANDS = [
     "elmo_features.cli_embed",  # embed
@@ -67,15 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMANDS:
-        if importlib.util.find_spec(name.rsplit(".", 1)[0]) is None:
-            continue
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name == name:
-                continue  # sub-command not built yet
-            raise
-        module.register(sub)
+        importlib.import_module(name).register(sub)
     return parser
 
 
@@ -90,6 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
+    try:  # before the parsers: a plugin's components are named in configs and listed by `components`
+        load_plugins(includes_in(argv))
+    except ElmoTasksError as e:
+        if debug:
+            raise
+        print(f"error: {error_message(e)}", file=sys.stderr)
+        return USER_ERROR
     parser = build_parser()
     args = parser.parse_args(argv)
     old = install_stop_signals() if threading.current_thread() is threading.main_thread() else {}

@@ -13,6 +13,7 @@ from elmo_features.util.config_docs import describe_keys, spec_text
 from elmo_features.util.schema import option_specs
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
+from .plugins import add_include_argument
 from .registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
 
 KINDS = {"heads": HEADS, "features": FEATURES, "fusions": FUSIONS, "chars": CHAR_ENCODERS, "readers": READERS}
@@ -52,7 +53,10 @@ def cmd_components(args) -> int:
         for kind in kinds:
             print(f"{kind}:")
             for name in KINDS[kind].names():
-                print(f"  {name:<20} {_first_line(KINDS[kind].get(name))}")
+                component = KINDS[kind].get(name)
+                module = getattr(component, "__module__", "")
+                origin = "" if module.startswith("tasks.") else f" [{module}]"  # a plugin's: where it comes from
+                print(f"  {name:<20} {_first_line(component)}{origin}")
         return 0
     try:
         component = KINDS[args.kind].get(args.name)
@@ -71,4 +75,5 @@ def register(subparsers) -> None:
                                                  "encoders and readers, or the config keys of one")
     p.add_argument("kind", nargs="?", help=f"one of {', '.join(KINDS)} (default: all)")
     p.add_argument("name", nargs="?", help="a registered name: show its config keys, types, defaults and docs")
+    add_include_argument(p)
     p.set_defaults(func=cmd_components)

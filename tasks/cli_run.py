@@ -22,6 +22,7 @@ from elmo_features.util.threads import set_threads
 from .config import ConfigError, check_seeds, load_config, load_raw
 from .data_parallel import join
 from .features.base import FeatureContext
+from .plugins import add_include_argument
 from .preflight import check_output_dirs, check_run_folder, check_run_inputs, relative_paths
 
 
@@ -31,6 +32,7 @@ def _cache_dir(args) -> str | None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    add_include_argument(p)
     add_cache_dir_argument(p)
     add_threads_argument(p, default="1, since the heads are small and more threads than free cores slow training "
                             "down many times over when other jobs share the machine; with compare --jobs N: "
@@ -95,8 +97,10 @@ def command_line(args) -> str:
     parts = ["elmo-tasks", args.command, args.config]
     for o in args.overrides:
         parts += ["--set", o]
+    for m in getattr(args, "include", []):
+        parts += ["--include", m]
     for key, value in vars(args).items():
-        if key in ("func", "command", "config", "overrides", "interrupt_hint", "debug") or value is None \
+        if key in ("func", "command", "config", "overrides", "include", "interrupt_hint", "debug") or value is None \
                 or value is False or DEFAULTS.get(key) == value:
             continue
         if value is True:  # a flag

@@ -238,14 +238,15 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
 
 
 def _check_frozen_features(run_dir: Path, model: TaskModel) -> None:
-    """Warn when the frozen biLM differs from the one the run was trained on."""
+    """Warn when a frozen model (biLM, encoder, ...) differs from the one the run was trained on."""
     path = run_dir / "metrics.json"
     if not path.exists():
         return
     saved = json.loads(path.read_text(encoding="utf-8")).get("features", {})
     now = model.features.report()
     if report_fingerprints(saved) != report_fingerprints(now):
-        print(f"warning: the biLM of {run_dir} differs from the one it was trained with (fingerprint changed); "
+        print(f"warning: the frozen model of {run_dir}'s features differs from the one it was trained with "
+              f"(fingerprint changed); "
               "predictions will differ", file=sys.stderr)
 
 

@@ -27,10 +27,10 @@ from .components import ConfigError
 from .config import RunConfig, load_raw
 from .crossval import fold_indices, fold_split
 from .experiment import read_examples, run_experiment
-from .features.base import FeatureContext
-from .features.fingerprints import report_fingerprints, section_fingerprints
+from .features.base import FeatureContext, section_fingerprints
+from .features.fingerprints import report_fingerprints
 from .parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
-from .summary import find_in_report, summarize, write_summary
+from .summary import FROZEN_KINDS, find_in_report, summarize, write_summary
 from .registry import HEADS
 
 
@@ -154,7 +154,7 @@ def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir
     saved_fps, now = report_fingerprints(m.get("features") or {}), fingerprints_now(name)
     if saved_fps != now:
         short = lambda fps: ", ".join(f[:12] for f in fps)
-        raise ConfigError(f"{run_dir}: finished with another biLM (fingerprint {short(saved_fps)}; this source now "
+        raise ConfigError(f"{run_dir}: finished with another frozen model (fingerprint {short(saved_fps)}; this source now "
                           f"loads {short(now)}); its results would mix two models: drop --resume to run the "
                           "comparison again")
     return run_record(name, seed, k, run_dir, m, pool, fold_sets)
@@ -173,8 +173,8 @@ def run_record(name: str, seed: int, k: int | None, run_dir: Path, m: dict, pool
             "primary_metric": m["primary_metric"], "best_epoch": m["best_epoch"],
             "epochs_run": m["epochs_run"], "seconds": m["seconds"],
             "mix_weights": find_in_report(feats, "mix_weights"), "gamma": find_in_report(feats, "gamma"),
-            "oov_rate": find_in_report(feats, "oov_rate"), "bilm_fingerprint": find_in_report(feats, "bilm_fingerprint"),
-            "encoder_fingerprint": find_in_report(feats, "encoder_fingerprint")}
+            "oov_rate": find_in_report(feats, "oov_rate"),
+            **{f"{kind}_fingerprint": find_in_report(feats, f"{kind}_fingerprint") for kind, _ in FROZEN_KINDS}}
 
 
 def pooled_examples(cfg: RunConfig) -> list:

@@ -29,6 +29,7 @@ from elmo_features.util import distributed as D
 from elmo_features.util.errors import ElmoTasksError
 
 from .features.base import FeatureContext, build_features
+from .plugins import load_plugins, loaded_includes
 from .registry import FEATURES
 
 
@@ -36,8 +37,9 @@ class JobFailedError(ElmoTasksError, RuntimeError):
     """A job of a process pool failed with a user error (or its worker died); the pool was stopped."""
 
 
-def _init_worker(threads: int) -> None:
+def _init_worker(threads: int, includes: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
+    load_plugins(includes)  # the parent's plugins register here too (a spawned worker starts with none)
     os.environ["OMP_NUM_THREADS"] = str(threads)  # for libraries that read it late (e.g. a BLAS pool)
     torch.set_num_threads(threads)
 
@@ -71,7 +73,7 @@ def run_jobs(fn: Callable, args: Sequence[tuple], jobs: int, threads: int,
     if not args:
         return results
     executor = ProcessPoolExecutor(max_workers=min(jobs, len(args)), mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(threads,))
+                                   initializer=_init_worker, initargs=(threads, loaded_includes()))
     ok = False
     try:
         pending = {executor.submit(fn, *a): i for i, a in enumerate(args)}

@@ -1,9 +1,10 @@
-"""Checks run before any work: every data file, vector file and biLM a config names, and the output folders.
+"""Checks run before any work: every data file, vector file and frozen model a config names, and the output folders.
 
 ``run``, ``compare``, ``predict`` and ``wsd`` call these first, so that a missing GloVe folder or an
-unwritable results folder is reported at once, not after minutes of training. Paths are found in a
-resolved features section by key: ``path``, ``words_path``, ``options_file``, ``weights_file`` (inputs)
-and ``bilm`` (``default``, a preset name or a folder), in nested sections (``concat``) too.
+unwritable results folder is reported at once, not after minutes of training. What a features section reads
+is declared by its source class (``FeatureSource.input_paths`` / ``check_inputs``), and whether a data path is
+a file, a folder or a hub name by its reader (``path_kind``): a component registered from a user's package is
+checked the same way as the built-in ones.
 """
 from __future__ import annotations
 
@@ -13,101 +14,40 @@ from typing import Any, Iterable
 
 import torch
 
-from elmo_features.formats.default_model import OPTIONS_NAME, WEIGHTS_NAME, default_model_paths, embedded_models
 from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path, check_output_dir
 from elmo_features.util.errors import CheckpointError
-from elmo_features.formats.presets import PRESETS
 
+from .components import ConfigError
 from .config import RunConfig
-from .data.sources import SOURCES
+from .data.fetch import fetch_hint
+from .data.registry import reader_path_kind
 from .experiment import CHECKPOINT_FORMAT
-
-INPUT_KEYS = ("path", "words_path", "options_file", "weights_file")
-FOLDER_READERS = ("raganato",)  # readers whose path is a folder
-UNCHECKED_READERS = ("hf",)  # the path may be a hub name
-
-
-def fetch_hint(path: str | Path) -> str:
-    """'run `elmo-tasks data get NAME`' when ``path`` lies in a public data set's folder, else ''."""
-    for part in Path(path).parts:
-        if part in SOURCES:
-            return f"run `elmo-tasks data get {part}`"
-    return ""
+from .features.base import check_section_inputs, section_input_paths
 
 
 def check_feature_paths(section: Any, where: str) -> None:
-    """Every input file/folder and biLM a (resolved) features section names exists."""
-    if isinstance(section, list):
-        for i, s in enumerate(section):
-            check_feature_paths(s, f"{where}[{i}]")
-        return
-    if not isinstance(section, dict):
-        return
-    for key, value in section.items():
-        if key in INPUT_KEYS and isinstance(value, str):
-            check_input_path(value, f"{where}.{key}", fetch_hint(value))
-        elif key == "bilm" and isinstance(value, str):
-            check_bilm_spec(value, f"{where}.bilm")
-        elif key == "model" and section.get("name") == "transformer" and isinstance(value, str):
-            check_encoder_spec(value, f"{where}.model")
-        elif isinstance(value, (dict, list)):
-            check_feature_paths(value, f"{where}.{key}")
-
-
-def check_encoder_spec(spec: str, where: str) -> None:
-    """A Transformer encoder named as a packaged name (fetched on first use), a folder, or a hub id (owner/name)."""
-    from elmo_features.encoders.loading import is_hub_id
-    from elmo_features.encoders.packaged import PACKAGED
-
-    if spec in PACKAGED or Path(spec).expanduser().is_dir():
-        return
-    if is_hub_id(spec) and not Path(spec).exists():
-        return  # a hub id: resolved when the model loads (one error line when offline)
-    check_input_dir(spec, where, hint=f"give a packaged name ({', '.join(PACKAGED)}), a Hugging Face model folder "
-                                      "or a hub id (owner/name)")
+    """Every input file/folder and frozen model a resolved features section names exists."""
+    if isinstance(section, dict) and "name" in section:
+        check_section_inputs(section, where)
 
 
 def relative_paths(section: Any) -> list[str]:
-    """The relative file/folder paths a features section names (resolved against the current folder)."""
-    if isinstance(section, list):
-        return [p for s in section for p in relative_paths(s)]
-    if not isinstance(section, dict):
+    """The relative file/folder paths a resolved features section names (resolved against the current folder)."""
+    if not isinstance(section, dict) or "name" not in section:
         return []
-    out = []
-    for key, value in section.items():
-        pathlike = key in INPUT_KEYS or (key == "bilm" and isinstance(value, str) and (
-            "/" in value or Path(value).is_dir())) or (key == "model" and section.get("name") == "transformer"
-                                                       and isinstance(value, str) and Path(value).is_dir())
-        if pathlike and isinstance(value, str) and not Path(value).expanduser().is_absolute():
-            out.append(value)
-        elif isinstance(value, (dict, list)):
-            out.extend(relative_paths(value))
-    return out
-
-
-def check_bilm_spec(spec: str, where: str) -> None:
-    """A biLM named as "default", a preset or a folder with options.json + weights.hdf5 is there."""
-    if spec in PRESETS:
-        return  # downloaded on first use
-    if spec == "default":
-        for p in default_model_paths():
-            check_input_file(p, f"{where} (the default biLM)", "train it with `elmo-tasks train-bilm` or name "
-                                                               "another biLM")
-        return
-    if spec in embedded_models():
-        return  # shipped inside the package
-    check_input_dir(spec, where, needs=(OPTIONS_NAME, WEIGHTS_NAME),
-                    hint=f"valid: an embedded model ({', '.join(embedded_models())}), a preset ({', '.join(PRESETS)}) or a folder with {OPTIONS_NAME} + "
-                         f"{WEIGHTS_NAME}")
+    try:
+        paths = section_input_paths(section)
+    except (ConfigError, KeyError, TypeError):  # a section this version cannot read: nothing to say about it
+        return []
+    return [p.path for p in paths if not Path(p.path).expanduser().is_absolute()]
 
 
 def check_data_path(reader: str, path: str, where: str) -> None:
-    """A data file (or folder, for folder readers) named in a config exists."""
-    if reader in UNCHECKED_READERS:
-        return
-    if reader in FOLDER_READERS:
+    """A data file (or folder, for folder readers) named in a config exists; a hub name is not checked."""
+    kind = reader_path_kind(reader)
+    if kind == "folder":
         check_input_dir(path, where, hint=fetch_hint(path))
-    else:
+    elif kind == "file":
         check_input_file(path, where, fetch_hint(path))
 
 

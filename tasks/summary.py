@@ -18,6 +18,11 @@ from .crossval import fold_indices, paired_tests
 from .plots import plot_mix_weights, plot_scores
 
 
+# the frozen models a run's features report records, by the prefix of their report key (``FeatureSource.
+# fingerprint_key``): a biLM, a Transformer encoder, or another source's frozen model (a plugin's default)
+FROZEN_KINDS = (("bilm", "biLM"), ("encoder", "encoder"), ("model", "frozen model"))
+
+
 def find_in_report(report: dict, key: str) -> Any:
     """The first value of ``key`` in a (possibly nested, concat) features report."""
     if key in report:
@@ -53,7 +58,7 @@ def summarize(cfg: RunConfig, runs: list[dict], info: dict) -> dict:
             row["oov_rate"] = rs[0]["oov_rate"]
         row["seconds_per_run"] = statistics.fmean(r["seconds"]["total"] for r in rs)
         row["epochs"] = [r["epochs_run"] for r in rs]
-        for kind in ("bilm", "encoder"):  # which frozen weights the runs used (a named model can be replaced)
+        for kind, _ in FROZEN_KINDS:  # which frozen weights the runs used (a named model can be replaced)
             fingerprints = list(dict.fromkeys(r[f"{kind}_fingerprint"] for r in rs if r.get(f"{kind}_fingerprint")))
             if fingerprints:
                 row[f"{kind}_fingerprints"] = fingerprints
@@ -92,7 +97,7 @@ def _pm(stat: dict | None, scale: float = 100.0) -> str:
 def _bilm_note(row: dict) -> str:
     """Which biLM / encoder weights a source's runs used (fingerprint prefixes); a warning when they differ."""
     notes = []
-    for kind, label in (("bilm", "biLM"), ("encoder", "encoder")):
+    for kind, label in FROZEN_KINDS:
         fps = row.get(f"{kind}_fingerprints") or []
         if len(fps) > 1:
             notes.append(f"WARNING: its runs used {len(fps)} different {label}s: {', '.join(f[:12] for f in fps)}")

@@ -26,6 +26,7 @@ LAYERS = [  # highest first; siblings in one layer
     {"metrics"},
     {"data"},
     {"components"},
+    {"plugins"},
     {"registry"},
 ]
 

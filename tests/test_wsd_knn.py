@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 from tasks.data.wsd_examples import WsdSentence, WsdTarget
+from tasks.data.wsd_reader import WsdFormatError
+from tasks.features.base import FeatureContext, FeatureSource
 from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
 from tasks.wsd.features import all_layers, instance_vectors
 from tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
@@ -64,13 +66,34 @@ def test_ties_go_to_the_lower_sense_number():
     assert answers["t0"] == RIVER  # RIVER is sense 1 in the candidate order
 
 
-def test_all_layers_adds_a_layer_axis_to_static_features():
-    class Static:
-        def precompute(self, sentences, split):
-            return [np.ones((len(s), 4), np.float32) for s in sentences]
+class _OneLayer(FeatureSource):
+    """A feature source with one vector per word (no per-layer arrays): the base class's word_layers."""
 
-    out = all_layers(Static(), [["a", "b"], ["c"]], "test")
+    Config = None
+
+    def precompute(self, sentences, split):
+        return [np.ones((len(s), 4), np.float32) for s in sentences]
+
+    def collate(self, items, T):
+        return items
+
+    def forward(self, batch, mask):
+        return batch
+
+
+def test_all_layers_adds_a_layer_axis_to_single_vector_sources():
+    out = all_layers(_OneLayer(None, FeatureContext()), [["a", "b"], ["c"]], "test")
     assert [a.shape for a in out] == [(1, 2, 4), (1, 1, 4)]
+
+
+def test_all_layers_refuses_a_source_without_per_word_arrays_in_one_line():
+    class Tuples(_OneLayer):
+        def precompute(self, sentences, split):
+            return [(np.ones((len(s), 4)),) for s in sentences]
+
+    with pytest.raises(WsdFormatError, match="WSD 1-NN needs per-word vectors: feature source Tuples: precompute "
+                                             "gives tuple items"):
+        all_layers(Tuples(None, FeatureContext()), [["a", "b"]], "test")
 
 
 def test_first_sense_and_most_frequent_sense_with_ties_and_backoff():

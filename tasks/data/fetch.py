@@ -9,12 +9,21 @@ from pathlib import Path
 from elmo_features.formats.download import check_replaceable, checked_package, file_sha256, pip_download
 
 from .archive import Archive
-from .sources import Source, get_source
+from .sources import SOURCES, Source, get_source
 
 
 def default_data_dir() -> Path:
     """$ELMO_TASKS_DATA, else ./data."""
     return Path(os.environ.get("ELMO_TASKS_DATA", "data"))
+
+
+def fetch_hint(path: str | Path) -> str:
+    """'run `elmo-tasks data get NAME`' when ``path`` lies in the folder of a public data set, else ''."""
+    folders = {s.folder: s.name for s in SOURCES.values()}
+    for part in Path(path).parts:
+        if part in folders:
+            return f"run `elmo-tasks data get {folders[part]}`"
+    return ""
 
 
 def download_package(source: Source, dest: Path) -> Path:

@@ -92,7 +92,7 @@ def _convert_spans(sentences: list[TaggedSentence], rows: list[int], input_schem
         s.tags = tags
 
 
-@READERS.register("hf")
+@READERS.register("hf", path_kind="name")
 def read_hf(path: str | Path, split: str = "train", config: str | None = None, kind: str = "auto",
             text_column: str | None = None, tokens_column: str | None = None,
             label_column: str | None = None, tags_column: str | None = None,

@@ -26,6 +26,33 @@ def get_reader(name: str) -> Reader:
         raise KeyError(f"unknown data reader {name!r}; valid: {', '.join(READERS.names())}") from None
 
 
+PATH_KINDS = ("file", "folder", "name")  # a reader's path: a file, a folder, or a name it resolves itself (a hub id)
+
+
+def reader_path_kind(name: str) -> str:
+    """What the path of reader ``name`` is (``@READERS.register(name, path_kind=...)``; default "file")."""
+    return getattr(get_reader(name), "path_kind", "file")
+
+
+def _reader_contract(name: str, reader) -> list[str]:
+    """A reader is a callable ``reader(path, **options)`` that declares what its path is."""
+    if not callable(reader):
+        return ["a reader must be a function reader(path, **options) -> examples"]
+    try:
+        params = list(inspect.signature(reader).parameters.values())
+    except (TypeError, ValueError):
+        return ["its signature cannot be read; a reader is a function reader(path, **options)"]
+    problems = []
+    if not params or params[0].kind not in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+        problems.append("its first parameter must be the path")
+    if getattr(reader, "path_kind", "file") not in PATH_KINDS:
+        problems.append(f"path_kind must be one of {', '.join(PATH_KINDS)}, got {reader.path_kind!r}")
+    return problems
+
+
+READERS.set_contract(_reader_contract)
+
+
 def reader_options(name: str) -> dict[str, object]:
     """The options a reader accepts with their defaults (everything after ``path``)."""
     params = list(inspect.signature(get_reader(name)).parameters.values())[1:]

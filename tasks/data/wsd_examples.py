@@ -87,7 +87,7 @@ def load_inventory(wordnet: str | os.PathLike) -> SenseInventory:
     return SenseInventory.from_path(wordnet)
 
 
-@READERS.register("raganato")
+@READERS.register("raganato", path_kind="folder")
 def read_wsd(path: str | os.PathLike, wordnet: str = DEFAULT_WORDNET) -> list[WsdSentence]:
     """Reader for run configs: a framework-format folder -> examples (wordnet: dict folder or index.sense)."""
     return to_examples(load_dataset(path), load_inventory(wordnet))

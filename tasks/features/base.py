@@ -4,9 +4,17 @@ A source turns a data split into per-sentence frozen arrays once (``precompute``
 source is expensive), pads a batch of them (``collate``), and maps the padded batch to (B, T, D) features in
 ``forward`` (where trainable parts such as ELMo's scalar mix live; they train with the head). Sources are
 built from a resolved ``{name: ..., **hparams}`` section by ``build_features``.
+
+What the rest of the toolkit needs to know about a source, it asks the class (never its registered name):
+the input files it reads (``input_paths``, checked before any work), the fingerprints of its frozen models
+(``frozen_fingerprints``, recorded in reports and summaries and checked by ``compare --resume`` and
+``predict``), and whether it gives every layer as per-word arrays (``offers_layers`` / ``word_layers``, the
+WSD 1-NN rows per layer). A source registered from a user's package gets all of that by declaring them
+(docs/adding_a_source.md).
 """
 from __future__ import annotations
 
+import abc
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,9 +26,11 @@ import torch
 from torch import nn
 
 from elmo_features.util.devices import module_device
+from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path
 
 from ..components import component_config
-from ..registry import FEATURES
+from ..data.fetch import fetch_hint
+from ..registry import FEATURES, class_contract
 
 
 class Memo:
@@ -78,29 +88,81 @@ class FeatureContext:
     memo: Memo = field(default_factory=Memo, compare=False, repr=False)
 
 
-class FeatureSource(nn.Module):
-    """Base class of feature sources."""
+@dataclass(frozen=True)
+class InputPath:
+    """A file or folder a source's config names: its key (for messages), the path, and what it must be."""
+
+    key: str
+    path: str
+    kind: str = "file"  # "file" | "folder" | "path" (either)
+    hint: str = ""  # what to do when it is missing (default: the `data get` command of a public data set)
+
+
+class FeatureSource(nn.Module, abc.ABC):
+    """Base class of feature sources: implement ``precompute``, ``collate`` and ``forward``; declare the rest."""
 
     Config: ClassVar[type]
     output_dim: int
     cached_on_disk: ClassVar[bool] = False  # precompute fills context.cache_dir (computed once before parallel jobs)
+    offers_layers: ClassVar[bool] = False  # word_layers gives every layer (L, n, D), whatever the fusion setting
+    fingerprint_key: ClassVar[str] = "model_fingerprint"  # the report key of the frozen model's fingerprint
 
     def __init__(self, config: Any, context: FeatureContext):
         super().__init__()
         self.config = config
         self.context = context
 
+    # ------------------------------------------------------------ declared by the class (before any work)
+    @classmethod
+    def input_paths(cls, config: Any) -> list[InputPath]:
+        """The files and folders ``config`` names (checked by ``check_inputs`` before any work; relative ones
+        resolve against the current folder). Default: none."""
+        return []
+
+    @classmethod
+    def check_inputs(cls, config: Any, where: str) -> None:
+        """Raise a one-line PathError for a missing input (``where``: the config key path for messages).
+        Default: each of ``input_paths`` exists as the kind it declares."""
+        for p in cls.input_paths(config):
+            at, hint = f"{where}.{p.key}", p.hint or fetch_hint(p.path)
+            if p.kind == "folder":
+                check_input_dir(p.path, at, hint=hint)
+            elif p.kind == "file":
+                check_input_file(p.path, at, hint)
+            else:
+                check_input_path(p.path, at, hint)
+
+    @classmethod
+    def frozen_fingerprints(cls, config: Any, memo: Memo) -> list[str]:
+        """Fingerprints of the frozen models ``config`` loads (content hashes), without building the source: a
+        changed model changes them, so ``compare --resume`` refuses to mix runs and ``predict`` warns. Default:
+        none (the source holds no frozen model)."""
+        return []
+
+    # ------------------------------------------------------------ the features
+    @abc.abstractmethod
     def precompute(self, sentences: list[list[str]], split: str) -> list[Any]:
         """Frozen features, one item per sentence (e.g. an array (n_i, D) or (L, n_i, D))."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def collate(self, items: list[Any], T: int) -> Any:
         """Pad a batch of precomputed items to T tokens (tensors)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def forward(self, batch: Any, mask: torch.Tensor) -> torch.Tensor:
         """Padded batch + mask (B, T) -> features (B, T, output_dim)."""
-        raise NotImplementedError
+
+    def word_layers(self, sentences: list[list[str]], split: str) -> list[np.ndarray]:
+        """Per-word arrays (L, n_i, D) float32 per sentence with every layer the source has (``offers_layers``),
+        whatever its fusion or fixed layer: the WSD 1-NN rows per layer. Default: ``precompute``'s per-sentence
+        arrays as one layer (n_i, D) -> (1, n_i, D)."""
+        out = []
+        for i, a in enumerate(self.precompute(sentences, split)):
+            if not isinstance(a, np.ndarray) or a.ndim not in (2, 3) or a.shape[-2] != len(sentences[i]):
+                raise TypeError(f"feature source {type(self).__name__}: precompute gives {type(a).__name__} items, "
+                                "not per-word arrays (n, D); override word_layers to give (L, n, D) arrays")
+            out.append(a[None] if a.ndim == 2 else a)
+        return out
 
     def fusion_layers(self) -> tuple[int, int] | None:
         """(L, D) of the unfused layer stack ``layers`` gives (for a head's ``output_mix``); None: no layers."""
@@ -115,8 +177,39 @@ class FeatureSource(nn.Module):
         return torch.zeros((), device=module_device(self))
 
     def report(self) -> dict:
-        """JSON-able facts for results (mix weights, gamma, OOV rates, model fingerprints)."""
-        return {}
+        """JSON-able facts for results (mix weights, gamma, OOV rates). The base gives the frozen model's
+        fingerprint under ``fingerprint_key`` (from ``frozen_fingerprints``): extend it with
+        ``{**super().report(), ...}``."""
+        fps = type(self).frozen_fingerprints(self.config, self.context.memo)
+        return {self.fingerprint_key: fps[0] if len(fps) == 1 else fps} if fps else {}
+
+
+FEATURES.set_contract(class_contract(FeatureSource))
+
+
+def section_class(section: dict) -> type[FeatureSource]:
+    """The registered class of a resolved ``{name: ..., **hparams}`` features section."""
+    return FEATURES.get(section["name"])
+
+
+def check_section_inputs(section: dict, where: str) -> None:
+    """Every input of a resolved features section exists (the class's ``check_inputs``)."""
+    section_class(section).check_inputs(component_config(FEATURES, section), where)
+
+
+def section_input_paths(section: dict) -> list[InputPath]:
+    """The inputs a resolved features section names (the class's ``input_paths``)."""
+    return section_class(section).input_paths(component_config(FEATURES, section))
+
+
+def section_fingerprints(section: dict, memo: Memo) -> list[str]:
+    """The fingerprints of the frozen models a resolved features section loads (the class's
+    ``frozen_fingerprints``), in report order."""
+    config = component_config(FEATURES, section)
+    config_check = getattr(config, "check", None)
+    if config_check is not None:
+        config_check("features")
+    return section_class(section).frozen_fingerprints(config, memo)
 
 
 def pad_tokens(items: list[np.ndarray], T: int) -> torch.Tensor:

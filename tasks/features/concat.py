@@ -11,7 +11,8 @@ from elmo_features.util.schema import key
 
 from ..components import ConfigError
 from ..registry import FEATURES
-from .base import FeatureContext, FeatureSource, build_features
+from .base import (FeatureContext, FeatureSource, InputPath, Memo, build_features, check_section_inputs,
+                   section_fingerprints, section_input_paths)
 
 
 @dataclass
@@ -29,6 +30,20 @@ class ConcatFeatures(FeatureSource):
     """Concatenates its sources' features along D. Output (B, T, sum of D)."""
 
     Config = ConcatConfig
+
+    @classmethod
+    def input_paths(cls, config: ConcatConfig) -> list[InputPath]:
+        return [InputPath(f"sources[{i}].{p.key}", p.path, p.kind, p.hint)
+                for i, s in enumerate(config.sources) for p in section_input_paths(s)]
+
+    @classmethod
+    def check_inputs(cls, config: ConcatConfig, where: str) -> None:
+        for i, s in enumerate(config.sources):
+            check_section_inputs(s, f"{where}.sources[{i}]")
+
+    @classmethod
+    def frozen_fingerprints(cls, config: ConcatConfig, memo: Memo) -> list[str]:
+        return [fp for s in config.sources for fp in section_fingerprints(s, memo)]
 
     def __init__(self, config: ConcatConfig, context: FeatureContext):
         super().__init__(config, context)

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import torch
 
 from elmo_features import Embedder, bilm_fingerprint, resolve_bilm
+from elmo_features.formats.default_model import OPTIONS_NAME, WEIGHTS_NAME, default_model_paths, embedded_models
+from elmo_features.formats.presets import PRESETS
+from elmo_features.util.paths import check_input_dir, check_input_file
 from elmo_features.util.schema import key
 
 from ..components import ConfigError
 from ..registry import FEATURES
-from .base import FeatureContext, Memo
+from .base import FeatureContext, InputPath, Memo
 from .layered import FrozenLayerFeatures, check_layer_or_mix
 
 
@@ -62,11 +66,51 @@ def load_frozen_bilm(config: ElmoConfig, memo: Memo):
     return memo.model("elmo " + key, load)
 
 
+def check_bilm_spec(spec: str, where: str) -> None:
+    """A biLM named as "default", a preset or a folder with options.json + weights.hdf5 is there."""
+    if spec in PRESETS:
+        return  # downloaded on first use
+    if spec == "default":
+        for p in default_model_paths():
+            check_input_file(p, f"{where} (the default biLM)", "train it with `elmo-tasks train-bilm` or name "
+                                                               "another biLM")
+        return
+    if spec in embedded_models():
+        return  # shipped inside the package
+    check_input_dir(spec, where, needs=(OPTIONS_NAME, WEIGHTS_NAME),
+                    hint=f"valid: an embedded model ({', '.join(embedded_models())}), a preset ({', '.join(PRESETS)}) "
+                         f"or a folder with {OPTIONS_NAME} + {WEIGHTS_NAME}")
+
+
+def _is_bilm_folder(spec: str | None) -> bool:
+    """Whether a ``bilm`` value names a folder (not "default", a preset or an embedded model)."""
+    return isinstance(spec, str) and spec != "default" and spec not in PRESETS and spec not in embedded_models() and (
+        "/" in spec or Path(spec).expanduser().is_dir())
+
+
 @FEATURES.register("elmo")
 class ElmoFeatures(FrozenLayerFeatures):
     """All biLM layers through a trainable fusion (``mix``), or one fixed layer. Output (B, T, output_dim)."""
 
     Config = ElmoConfig
+    fingerprint_key = "bilm_fingerprint"
+
+    @classmethod
+    def input_paths(cls, config: ElmoConfig) -> list[InputPath]:
+        paths = [InputPath(k, getattr(config, k)) for k in ("options_file", "weights_file") if getattr(config, k)]
+        if _is_bilm_folder(config.bilm):
+            paths.append(InputPath("bilm", config.bilm, "folder"))
+        return paths
+
+    @classmethod
+    def check_inputs(cls, config: ElmoConfig, where: str) -> None:
+        super().check_inputs(config, where)
+        if isinstance(config.bilm, str):
+            check_bilm_spec(config.bilm, f"{where}.bilm")
+
+    @classmethod
+    def frozen_fingerprints(cls, config: ElmoConfig, memo: Memo) -> list[str]:
+        return [bilm_fingerprint(load_frozen_bilm(config, memo))]
 
     def __init__(self, config: ElmoConfig, context: FeatureContext):
         super().__init__(config, context)
@@ -84,5 +128,5 @@ class ElmoFeatures(FrozenLayerFeatures):
         return Embedder(self._bilm.to(self.context.device), progress=self.context.progress)
 
     def report(self) -> dict:
-        return {"bilm_fingerprint": self.fingerprint, "num_layers": self.num_layers, "dim": self.dim,
+        return {self.fingerprint_key: self.fingerprint, "num_layers": self.num_layers, "dim": self.dim,
                 **self.fusion_report()}

@@ -30,7 +30,7 @@ from elmo_features.model.scalar_mix import _batch_norm, _token_norm
 from elmo_features.util.schema import Int, Num, key
 
 from ..components import ConfigError, component_config
-from ..registry import FUSIONS
+from ..registry import FUSIONS, class_contract
 
 
 def normalize_layers(layers: torch.Tensor, mask: torch.Tensor, layer_norm: str | None) -> torch.Tensor:
@@ -45,6 +45,10 @@ def normalize_layers(layers: torch.Tensor, mask: torch.Tensor, layer_norm: str |
 def count_parameters(module: nn.Module) -> int:
     """Number of trainable scalars of a module."""
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+# a fusion is a module built as cls(config, num_layers, dim) with a Config dataclass: (L, B, T, D) -> (B, T, D')
+FUSIONS.set_contract(class_contract(nn.Module))
 
 
 def build_fusion(section: dict, num_layers: int, dim: int) -> nn.Module:

@@ -32,6 +32,7 @@ class FrozenLayerFeatures(FeatureSource):
     Output (B, T, output_dim). Subclasses set ``num_layers``, ``dim`` and ``fingerprint`` and call ``_setup()``."""
 
     cached_on_disk = True
+    offers_layers = True
     num_layers: int
     dim: int
     fingerprint: str
@@ -64,6 +65,10 @@ class FrozenLayerFeatures(FeatureSource):
             arrays = embedder.embed_sentences(sentences)
         self.context.memo.remember(key, model_key, sentences, arrays)
         return arrays
+
+    def word_layers(self, sentences: list[list[str]], split: str) -> list[np.ndarray]:
+        """All layers (L, n_i, D) per sentence, whatever the mix or fixed layer (the WSD 1-NN rows per layer)."""
+        return self.embed(sentences)
 
     def precompute(self, sentences: list[list[str]], split: str) -> list[np.ndarray]:
         arrays = self.embed(sentences)

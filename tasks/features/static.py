@@ -12,7 +12,7 @@ from elmo_features.util.schema import Int, key
 
 from ..data.static_vectors import load_static_vectors
 from ..registry import FEATURES
-from .base import FeatureContext, FeatureSource, Memo, pad_tokens
+from .base import FeatureContext, FeatureSource, InputPath, Memo, pad_tokens
 
 
 @dataclass
@@ -36,6 +36,11 @@ class StaticFeatures(FeatureSource):
     """One frozen vector per token (OOV policy: tasks.data.static_vectors). Output (B, T, d)."""
 
     Config = StaticConfig
+
+    @classmethod
+    def input_paths(cls, config: StaticConfig) -> list[InputPath]:
+        return [InputPath("path", config.path, "path")] + (
+            [InputPath("words_path", config.words_path)] if config.words_path else [])
 
     def __init__(self, config: StaticConfig, context: FeatureContext):
         super().__init__(config, context)

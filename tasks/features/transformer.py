@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from elmo_features.encoders import PieceStats, TransformerEmbedder, load_encoder
+from elmo_features.encoders.loading import is_hub_id
+from elmo_features.encoders.packaged import PACKAGED
+from elmo_features.util.paths import check_input_dir
 from elmo_features.util.schema import Int, key
 
 from ..components import ConfigError
 from ..registry import FEATURES
-from .base import FeatureContext, Memo
+from .base import FeatureContext, InputPath, Memo
 from .layered import FrozenLayerFeatures, check_layer_or_mix
 
 
@@ -72,6 +76,26 @@ class TransformerFeatures(FrozenLayerFeatures):
     """A frozen encoder's hidden states through a trainable fusion (``mix``), or one fixed layer."""
 
     Config = TransformerConfig
+    fingerprint_key = "encoder_fingerprint"
+
+    @classmethod
+    def input_paths(cls, config: TransformerConfig) -> list[InputPath]:
+        return [InputPath("model", config.model, "folder")] if Path(config.model).expanduser().is_dir() else []
+
+    @classmethod
+    def check_inputs(cls, config: TransformerConfig, where: str) -> None:
+        """``model``: a packaged name (fetched on first use), a folder, or a hub id (owner/name)."""
+        spec = config.model
+        if spec in PACKAGED or Path(spec).expanduser().is_dir():
+            return
+        if is_hub_id(spec) and not Path(spec).exists():
+            return  # a hub id: resolved when the model loads (one error line when offline)
+        check_input_dir(spec, f"{where}.model", hint=f"give a packaged name ({', '.join(PACKAGED)}), a Hugging Face "
+                                                     "model folder or a hub id (owner/name)")
+
+    @classmethod
+    def frozen_fingerprints(cls, config: TransformerConfig, memo: Memo) -> list[str]:
+        return [build_embedder(config, memo).fingerprint]
 
     def __init__(self, config: TransformerConfig, context: FeatureContext):
         super().__init__(config, context)
@@ -98,7 +122,7 @@ class TransformerFeatures(FrozenLayerFeatures):
 
     def report(self) -> dict:
         enc = self._embedder.encoder
-        return {"encoder_fingerprint": self.fingerprint, "model": self.config.model,
+        return {self.fingerprint_key: self.fingerprint, "model": self.config.model,
                 "model_type": getattr(enc.model.config, "model_type", None), "files_sha256": enc.files_sha256,
                 "subword_pooling": self.config.subword_pooling, "hidden_states": self._embedder.layers,
                 "window_pieces": self._embedder.window, "window_stride": self._embedder.stride,

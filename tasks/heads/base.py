@@ -7,6 +7,7 @@ turns features (B, T, D) + mask (B, T) into a loss and predictions. Everything t
 """
 from __future__ import annotations
 
+import abc
 from collections import Counter
 from typing import Any, ClassVar
 
@@ -18,10 +19,12 @@ from elmo_features.util.devices import module_device
 
 from ..data.types import DataFormatError
 from ..metrics import unseen_labels
+from ..registry import HEADS, class_contract
 
 
-class Head(nn.Module):
-    """Base class of task heads (see docs/adding_a_head.md)."""
+class Head(nn.Module, abc.ABC):
+    """Base class of task heads (see docs/adding_a_head.md): implement ``gold_labels``, ``loss``, ``predict``,
+    ``evaluate`` and ``format_prediction``, and set ``Config`` and ``primary_metric``."""
 
     Config: ClassVar[type]  # dataclass of hyperparameters
     primary_metric: ClassVar[str]  # the dev metric used for early stopping (higher is better)
@@ -35,9 +38,9 @@ class Head(nn.Module):
 
     # ------------------------------------------------------------ data (override as needed)
     @classmethod
+    @abc.abstractmethod
     def gold_labels(cls, example: Any) -> list[str]:
         """The gold labels of one example (tags of a sentence, or [label])."""
-        raise NotImplementedError
 
     @classmethod
     def check_example(cls, example: Any, where: str) -> None:
@@ -84,26 +87,29 @@ class Head(nn.Module):
         """JSON-able learned weights of the head worth reporting (e.g. its output mix); empty by default."""
         return {}
 
+    @abc.abstractmethod
     def loss(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> torch.Tensor:
         """Mean training loss of a batch. x: (B, T, D), mask: (B, T) bool."""
-        raise NotImplementedError
 
     def loss_units(self, examples: list) -> int:
         """How many units the mean of ``loss`` over ``examples`` divides by (default: the examples). Data-parallel
         training weights each rank's loss by its share of them, so that it equals one process's mean."""
         return len(examples)
 
+    @abc.abstractmethod
     def predict(self, x: torch.Tensor, mask: torch.Tensor, examples: list) -> list:
         """One JSON-able prediction per example (label strings)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def evaluate(self, examples: list, predictions: list) -> dict[str, float]:
         """Metrics (must include ``primary_metric``)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def format_prediction(self, example: Any, prediction: Any) -> str:
         """Text for one prediction in ``elmo-tasks predict`` output."""
-        raise NotImplementedError
+
+
+HEADS.set_contract(class_contract(Head, attributes=("primary_metric",)))
 
 
 class TaggingHead(Head):

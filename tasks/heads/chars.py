@@ -23,7 +23,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from elmo_features.util.schema import Int, Num, key
 
 from ..components import ConfigError
-from ..registry import CHAR_ENCODERS
+from ..registry import CHAR_ENCODERS, class_contract
 
 PAD, UNK = 0, 1
 
@@ -113,6 +113,9 @@ class CharEncoder(nn.Module):
         self.config = config
         self.embed = nn.Embedding(num_chars + 2, config.embedding_dim, padding_idx=PAD)
         self.drop = nn.Dropout(config.dropout)
+
+
+CHAR_ENCODERS.set_contract(class_contract(CharEncoder))
 
 
 @CHAR_ENCODERS.register("cnn")

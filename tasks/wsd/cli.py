@@ -9,6 +9,8 @@ from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument,
                                           add_threads_argument, progress_setting)
 from elmo_features.util.devices import add_device_argument, parse_device
 
+from ..plugins import add_include_argument
+
 
 
 def register(subparsers) -> None:
@@ -31,6 +33,7 @@ def register(subparsers) -> None:
     p.add_argument("--out", default="runs/wsd/latest", help="output folder (default: runs/wsd/latest)")
     p.add_argument("--runs-dir", help="where trained heads are saved (default: runs/wsd/heads/<OUT folder name>)")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
+    add_include_argument(p)
     add_cache_dir_argument(p)
     add_threads_argument(p)
     add_progress_argument(p)
@@ -48,6 +51,8 @@ def command_line(args) -> str:
         parts += ["--features", *args.features]
     for o in args.overrides:
         parts += ["--set", o]
+    for m in args.include:
+        parts += ["--include", m]
     parts += ["--out", args.out] + (["--runs-dir", args.runs_dir] if args.runs_dir else [])
     if args.cache_dir != DEFAULT_CACHE:
         parts += ["--cache-dir", args.cache_dir]
@@ -63,7 +68,8 @@ def cmd_wsd(args) -> int:
     from elmo_features.util.threads import set_threads
 
     from ..features.base import FeatureContext
-    from ..preflight import check_feature_paths, check_output_dirs, fetch_hint
+    from ..data.fetch import fetch_hint
+    from ..preflight import check_feature_paths, check_output_dirs
     from .config import load_wsd_config
     from .run import run_wsd
 

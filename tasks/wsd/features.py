@@ -1,8 +1,9 @@
 """Instance vectors for WSD: every layer of a feature source at each target (a multiword target is
 the mean over its tokens).
 
-Feature sources are the project's (``tasks.features``): the ``elmo`` source gives all biLM layers
-(L, n, D) per sentence through its disk cache, a static source (GloVe) one layer (n, d) -> (1, n, d).
+Feature sources are the project's (``tasks.features``) or a plugin's: each gives its per-word arrays through
+``FeatureSource.word_layers``: every layer (L, n, D) for a source that ``offers_layers`` (biLMs, Transformer
+encoders, through their disk cache), one layer (n, d) -> (1, n, d) for the others (static vectors).
 """
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from typing import Sequence
 import numpy as np
 
 from ..data.wsd_examples import WsdSentence
+from ..data.wsd_reader import WsdFormatError
 
 
 def all_layers(source, sentences: Sequence[Sequence[str]], split: str) -> list[np.ndarray]:
-    """Per-sentence float32 arrays (L, n_i, D) with every layer the source has."""
-    if hasattr(source, "embed"):  # the elmo source: all biLM layers whatever its mix/layer setting
-        arrays = source.embed([list(s) for s in sentences])
-    else:
-        arrays = source.precompute([list(s) for s in sentences], split)
+    """Per-sentence float32 arrays (L, n_i, D) with every layer the source has (its ``word_layers``)."""
+    try:
+        arrays = source.word_layers([list(s) for s in sentences], split)
+    except TypeError as e:  # a source without per-word arrays (e.g. concat): one line, not a traceback
+        raise WsdFormatError(f"WSD 1-NN needs per-word vectors: {e}") from None
     return [a[None] if a.ndim == 2 else a for a in arrays]  # (n, D) -> (1, n, D)
 
 

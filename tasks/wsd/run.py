@@ -225,7 +225,7 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
                "mix" if weights else None, head=info)
     if weights and "learned_mix" in cfg.knn:
         _knn_rows(report, cfg, name, sums, test_vecs, [("learned_mix", f"mix learned by {head}", weights, "mix")])
-    if cfg.probes and L > 1 and "layer" in section:
+    if cfg.probes and L > 1 and source.offers_layers and "layer" in section:
         for l in range(L):
             probe = {**copy.deepcopy(section), "layer": l, "mix": None}
             answers, info = _train_head(cfg, probe, train_dir, train_ex, report, context, progress,

@@ -1,0 +1,116 @@
+"""Components from the user's own code: ``--include MODULE`` and the ``elmo_tasks.plugins`` entry-point group.
+
+A plugin is an ordinary Python module (or package) whose classes and functions register themselves with the
+decorators of ``tasks.registry`` (``@HEADS.register("my_head")``, ``@FEATURES.register(...)``,
+``@READERS.register(..., path_kind=...)``), as the built-in components do. Importing it is all it takes:
+
+* ``--include MODULE`` (repeatable, in every command that reads a config, and in ``components``) imports
+  MODULE, and every submodule when it is a package, like AllenNLP's ``--include-package``; the current folder
+  is searched first, so a module next to the config works without installing it;
+* an installed distribution can declare ``[project.entry-points."elmo_tasks.plugins"] NAME = "pkg.module"``;
+  every such entry point is imported at the start of each command.
+
+A component that does not meet its registry's contract fails when it registers, with one line naming what is
+missing (``tasks.registry.ContractError``). The modules loaded here are loaded again in the worker processes
+of ``compare --jobs N`` (``loaded_includes``).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import pkgutil
+import sys
+from collections.abc import Iterable
+
+from elmo_features.util.errors import ElmoTasksError
+
+ENTRY_POINT_GROUP = "elmo_tasks.plugins"
+_INCLUDED: list[str] = []  # modules loaded by --include, in order (for worker processes)
+_ENTRY_POINTS_LOADED = [False]
+
+
+class PluginError(ElmoTasksError, ImportError):
+    """A plugin module named by --include cannot be imported, or a component in it breaks its contract."""
+
+
+def add_include_argument(parser) -> None:
+    """The ``--include MODULE`` option (read by ``tasks.cli.main`` before the command's parser runs)."""
+    parser.add_argument("--include", action="append", default=[], metavar="MODULE",
+                        help="import MODULE (and its submodules) first, so that the heads, feature sources, fusions "
+                             "and readers it registers can be named in configs; repeatable")
+
+
+def includes_in(argv: Iterable[str]) -> list[str]:
+    """The modules named by ``--include MODULE`` / ``--include=MODULE`` anywhere in a command line."""
+    argv, out = list(argv), []
+    for i, a in enumerate(argv):
+        if a == "--include" and i + 1 < len(argv):
+            out.append(argv[i + 1])
+        elif a.startswith("--include="):
+            out.append(a.split("=", 1)[1])
+    return out
+
+
+def _import_tree(name: str) -> None:
+    """Import module ``name`` and, when it is a package, all of its submodules."""
+    module = importlib.import_module(name)
+    for info in pkgutil.walk_packages(getattr(module, "__path__", []), prefix=f"{name}."):
+        importlib.import_module(info.name)
+
+
+def include(name: str) -> None:
+    """Import a plugin module (and its submodules); one PluginError line when that fails."""
+    if name in _INCLUDED:
+        return
+    if not name or any(not part.isidentifier() for part in name.split(".")):
+        raise PluginError(f"--include {name!r}: not a module name (give a dotted Python module name such as "
+                          "my_package.components, not a file path)")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # a module next to the user's config, as `python -m` would find it
+    try:
+        _import_tree(name)
+    except ElmoTasksError as e:  # e.g. a ContractError: already one line
+        raise PluginError(f"--include {name}: {e}") from None
+    except ImportError as e:
+        missing = getattr(e, "name", None)
+        what = "not found" if missing == name else f"its import failed ({type(e).__name__}: {e})"
+        raise PluginError(f"--include {name}: module {what}; is it installed, or in the current folder "
+                          f"{os.getcwd()}?") from None
+    except Exception as e:  # a bug in the plugin: name it on one line (--debug shows the traceback)
+        raise PluginError(f"--include {name}: importing it raised {type(e).__name__}: "
+                          f"{' '.join(str(e).split())}") from e
+    _INCLUDED.append(name)
+
+
+def load_entry_points() -> list[str]:
+    """Import every ``elmo_tasks.plugins`` entry point of the installed distributions (once per process).
+    A plugin that fails is reported on one warning line and skipped: a broken install must not stop every
+    command. Returns the names loaded."""
+    if _ENTRY_POINTS_LOADED[0]:
+        return []
+    _ENTRY_POINTS_LOADED[0] = True
+    loaded = []
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(getattr(ep, "dist", None), "name", "?")
+        try:
+            ep.load()
+        except Exception as e:  # noqa: BLE001  (any failure of foreign code: one line, then go on)
+            print(f"warning: plugin {ep.name} = {ep.value} (entry point of {dist}) was not loaded: "
+                  f"{type(e).__name__}: {' '.join(str(e).split())}; its components are unavailable",
+                  file=sys.stderr, flush=True)
+            continue
+        loaded.append(ep.name)
+    return loaded
+
+
+def load_plugins(includes: Iterable[str] = ()) -> None:
+    """The installed entry-point plugins, then each ``--include`` module."""
+    load_entry_points()
+    for name in includes:
+        include(name)
+
+
+def loaded_includes() -> list[str]:
+    """The ``--include`` modules loaded in this process (worker processes load them too)."""
+    return list(_INCLUDED)
