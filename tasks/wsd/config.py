@@ -10,10 +10,12 @@ from pathlib import Path
 
 from elmo_features.util.schema import List, Str, join_key, key
 
-from ..config import ConfigError, TrainingConfig, apply_override, from_dict, load_raw, resolve_component, to_dict
+from ..config import (ConfigError, TrainingConfig, apply_override, find_config, from_dict, load_raw, resolve_component,
+                      to_dict)
 from ..registry import FEATURES, HEADS
 
 KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix", "dev_layer")
+FRAMEWORK_TESTS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")  # their union is ALL
 
 
 @dataclass
@@ -22,6 +24,10 @@ class WsdConfig:
 
     name: str = "wsd"
     wordnet: str = key(default="data/wordnet-3.0", doc="WordNet 3.0 dict folder (or its index.sense)")
+    train: str = key(default="data/wsd/semcor",
+                     doc="training folder in the framework format (--train overrides; `data get wsd-framework`)")
+    test: list[str] = key(factory=lambda: [f"data/wsd/{n}" for n in FRAMEWORK_TESTS],
+                          doc="test folders (--test overrides); the table's ALL column is their union")
     sources: dict = key(factory=dict, doc="source name -> features section ({name: elmo|static|..., ...})")
     features: list[str] = key(factory=list, doc="sources to evaluate by default (--features overrides)")
     knn: list[str] = key(List(Str(choices=KNN_ROWS)), factory=lambda: ["layers", "average", "learned_mix"],
@@ -46,6 +52,8 @@ class WsdConfig:
         if "dev_layer" in self.knn and not self.head_dev_every:
             raise ConfigError(f"{join_key(where, 'knn')}: the row 'dev_layer' chooses a layer on held-out training "
                               "sentences; set head_dev_every >= 2")
+        if not self.test:
+            raise ConfigError(f"{join_key(where, 'test')}: list at least one test folder")
         for name in self.features:
             if name not in self.sources:
                 raise ConfigError(f"{join_key(where, 'features')}: unknown source {name!r}; "
@@ -65,10 +73,14 @@ def resolve_wsd(raw: dict, source: str = "config") -> WsdConfig:
 
 
 def load_wsd_config(path: str | Path | None, overrides: list[str] = (), features: list[str] | None = None,
-                    bilm: str | None = None) -> WsdConfig:
-    """Read a YAML config (None: built-in defaults), apply ``--set`` overrides, ``--features`` and ``--bilm``
-    (the biLM of every ``elmo`` source)."""
-    raw = load_raw(path, overrides) if path is not None else {}
+                    bilm: str | None = None, train: str | None = None, test: list[str] | None = None) -> WsdConfig:
+    """Read a YAML config (a path or a packaged config's name; None: built-in defaults), apply ``--set``
+    overrides, ``--features``, ``--bilm`` (the biLM of every ``elmo`` source), ``--train`` and ``--test``."""
+    raw = load_raw(find_config(path), overrides) if path is not None else {}
+    if train is not None:
+        raw["train"] = train
+    if test is not None:
+        raw["test"] = list(test)
     if path is None:
         for a in overrides:
             apply_override(raw, a)

@@ -16,7 +16,7 @@ from elmo_features.util.provenance import git_commit, machine
 
 from ..config import DataConfig, RunConfig
 from ..data.wsd_examples import WsdSentence, all_targets, load_inventory, to_examples, unknown_gold_keys
-from ..data.wsd_reader import WsdFormatError, load_dataset
+from ..data.wsd_reader import POS_TAGS, WsdFormatError, load_dataset
 from ..data.wsd_scorer import Score, merge_scores, score, write_key_file
 from ..experiment import load_run, make_split, run_experiment, save_json
 from ..features.base import FeatureContext, build_features
@@ -59,6 +59,7 @@ class Report:
 
         answers: test set name -> instance id -> key (ids repeat across test sets, so never merge them)."""
         scores: dict[str, Score] = {}
+        by_pos: dict[str, list[Score]] = {}
         for ts in self.tests:
             ids = [t.id for t in ts.targets]
             got = answers[ts.name]
@@ -66,10 +67,15 @@ class Report:
             gold = {t.id: t.gold for t in ts.targets if t.gold}
             if gold:
                 scores[ts.name] = score(gold, {i: got[i] for i in ids if got.get(i)})
+                for pos in POS_TAGS:  # the framework's breakdown by part of speech
+                    part = {t.id: t.gold for t in ts.targets if t.gold and t.pos == pos}
+                    if part:
+                        by_pos.setdefault(pos, []).append(score(part, {i: got[i] for i in part if got.get(i)}))
         if scores:
             scores[ALL] = merge_scores(scores.values())
         row = {"id": row_id, "label": label, "group": group, "source": source, "layer": layer,
-               "scores": {k: s.as_dict() for k, s in scores.items()}, **extra}
+               "scores": {k: s.as_dict() for k, s in scores.items()},
+               "pos_scores": {pos: merge_scores(ss).as_dict() for pos, ss in by_pos.items()}, **extra}
         self.rows.append(row)
         f1 = row["scores"].get(ALL, {}).get("F1")
         print(f"{label}: ALL F1 {f1}" if f1 is not None else f"{label}: predictions written (no gold keys)", flush=True)

@@ -81,6 +81,7 @@ def render_table(summary: dict) -> str:
     for key, label, f1 in PUBLISHED:
         if key not in used:
             lines.append(f"| *{label} (published only)* | " + " | ".join("–" for _ in cols) + f" | {f1:.1f} |")
+    lines += _pos_table(summary, cols[-1] if cols else "")
     lines += ["", "Details on ALL (or the only test set): precision, recall, answered / total instances, and how "
               "many instances backed off to the WordNet first sense.", "",
               "| model | P | R | F1 | answered / total | back-offs | notes |", "|---|---|---|---|---|---|---|"]
@@ -122,6 +123,25 @@ def render_table(summary: dict) -> str:
               "", "To fill the same table with the official ELMo weights (the paper's model):", "",
               f"    {original_command(summary['command'])}", ""]
     return "\n".join(lines)
+
+
+POS_NAMES = (("NOUN", "nouns"), ("VERB", "verbs"), ("ADJ", "adjectives"), ("ADV", "adverbs"))
+
+
+def _pos_table(summary: dict, last: str) -> list[str]:
+    """F1 by part of speech over all test instances (the framework's breakdown), with the instance counts."""
+    rows = [r for r in summary["rows"] if r.get("pos_scores")]
+    if not rows:
+        return []
+    totals = {pos: rows[0]["pos_scores"].get(pos, {}).get("total", 0) for pos, _ in POS_NAMES}
+    head = [f"{name} ({totals[pos]:,})" for pos, name in POS_NAMES]
+    lines = ["", f"F1 (%) by part of speech over all test instances ({last}), as the framework reports it "
+                 "(instances per part of speech in brackets):", "",
+             "| model | " + " | ".join(head) + f" | {last} |", "|---|" + "---|" * (len(POS_NAMES) + 1)]
+    for row in rows:
+        cells = [_fmt(row["pos_scores"].get(pos, {}).get("F1")) for pos, _ in POS_NAMES]
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + f" | {_fmt(row['scores'].get(last, {}).get('F1'))} |")
+    return lines
 
 
 def write_table(summary: dict, path: str | Path) -> None:
