@@ -12,7 +12,7 @@ from pathlib import Path
 
 from elmo_features.util.schema import check_options
 
-from ..registry import READERS, RegistryError
+from ..registry import PLUGIN_HINT, READERS, RegistryError
 from .types import LabeledSentence, TaggedSentence
 
 Reader = Callable[..., "list[TaggedSentence] | list[LabeledSentence]"]
@@ -23,7 +23,7 @@ def get_reader(name: str) -> Reader:
     try:
         return READERS.get(name)
     except RegistryError:
-        raise KeyError(f"unknown data reader {name!r}; valid: {', '.join(READERS.names())}") from None
+        raise KeyError(f"unknown data reader {name!r}; valid: {', '.join(READERS.names())}; {PLUGIN_HINT}") from None
 
 
 PATH_KINDS = ("file", "folder", "name")  # a reader's path: a file, a folder, or a name it resolves itself (a hub id)

@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,7 +110,7 @@ class Framework:
                 return
             with self._zip.open(self._prefix + inner) as src, open(dest, "wb") as out:
                 shutil.copyfileobj(src, out, 1 << 20)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as e:
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, OSError, EOFError) as e:
             raise WsdFormatError(f"{self.label(inner)}: cannot be read ({e}); the zip is damaged: delete it and "
                                  "fetch again") from None
 
