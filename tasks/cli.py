@@ -3,6 +3,10 @@
 A module listed in COMMANDS exposes ``register(subparsers)`` that adds its parser(s) and sets
 ``func`` (called with the parsed args; returns an exit code or None).
 
+Plugins: ``--include MODULE`` (anywhere on the command line) and the ``elmo_tasks.plugins`` entry points are
+imported before the parsers are built (``tasks.plugins``), so a user's components can be named in configs and
+are listed by ``components``.
+
 Errors: every expected user error is an ``elmo_features.util.errors.ElmoTasksError``; it is caught here,
 once, and printed as ``error: <message>`` with exit code 2 (an OSError such as "permission denied" or
 "no space left on device" too). ``--debug`` (anywhere on the command line) or ``ELMO_TASKS_DEBUG=1``

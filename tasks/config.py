@@ -17,7 +17,6 @@ from typing import Any, Literal
 import yaml
 
 
-from elmo_features.util.errors import MissingPathError
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_files import apply_set, read_config_file
 from elmo_features.util.schema import Int, List, Map, Num, SchemaError, check_options, key
@@ -217,7 +216,7 @@ def packaged_name(spec: str) -> str:
 
 def find_config(spec: str | Path) -> Path:
     """The config file ``spec`` names: an existing path wins, else a packaged config's name (so that the
-    documented commands work from a pip install in any folder); else one MissingPathError line."""
+    documented commands work from a pip install in any folder); else one ConfigError line."""
     path = Path(spec).expanduser()
     if path.exists():
         return path
@@ -225,8 +224,8 @@ def find_config(spec: str | Path) -> Path:
     name = packaged_name(str(spec))
     if name in packaged:
         return packaged[name]
-    raise MissingPathError(f"config {spec}: no such file, and no packaged config of that name; `elmo-tasks configs "
-                           "list` shows the packaged ones (`elmo-tasks configs show NAME --out FILE` copies one)")
+    raise ConfigError(f"{spec}: config file not found, and no packaged config has that name; `elmo-tasks configs "
+                      "list` shows the packaged ones (`elmo-tasks configs show NAME --out FILE` copies one)")
 
 
 def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> dict:

@@ -92,10 +92,6 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._entries)
 
-    def remove(self, name: str) -> None:
-        """Forget ``name`` (tests that register a component of their own take it out again)."""
-        self._entries.pop(name, None)
-
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 

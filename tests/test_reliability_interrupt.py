@@ -178,7 +178,7 @@ def test_resume_after_the_bilm_changed_is_refused(tmp_path, capsys):
     make_bilm(env["options"].parent, seed=1)  # new weights in the same files
     assert main([*common, "--resume", str(grid)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "finished with another biLM" in err and "drop --resume" in err and len(err.splitlines()) == 1
+    assert "finished with another frozen model" in err and "drop --resume" in err and len(err.splitlines()) == 1
 
 
 def test_interrupted_run_says_the_folder_is_incomplete(tmp_path):

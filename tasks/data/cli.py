@@ -45,7 +45,7 @@ def _get(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     dest = Path(args.dest) if args.dest else default_data_dir()
     for s in SOURCES.values():
-        present = "present" if (dest / s.folder / "SOURCE.md").is_file() else "missing"
+        present = "present" if (dest / s.name / "SOURCE.md").is_file() else "missing"
         print(f"{s.name:18} {present:8} PyPI {s.package}=={s.version}  {s.description}")
     present = "present" if (dest / FRAMEWORK_FOLDER / "SOURCE.md").is_file() else "missing"
     print(f"{FRAMEWORK:18} {present:8} {FRAMEWORK_URL}  WSD Evaluation Framework (Raganato et al. 2017): SemCor, "

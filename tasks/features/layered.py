@@ -1,11 +1,15 @@
 """The shared part of sources that give frozen layers (L, n, D) per sentence (``elmo``, ``transformer``).
 
-A subclass builds its frozen model once per ``Memo`` and returns an embedder (``embedder()``: an object with
-``embed_batches``, ``num_output_layers``, ``output_dim`` and ``fingerprint``); this class caches the arrays on
+A subclass builds its frozen model once per ``Memo`` and returns an embedder (``embedder()``: a ``LayerEmbedder``,
+as ``elmo_features.Embedder`` and ``TransformerEmbedder`` are); this class caches the arrays on
 disk (``elmo_features.FeatureCache``, keyed by the fingerprint + sentences + dtype) and in memory (``Memo``),
 and fuses the layers with a trainable fusion (``mix``, default ELMo's scalar mix) or picks one fixed layer.
 """
 from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -17,6 +21,22 @@ from elmo_features.embedding.feature_cache import cache_key
 from ..components import ConfigError
 from .base import FeatureSource, pad_tokens
 from .fusion import build_fusion
+
+
+@runtime_checkable
+class LayerEmbedder(Protocol):
+    """The frozen model behind a layered source: per-sentence arrays (L, n_i, D), in batches (what the feature cache
+    consumes) or all at once, and the content fingerprint that keys the cache."""
+
+    num_output_layers: int
+    output_dim: int
+    fingerprint: str
+
+    def embed_batches(self, sentences: Sequence[Sequence[str]]) -> Iterator[tuple[list[int], list[np.ndarray]]]:
+        """(sentence indices, their arrays) per batch, in any order."""
+
+    def embed_sentences(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """One array (L, n_i, D) per sentence, in input order."""
 
 
 def check_layer_or_mix(config, where: str) -> None:
@@ -37,9 +57,9 @@ class FrozenLayerFeatures(FeatureSource):
     dim: int
     fingerprint: str
 
-    def embedder(self):
+    @abc.abstractmethod
+    def embedder(self) -> LayerEmbedder:
         """The embedder that computes this source's arrays (on ``self.context.device``)."""
-        raise NotImplementedError
 
     def _setup(self, what: str) -> None:
         self.output_dim = self.dim
@@ -59,6 +79,11 @@ class FrozenLayerFeatures(FeatureSource):
         if arrays is not None:
             return arrays
         embedder = self.embedder()
+        if not isinstance(embedder, LayerEmbedder):  # a subclass's embedder() must give the whole protocol
+            missing = [m for m in ("num_output_layers", "output_dim", "fingerprint", "embed_batches", "embed_sentences")
+                       if not hasattr(embedder, m)]
+            raise TypeError(f"{type(self).__name__}.embedder() gives a {type(embedder).__name__} without "
+                            f"{', '.join(missing)} (see LayerEmbedder in tasks/features/layered.py)")
         if self.context.cache_dir is not None:
             arrays = FeatureCache(self.context.cache_dir).embed(embedder, sentences, dtype=self.config.cache_dtype)
         else:

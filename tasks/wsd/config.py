@@ -72,6 +72,18 @@ def resolve_wsd(raw: dict, source: str = "config") -> WsdConfig:
     return cfg
 
 
+def bilm_sources(sources: dict) -> list[str]:
+    """The sources whose component declares a ``bilm`` key (the ``elmo`` source, or a plugin's biLM source):
+    what ``--bilm`` sets, and the rows the paper's biLM layers are published for."""
+    out = []
+    for k, v in sources.items():
+        name = v.get("name") if isinstance(v, dict) else None
+        if isinstance(name, str) and name in FEATURES and "bilm" in getattr(FEATURES.get(name).Config,
+                                                                             "__dataclass_fields__", {}):
+            out.append(k)
+    return out
+
+
 def load_wsd_config(path: str | Path | None, overrides: list[str] = (), features: list[str] | None = None,
                     bilm: str | None = None, train: str | None = None, test: list[str] | None = None) -> WsdConfig:
     """Read a YAML config (a path or a packaged config's name; None: built-in defaults), apply ``--set``
@@ -85,7 +97,7 @@ def load_wsd_config(path: str | Path | None, overrides: list[str] = (), features
         for a in overrides:
             apply_override(raw, a)
     if bilm is not None:
-        elmo = [k for k, v in (raw.get("sources") or {}).items() if isinstance(v, dict) and v.get("name") == "elmo"]
+        elmo = bilm_sources(raw.get("sources") or {})
         if not elmo:
             raw.setdefault("sources", {})["elmo"] = {"name": "elmo"}
             elmo = ["elmo"]

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from elmo_features.util.provenance import write_text_atomic
 
+from .config import bilm_sources
+
 # Peters et al. (2018), Table 5: all-words fine-grained WSD F1 on the union of the four test sets of
 # Raganato et al. (2017a) (Senseval-2, Senseval-3, SemEval-2013, SemEval-2015), framework release.
 PUBLISHED = [
@@ -57,7 +59,7 @@ def render_table(summary: dict) -> str:
     tests = [t["name"] for t in summary["tests"]]
     cols = tests + (["ALL"] if len(tests) > 1 else [])
     sources = summary["config"].get("sources", {})
-    bilm_sources = {k for k, v in sources.items() if isinstance(v, dict) and v.get("name") == "elmo"}
+    bilm_rows = set(bilm_sources(sources))
     used = set()
     lines = [f"# WSD: the ELMo paper's Table 5 ({summary['name']})", "",
              f"* Command: `{summary['command']}`",
@@ -72,7 +74,7 @@ def render_table(summary: dict) -> str:
              "| model | " + " | ".join(cols) + " | published F1 (paper, not ours) |",
              "|---|" + "---|" * len(cols) + "---|"]
     for row in summary["rows"]:
-        key = _published_key(row, bilm_sources)
+        key = _published_key(row, bilm_rows)
         pub = f"{_PUB[key][1]:.1f} ({_PUB[key][0]})" if key else ""
         if key:
             used.add(key)

@@ -1,0 +1,53 @@
+"""The configs that ship inside the package: ``configs list/show``, and config names accepted where a path goes
+(an existing file wins), so that the documented commands work from a pip install in any folder."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tasks.cli import main
+from tasks.config import ConfigError, PACKAGED_CONFIGS, find_config, load_config, packaged_configs
+from tasks.wsd.config import load_wsd_config
+
+
+def test_every_task_config_ships_and_loads_by_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no configs/ folder here: the names resolve to the package's copies
+    names = packaged_configs()
+    assert {"ner_conll2003", "sentiment_polarity", "pos_conll2003", "wsd_semcor", "fusion/ner", "bilm/default"} <= set(names)
+    for name, path in names.items():
+        assert path.is_relative_to(PACKAGED_CONFIGS)
+        if name.startswith(("bilm/", "backbones/wsd", "fusion/wsd")) or name == "wsd_semcor":
+            continue  # biLM training configs; WSD configs are checked below
+        cfg = load_config(name)  # checked: every key, every component name
+        assert cfg.name
+    wsd = load_wsd_config("wsd_semcor")
+    assert wsd.train == "data/wsd/semcor" and wsd.test == [f"data/wsd/{n}" for n in (
+        "senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")]
+    assert load_wsd_config("configs/wsd_semcor.yaml", train="x", test=["y"]).test == ["y"]  # the flags override
+
+
+def test_names_paths_and_the_clone_spelling(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert find_config("ner_conll2003") == PACKAGED_CONFIGS / "ner_conll2003.yaml"
+    assert find_config("configs/ner_conll2003.yaml") == PACKAGED_CONFIGS / "ner_conll2003.yaml"  # the README's spelling
+    assert find_config("fusion/ner.yaml") == PACKAGED_CONFIGS / "fusion" / "ner.yaml"
+    (tmp_path / "ner_conll2003").write_text("name: mine\n")  # an existing file wins over the packaged name
+    assert find_config("ner_conll2003").resolve() == tmp_path / "ner_conll2003"
+    with pytest.raises(ConfigError, match="nosuch.yaml: config file not found, and no packaged config has that name"):
+        find_config("nosuch.yaml")
+
+
+def test_configs_list_and_show(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["configs", "list"]) == 0
+    out = capsys.readouterr().out
+    assert any(line.startswith("ner_conll2003 ") and "CoNLL-2003 English NER" in line for line in out.splitlines())
+    assert main(["configs", "show", "sentiment_polarity"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["name"] == "sentiment_polarity"
+    assert main(["configs", "show", "sentiment_polarity", "--out", "mine.yaml"]) == 0
+    assert (tmp_path / "mine.yaml").read_text() == (PACKAGED_CONFIGS / "sentiment_polarity.yaml").read_text()
+    capsys.readouterr()
+    assert main(["configs", "show", "sentiment_polarity", "--out", "mine.yaml"]) == 2  # never replaced silently
+    assert "exists; give another file, or --force" in capsys.readouterr().err
+    assert main(["configs", "show", "nosuch"]) == 2
+    assert "no packaged config 'nosuch'" in capsys.readouterr().err
