@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from elmo_features.util.errors import CheckpointError
+from elmo_features.util.errors import CheckpointError, StaleCacheError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
@@ -25,7 +25,7 @@ from .components import ConfigError, component_config
 from .config import RunConfig, dump_yaml, load_raw, resolve
 from .data import get_reader
 from .data.types import DataFormatError, ReaderOptionError
-from .features.base import FeatureContext, build_features
+from .features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
 from .features.fingerprints import report_fingerprints
 from .heads.base import Head
 from .registry import HEADS
@@ -227,27 +227,40 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
             raise FileNotFoundError(f"{run_dir} is not a finished run folder: {f} is missing")
     cfg = resolve(load_raw(run_dir / "config.yaml"), source=str(run_dir / "config.yaml"))
     vocab = json.loads((run_dir / "vocab.json").read_text(encoding="utf-8"))
-    model = build_model(cfg, vocab, context or FeatureContext())
-    ckpt = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
-    if ckpt.get("format") != CHECKPOINT_FORMAT:
-        raise CheckpointError(f"{run_dir / 'model.pt'}: unknown checkpoint format {ckpt.get('format')!r}; rerun the run")
-    model.load_state_dict(ckpt["state_dict"])
+    context = context or FeatureContext()
+    changed = frozen_change(run_dir, cfg, context)
+    try:
+        model = build_model(cfg, vocab, context)
+        ckpt = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
+        if ckpt.get("format") != CHECKPOINT_FORMAT:
+            raise CheckpointError(f"{run_dir / 'model.pt'}: unknown checkpoint format {ckpt.get('format')!r}; "
+                                  "rerun the run")
+        model.load_state_dict(ckpt["state_dict"])
+    except (RuntimeError, KeyError, TypeError, ValueError) as e:
+        if not changed or isinstance(e, CheckpointError):
+            raise
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise StaleCacheError(f"{changed}, and the trained head no longer fits it ({first}): restore that input, "
+                              "or rerun the run on the new one") from e
     model.eval()
-    _check_frozen_features(run_dir, model)
+    if changed:
+        print(f"warning: {changed}; predictions will differ from the run's", file=sys.stderr)
     return cfg, model
 
 
-def _check_frozen_features(run_dir: Path, model: TaskModel) -> None:
-    """Warn when a frozen model (biLM, encoder, ...) differs from the one the run was trained on."""
+def frozen_change(run_dir: Path, cfg: RunConfig, context: FeatureContext) -> str:
+    """'' when the features section loads the frozen inputs the run was trained on (its metrics.json records their
+    fingerprints), else a sentence naming the input that changed."""
     path = run_dir / "metrics.json"
     if not path.exists():
-        return
-    saved = json.loads(path.read_text(encoding="utf-8")).get("features", {})
-    now = model.features.report()
-    if report_fingerprints(saved) != report_fingerprints(now):
-        print(f"warning: the frozen model of {run_dir}'s features differs from the one it was trained with "
-              f"(fingerprint changed); "
-              "predictions will differ", file=sys.stderr)
+        return ""
+    saved = report_fingerprints(json.loads(path.read_text(encoding="utf-8")).get("features", {}))
+    now = section_fingerprints(cfg.features, context.memo)
+    if saved == now:
+        return ""
+    short = lambda fps: ", ".join(f[:12] for f in fps) or "none recorded"
+    return (f"the frozen input of {run_dir}'s features changed since it was trained: "
+            f"{section_frozen_description(cfg.features)} (fingerprint {short(saved)} then, {short(now)} now)")
 
 
 def read_plain_sentences(path: str | Path) -> list[list[str]]:

@@ -20,7 +20,7 @@ from .plots import plot_mix_weights, plot_scores
 
 # the frozen models a run's features report records, by the prefix of their report key (``FeatureSource.
 # fingerprint_key``): a biLM, a Transformer encoder, or another source's frozen model (a plugin's default)
-FROZEN_KINDS = (("bilm", "biLM"), ("encoder", "encoder"), ("model", "frozen model"))
+FROZEN_KINDS = (("bilm", "biLM"), ("encoder", "encoder"), ("vectors", "vectors"), ("model", "frozen model"))
 
 
 def find_in_report(report: dict, key: str) -> Any:

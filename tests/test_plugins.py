@@ -95,7 +95,7 @@ def test_a_plugin_source_gets_path_checks_fingerprints_resume_refusal_and_predic
     assert "finished with another frozen model" in err and fp[:12] in err
     (task / "in.txt").write_text("the cat ran\n")
     proc = cli(["predict", str(grid / "hashed-seed1"), "in.txt", "--include", PLUGIN], task)
-    assert "differs from the one it was trained with" in proc.stderr
+    assert "changed since it was trained: model_path model.bin (fingerprint" in proc.stderr
     words_and_tags = proc.stdout.split()
     assert words_and_tags[::2] == ["the", "cat", "ran"] and set(words_and_tags[1::2]) <= {"D", "N", "V"}
 

@@ -14,7 +14,9 @@ line, as written by ``elmo-tasks data get glove-6b-50d``).
 """
 from __future__ import annotations
 
+import functools
 import gzip
+import hashlib
 import mmap
 import os
 from collections.abc import Iterable, Sequence
@@ -51,6 +53,15 @@ class StaticVectors:
     def dim(self) -> int:
         """Vector size d."""
         return self.vectors.shape[1]
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """sha256 of what the vectors give: the words, the matrix and the lookup policy (a file replaced in place
+        with other vectors changes it; the same vectors in another file format do not)."""
+        h = hashlib.sha256(b"static-vectors-v1\x00lower" if self.lowercase else b"static-vectors-v1\x00cased")
+        h.update("\n".join(self.words).encode("utf-8"))
+        h.update(np.ascontiguousarray(self.vectors, dtype="<f4").tobytes())
+        return h.hexdigest()
 
     def __len__(self) -> int:
         return len(self.words)

@@ -139,6 +139,13 @@ class FeatureSource(nn.Module, abc.ABC):
         none (the source holds no frozen model)."""
         return []
 
+    @classmethod
+    def describe_frozen(cls, config: Any) -> str:
+        """What the frozen fingerprints are of, for messages (e.g. "encoder minilm-l6"). Default: the input
+        paths, else the source class."""
+        paths = cls.input_paths(config)
+        return ", ".join(f"{p.key} {p.path}" for p in paths) if paths else f"the frozen model of {cls.__name__}"
+
     # ------------------------------------------------------------ the features
     @abc.abstractmethod
     def precompute(self, sentences: list[list[str]], split: str) -> list[Any]:
@@ -200,6 +207,11 @@ def check_section_inputs(section: dict, where: str) -> None:
 def section_input_paths(section: dict) -> list[InputPath]:
     """The inputs a resolved features section names (the class's ``input_paths``)."""
     return section_class(section).input_paths(component_config(FEATURES, section))
+
+
+def section_frozen_description(section: dict) -> str:
+    """What a resolved features section's fingerprints are of (the class's ``describe_frozen``)."""
+    return section_class(section).describe_frozen(component_config(FEATURES, section))
 
 
 def section_fingerprints(section: dict, memo: Memo) -> list[str]:

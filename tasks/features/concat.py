@@ -12,7 +12,7 @@ from elmo_features.util.schema import key
 from ..components import ConfigError
 from ..registry import FEATURES
 from .base import (FeatureContext, FeatureSource, InputPath, Memo, build_features, check_section_inputs,
-                   section_fingerprints, section_input_paths)
+                   section_fingerprints, section_frozen_description, section_input_paths)
 
 
 @dataclass
@@ -40,6 +40,10 @@ class ConcatFeatures(FeatureSource):
     def check_inputs(cls, config: ConcatConfig, where: str) -> None:
         for i, s in enumerate(config.sources):
             check_section_inputs(s, f"{where}.sources[{i}]")
+
+    @classmethod
+    def describe_frozen(cls, config: ConcatConfig) -> str:
+        return "; ".join(section_frozen_description(s) for s in config.sources)
 
     @classmethod
     def frozen_fingerprints(cls, config: ConcatConfig, memo: Memo) -> list[str]:

@@ -109,6 +109,10 @@ class ElmoFeatures(FrozenLayerFeatures):
             check_bilm_spec(config.bilm, f"{where}.bilm")
 
     @classmethod
+    def describe_frozen(cls, config: ElmoConfig) -> str:
+        return f"biLM {config.bilm}" if config.bilm else f"biLM {config.options_file} + {config.weights_file}"
+
+    @classmethod
     def frozen_fingerprints(cls, config: ElmoConfig, memo: Memo) -> list[str]:
         return [bilm_fingerprint(load_frozen_bilm(config, memo))]
 

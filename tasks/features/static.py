@@ -36,6 +36,15 @@ class StaticFeatures(FeatureSource):
     """One frozen vector per token (OOV policy: tasks.data.static_vectors). Output (B, T, d)."""
 
     Config = StaticConfig
+    fingerprint_key = "vectors_fingerprint"
+
+    @classmethod
+    def describe_frozen(cls, config: StaticConfig) -> str:
+        return f"vectors {config.path}"
+
+    @classmethod
+    def frozen_fingerprints(cls, config: StaticConfig, memo: Memo) -> list[str]:
+        return [load_vectors(config, memo).fingerprint]
 
     @classmethod
     def input_paths(cls, config: StaticConfig) -> list[InputPath]:
@@ -66,6 +75,6 @@ class StaticFeatures(FeatureSource):
 
     def report(self) -> dict:
         rates = {s: c["oov"] / c["tokens"] if c["tokens"] else 0.0 for s, c in self.oov.items()}
-        return {"dim": self.output_dim, "oov_rate": rates, "oov_counts": dict(self.oov),
+        return {self.fingerprint_key: self.vectors.fingerprint, "dim": self.output_dim, "oov_rate": rates, "oov_counts": dict(self.oov),
                 # entries whose word (lower-cased when the vectors are) was listed before: the first one is used
                 "duplicate_words": int(self.vectors.n_duplicates), "lowercase": bool(self.vectors.lowercase)}

@@ -94,6 +94,10 @@ class TransformerFeatures(FrozenLayerFeatures):
                                                      "model folder or a hub id (owner/name)")
 
     @classmethod
+    def describe_frozen(cls, config: TransformerConfig) -> str:
+        return f"encoder {config.model}"
+
+    @classmethod
     def frozen_fingerprints(cls, config: TransformerConfig, memo: Memo) -> list[str]:
         return [build_embedder(config, memo).fingerprint]
 
