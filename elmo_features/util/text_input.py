@@ -2,7 +2,8 @@
 
 * Encoding: UTF-8. A byte-order mark at the start of the file is dropped. Invalid UTF-8 is an error
   naming the file, line and byte column (a UTF-16 file is recognised and named as such).
-* Line ends: ``\\n`` or ``\\r\\n``; a ``.gz`` file is read decompressed.
+* Line ends: ``\\n`` or ``\\r\\n``; a ``.gz`` file is read decompressed. A carriage return anywhere else (old-Mac
+  ``\\r`` line ends, which would make the whole file one line) is an error naming the line.
 * NUL bytes are an error naming the file and line (the file is binary, or UTF-16).
 * Tokens: a line is split on whitespace.
 * Blank (or whitespace-only) lines: where outputs are aligned with input lines (``embed``: dataset
@@ -42,6 +43,11 @@ def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
     if lineno == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
         raise TextInputError(f"{path}:1: the file is UTF-16; convert it to UTF-8 "
                              f"(e.g. iconv -f UTF-16 -t UTF-8 {path})")
+    cr = raw.find(b"\r")
+    if cr >= 0:
+        raise TextInputError(f"{path}:{lineno}: a carriage return (\\r) inside the line at byte column {cr + 1}: "
+                             "the file has old-Mac line ends, which would join its lines; convert them to \\n "
+                             f"(e.g. tr '\\r' '\\n' < {Path(path).name} > fixed.txt)")
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise TextInputError(f"{path}:{lineno}: NUL byte at byte column {nul + 1} (a binary file?); "
