@@ -40,7 +40,7 @@ def _transformer_embedder(args: argparse.Namespace):
 
     encoder = load_encoder(args.transformer, cache_dir=args.download_dir)
     encoder.model.to(parse_device(args.device))
-    return TransformerEmbedder(encoder, subword_pooling=args.subword_pooling, batch_size=args.batch_size,
+    return TransformerEmbedder(encoder, subword_pooling=args.subword_pooling or "mean", batch_size=args.batch_size,
                                max_pieces_per_batch=args.max_tokens_per_batch, progress=False)
 
 
@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """``run`` on a regular input file."""
+    if args.subword_pooling is not None and not args.transformer:
+        raise UsageError("--subword-pooling applies to --transformer only (a biLM embeds whole words); drop it, or "
+                         "add --transformer MODEL")
     for flag in ("options", "weights"):
         if getattr(args, flag):
             check_input_file(getattr(args, flag), f"--{flag}")
@@ -130,7 +133,7 @@ def register(subparsers) -> None:
     p.add_argument("--transformer", metavar="MODEL",
                    help="embed with a frozen pretrained Transformer encoder instead of a biLM: a packaged name "
                         "(minilm-l6), a local Hugging Face folder or a hub id; every hidden state is a layer")
-    p.add_argument("--subword-pooling", choices=("mean", "first", "last"), default="mean",
+    p.add_argument("--subword-pooling", choices=("mean", "first", "last"), default=None,
                    help="with --transformer: how a word's pieces become one vector (default mean)")
     p.add_argument("--download-dir", help="where presets and packaged encoders are downloaded (default: "
                                           "$ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")

@@ -25,6 +25,7 @@ next, this runs the biLM stateless: a sentence gets the same vectors whatever ba
 """
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -113,9 +114,17 @@ def _sentences(inputs: Any, signature: str) -> tuple[list[list[str]], int]:
         width = max((len(row) for row in tokens), default=0)
         sentences = []
         for i, (row, n) in enumerate(zip(tokens, lengths)):
+            row = row.tolist() if hasattr(row, "tolist") else row  # a NumPy row of a [batch][max_length] array
+            if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):  # a string would give one token a char
+                raise UsageError(f"tokens[{i}] is {type(row).__name__} {str(row)[:40]!r}, not a list of tokens; the "
+                                 "'tokens' signature takes [batch][max_length] token strings (untokenized sentences: "
+                                 "signature 'default')")
             row = [t.decode("utf-8") if isinstance(t, bytes) else t for t in row]
-            if not isinstance(n, int) or not 0 <= n <= len(row):
-                raise UsageError(f"sequence_len[{i}] = {n!r} is not between 0 and the row's length {len(row)}")
+            if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+                raise UsageError(f"sequence_len[{i}] = {n!r} is not an integer")
+            n = int(n)  # NumPy integers included
+            if not 0 <= n <= len(row):
+                raise UsageError(f"sequence_len[{i}] = {n} is not between 0 and the row's length {len(row)}")
             if any(not isinstance(t, str) or not t for t in row[:n]):
                 raise UsageError(f"tokens[{i}] has an empty or non-string token within its sequence_len {n}")
             sentences.append(list(row[:n]))

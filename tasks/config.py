@@ -69,8 +69,8 @@ class TrainingConfig:
     patience: int = key(Int(min=0), 3, doc="epochs without dev improvement before stopping")
     batch_size: int = key(Int(min=1), 32)
     eval_batch_size: int = key(Int(min=1), 256)
-    lr: float = key(Num(gt=0), 1e-3)
-    weight_decay: float = 0.0
+    lr: float = key(Num(gt=0, max=10), 1e-3, doc="learning rate (a larger one diverges: the run stops with an error)")
+    weight_decay: float = key(Num(min=0, max=1), 0.0, doc="L2 penalty of the optimizer")
     grad_clip: float | None = key(Num(gt=0, nullable=True), 5.0,
                                   doc="max gradient L2 norm; null = no clipping")
     optimizer: Literal["adam", "sgd"] = "adam"

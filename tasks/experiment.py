@@ -168,6 +168,11 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
     if "train" not in data:
         raise ConfigError(f"{cfg.name}: no training data; set data.train")
     vocab = head_cls.build_vocab(component_config(HEADS, cfg.head), data["train"], dict(cfg.data.reader_options))
+    labels = vocab.get("labels")
+    if isinstance(labels, list) and len(labels) == 1:  # every score would be 1.0 (or 0.0) and mean nothing
+        raise DataFormatError(f"every training example has the label {labels[0]!r}: a head trained on one label "
+                              "measures nothing; check the data and the reader's options (the label column)",
+                              cfg.data.train or "the training examples")
     seconds["data"] = round(time.perf_counter() - t_start, 2)
 
     t_feat = time.perf_counter()  # loading the biLM / vectors and computing (or reading) frozen features

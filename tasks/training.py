@@ -8,6 +8,7 @@ the head.
 from __future__ import annotations
 
 import copy
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from elmo_features.util.devices import module_device, move_to
+from elmo_features.util.errors import DivergedError
 
 from .config import TrainingConfig
 from .features.base import FeatureSource
@@ -178,10 +180,21 @@ def train_step(model: TaskModel, split: Split, idx: list[int], opt: torch.optim.
     else:
         opt.zero_grad(set_to_none=True)
         value = dist.train_step(model, split, idx, params)
+    if not math.isfinite(value):
+        raise DivergedError(f"training diverged: the loss is {value} (training.lr {cfg.lr:g} may be too large); "
+                            "the run stopped and is not finished")
     if cfg.grad_clip is not None:
         nn.utils.clip_grad_norm_(params, cfg.grad_clip)
     opt.step()
     return value
+
+
+def check_finite_parameters(model: nn.Module, epoch: int, cfg: TrainingConfig) -> None:
+    """NaN/Inf in a trainable parameter after an epoch (a last step that blew up): DivergedError."""
+    bad = [n for n, p in model.named_parameters() if p.requires_grad and not torch.isfinite(p).all()]
+    if bad:
+        raise DivergedError(f"training diverged in epoch {epoch}: parameter(s) {', '.join(bad[:3])} hold NaN/Inf "
+                            f"(training.lr {cfg.lr:g} may be too large); the run stopped and is not finished")
 
 
 def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: TrainingConfig,
@@ -223,6 +236,7 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
             total += train_step(model, train_split, idx, opt, params, cfg, dist) * len(idx)
             n += len(idx)
             bar.set_postfix(loss=f"{total / n:.4f}")
+        check_finite_parameters(model, epoch, cfg)
         record = {"epoch": epoch, "train_loss": total / n, "train_seconds": round(time.perf_counter() - te, 2),
                   "train_cpu_seconds": round(time.process_time() - ce, 2)}
         if lr != cfg.lr:

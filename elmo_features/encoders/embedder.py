@@ -69,11 +69,17 @@ class TransformerEmbedder(SentenceEmbedder):
         elif isinstance(layers, str):
             raise EncoderError(f"layers: {layers!r}; give 'all' or a list of hidden-state indices 0..{n - 1}")
         else:
+            wrong = [i for i in layers if isinstance(i, bool) or not isinstance(i, (int, np.integer))]
+            if wrong:  # 2.7 or True would silently become other layers
+                raise EncoderError(f"layers: {list(layers)} has {wrong}, not integer hidden-state indices; this model "
+                                   f"has hidden states 0..{n - 1} (0 = the embedding output)")
             bad = [i for i in layers if not -n <= int(i) < n]
             if bad or not layers:
                 raise EncoderError(f"layers: {list(layers)} {'has ' + str(bad) + ' out of range' if bad else 'is empty'}; "
                                    f"this model has hidden states 0..{n - 1} (0 = the embedding output)")
             self.layers = [int(i) % n for i in layers]
+            if len(set(self.layers)) != len(self.layers):
+                raise EncoderError(f"layers: {list(layers)} names a hidden state twice (0..{n - 1}, -1 = {n - 1})")
         limit = encoder.max_pieces()
         self.window = int(window_pieces) if window_pieces is not None else limit
         if not 1 <= self.window <= limit:

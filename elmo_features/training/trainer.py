@@ -13,7 +13,8 @@ import yaml
 from tqdm import tqdm
 
 from elmo_features.util import distributed as D
-from elmo_features.util.errors import CheckpointError, MissingPathError, OutputExistsError, StaleCacheError
+from elmo_features.util.errors import (CheckpointError, DivergedError, MissingPathError, OutputExistsError,
+                                       StaleCacheError)
 from elmo_features.util.locking import OutputLock
 from elmo_features.model.options import BiLMOptions
 from elmo_features.model.precision import check_precision
@@ -327,7 +328,7 @@ class Trainer:
         bar = tqdm(total=cfg.max_train_tokens, initial=st["tokens"], unit="tok", unit_scale=True,
                    disable=not self.progress, desc="train-bilm", smoothing=0.05)
         ema = None
-        ok = False
+        ok = diverged = False
         try:
             while st["tokens"] < cfg.max_train_tokens and not self._stop:
                 batches = batches_for_epoch(self.lengths, cfg.batch_tokens * self.world, cfg.seed, st["epoch"])
@@ -337,6 +338,11 @@ class Trainer:
                     if self.world > 1:  # global loss and tokens; checkpoint (rank 0's clock) / stop together
                         _, loss, n, save_now, self._stop = reduce_step(0, loss, n, save_now and self.main,
                                                                         self._stop)
+                    if not math.isfinite(loss):  # nothing of a diverged model is saved (the last checkpoint stays)
+                        diverged = True
+                        raise DivergedError(f"training diverged at step {st['step'] + 1}: the loss is {loss} (lr "
+                                            f"{cfg.lr:g} may be too large); no checkpoint or export was written after "
+                                            "it: lower lr and --resume from the last checkpoint, or start again")
                     st["batch_in_epoch"] += 1
                     st["step"] += 1
                     st["tokens"] += n
@@ -360,7 +366,7 @@ class Trainer:
         finally:
             bar.close()
             st["elapsed"] = time.time() - t0
-            if ok or self.world == 1:  # under torchrun a failed rank cannot join the others' save
+            if (ok or self.world == 1) and not diverged:  # under torchrun a failed rank cannot join the others' save
                 self._save()
             for s, h in old.items():
                 signal.signal(s, h)

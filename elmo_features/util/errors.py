@@ -52,3 +52,7 @@ class StaleCacheError(ElmoTasksError, ValueError):
 
 class LockError(ElmoTasksError, RuntimeError):
     """Another process is writing the same output or cache."""
+
+
+class DivergedError(ElmoTasksError, ArithmeticError):
+    """Training produced a NaN/Inf loss or parameters: stopped, with no finished run or export."""

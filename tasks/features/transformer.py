@@ -53,6 +53,9 @@ class TransformerConfig:
             raise ConfigError(f"{where}.layers: {self.layers!r}; give 'all' or a list of hidden-state indices")
         if isinstance(self.layers, list) and not self.layers:
             raise ConfigError(f"{where}.layers: empty; give 'all' or a list of hidden-state indices")
+        if isinstance(self.layers, list) and len(set(self.layers)) != len(self.layers):
+            twice = sorted({k for k in self.layers if self.layers.count(k) > 1})
+            raise ConfigError(f"{where}.layers: {twice} listed twice; a layer would weigh double in the mix")
 
 
 def load_frozen_encoder(config: TransformerConfig, memo: Memo):

@@ -1,0 +1,154 @@
+"""Hostile input, round three: training that diverges and values torch rejects, data or settings that measure
+nothing, the Python API checking its inputs as the CLI does, and old-Mac line ends. Each case is one error line
+(or a loud warning) before anything wrong is written."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import yaml
+
+from test_reliability_training import SMALL, _text
+from test_tasks_helpers import make_env, tagging_config
+from tasks.cli import main
+from tasks.training import TaskModel
+
+
+def _one_line_error(capsys, *needles: str) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and err.count("\n") == 0, err
+    for n in needles:
+        assert n in err, err
+    return err
+
+
+# ---------------------------------------------------------------- training that diverges
+
+@pytest.mark.parametrize("setting, message", [
+    ("training.lr=1e308", "training.lr: must be in (0, 10], got 1e+308"),
+    ("training.weight_decay=-1", "training.weight_decay: must be in [0, 1], got -1"),
+])
+def test_optimizer_values_torch_rejects_or_that_diverge_are_config_errors(tmp_path, capsys, setting, message):
+    env = make_env(tmp_path)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(tagging_config(env)))
+    assert main(["run", str(tmp_path / "c.yaml"), "--set", setting, "--out", str(tmp_path / "run")]) == 2
+    _one_line_error(capsys, message)
+    assert not (tmp_path / "run").exists()  # checked before any work
+
+
+def test_a_diverging_head_stops_with_no_finished_run(tmp_path, capsys, monkeypatch):
+    env = make_env(tmp_path)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(tagging_config(env)))
+    original = TaskModel.loss
+    calls = []
+
+    def blows_up(self, split, idx):  # the loss turns NaN at the third step, as a too large lr makes it
+        calls.append(1)
+        loss = original(self, split, idx)
+        return loss * math.nan if len(calls) >= 3 else loss
+
+    monkeypatch.setattr(TaskModel, "loss", blows_up)
+    assert main(["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "run"), "--cache-dir", "none"]) == 2
+    _one_line_error(capsys, "training diverged: the loss is nan", "not finished")
+    assert not (tmp_path / "run" / "metrics.json").exists()  # a compare would not take this run as finished
+
+
+def test_a_diverging_bilm_stops_without_a_checkpoint_of_it(tmp_path, capsys, monkeypatch):
+    from elmo_features.training.trainer import Trainer
+
+    corpus = _text(tmp_path / "a.txt", "the cat sat on a mat".split())
+    config = tmp_path / "bilm.yaml"
+    config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(corpus)], "out_dir": str(tmp_path / "run")}))
+    assert main(["train-bilm", "--config", str(config), "--set", "lr=1e308", "--progress", "off"]) == 2
+    _one_line_error(capsys, "lr: must be in (0, 10]")
+    original = Trainer.train_step
+    monkeypatch.setattr(Trainer, "train_step", lambda self, idx: (math.inf, original(self, idx)[1]))
+    assert main(["train-bilm", "--config", str(config), "--progress", "off"]) == 2
+    _one_line_error(capsys, "training diverged at step 1: the loss is inf")
+    assert not (tmp_path / "run" / "checkpoint.pt").exists() and not (tmp_path / "run" / "export").exists()
+
+
+# ---------------------------------------------------------------- old-Mac line ends
+
+def test_lone_carriage_returns_are_refused_by_every_text_reader(tmp_path, capsys):
+    from tasks.data import read_data
+
+    text = tmp_path / "mac.txt"
+    text.write_bytes(b"the cat sat\rthe dog ran\r")
+    assert main(["embed", str(text), str(tmp_path / "o.hdf5")]) == 2
+    _one_line_error(capsys, "mac.txt:1: a carriage return", "old-Mac line ends")
+    assert not (tmp_path / "o.hdf5").exists()
+    tsv = tmp_path / "mac.tsv"
+    tsv.write_bytes(b"pos\ta fine film\rneg\ta dull film\r")
+    with pytest.raises(ValueError, match="mac.tsv:1: a carriage return"):
+        read_data("tsv", tsv)
+    conll = tmp_path / "mac.conll"
+    conll.write_bytes(b"John NNP B-NP B-PER\rsat VBD B-VP O\r")
+    with pytest.raises(ValueError, match="mac.conll:1: a carriage return"):
+        read_data("conll2003", conll)
+    crlf = tmp_path / "dos.txt"  # Windows line ends stay fine
+    crlf.write_bytes(b"the cat sat\r\nthe dog ran\r\n")
+    assert main(["embed", str(crlf), str(tmp_path / "dos.hdf5"), "--progress", "off"]) == 0
+
+
+# ---------------------------------------------------------------- data or settings that measure nothing
+
+def test_training_data_with_one_label_is_refused(tmp_path, capsys):
+    env = make_env(tmp_path)
+    one = tmp_path / "one.tsv"
+    one.write_text("pos\ta fine film\npos\ta great cast\npos\tgood\n")
+    cfg = tagging_config(env)
+    cfg.update(data={"reader": "tsv", "train": str(one), "dev": str(one), "test": str(one)},
+               head={"name": "sentence_classifier", "hidden_dim": 4})
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "run"), "--cache-dir", "none"]) == 2
+    _one_line_error(capsys, "one.tsv: every training example has the label 'pos'", "measures nothing")
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_a_transformer_layer_listed_twice_is_refused(tmp_path):
+    from tasks.components import ConfigError, resolve_component
+    from tasks.registry import FEATURES
+
+    with pytest.raises(ConfigError, match=r"layers: \[2\] listed twice"):
+        resolve_component(FEATURES, {"name": "transformer", "model": "minilm-l6", "layers": [2, 4, 2]}, "features")
+
+
+# ---------------------------------------------------------------- the Python API checks its inputs as the CLI does
+
+def test_transformer_embedder_refuses_layers_that_are_not_integers(tmp_path):
+    from encoder_helpers import make_bert
+    from elmo_features.encoders import EncoderError, TransformerEmbedder, load_encoder
+
+    encoder = load_encoder(str(make_bert(tmp_path / "bert")))
+    for layers in ([2.7], [True, False], ["1"]):
+        with pytest.raises(EncoderError, match="not integer hidden-state indices"):
+            TransformerEmbedder(encoder, layers=layers)
+    with pytest.raises(EncoderError, match="names a hidden state twice"):
+        TransformerEmbedder(encoder, layers=[1, -encoder.num_hidden_states + 1])
+    import numpy as np
+
+    assert TransformerEmbedder(encoder, layers=[np.int64(1)]).layers == [1]  # NumPy integers are integers
+
+
+def test_hub_tokens_signature_refuses_string_rows_and_takes_numpy_lengths():
+    import numpy as np
+    from elmo_features.hub import ElmoHub
+    from elmo_features.util.errors import UsageError
+
+    hub = ElmoHub("default")
+    with pytest.raises(UsageError, match=r"tokens\[0\] is str 'the cat sat', not a list of tokens"):
+        hub({"tokens": ["the cat sat", "dogs run"], "sequence_len": [3, 2]}, signature="tokens")
+    with pytest.raises(UsageError, match=r"sequence_len\[0\] = 2.5 is not an integer"):
+        hub({"tokens": [["the", "cat"]], "sequence_len": [2.5]}, signature="tokens")
+    a = hub({"tokens": [["the", "cat", ""]], "sequence_len": [np.int64(2)]}, signature="tokens", as_dict=True)
+    b = hub({"tokens": np.array([["the", "cat", ""]]), "sequence_len": np.array([2])}, signature="tokens",
+            as_dict=True)
+    assert a["elmo"].shape == b["elmo"].shape and (a["elmo"] == b["elmo"]).all()
+
+
+def test_embed_refuses_a_flag_that_does_not_apply(tmp_path, capsys):
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat\n")
+    assert main(["embed", str(text), str(tmp_path / "o.hdf5"), "--subword-pooling", "first"]) == 2
+    _one_line_error(capsys, "--subword-pooling applies to --transformer only")
