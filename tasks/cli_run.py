@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -23,7 +24,8 @@ from .config import ConfigError, check_seeds, load_config, load_raw
 from .data_parallel import join
 from .features.base import FeatureContext
 from .plugins import add_include_argument
-from .preflight import check_output_dirs, check_run_folder, check_run_inputs, relative_paths
+from .preflight import (check_output_dirs, check_run_folder, check_run_inputs, claim_results_folder,
+                        relative_paths)
 
 
 
@@ -194,6 +196,8 @@ def cmd_compare(args) -> int:
         check_input_dir(args.resume, "--resume", hint="give the compare-STAMP folder printed when the comparison "
                                                       "was interrupted")
         check_comparison_folder(Path(args.resume), cfg.name)
+    # one writer per results folder (rank 0 under torchrun writes it): a second comparison is refused
+    lock = claim_results_folder(results_dir, "summary.json", cfg.name, "--results-dir") if _rank() == 0 else None
     context, progress = _setup(args)
     try:
         summary = run_comparison(cfg, results_dir, args.runs_dir, context, progress, sources=sources, seeds=seeds,
@@ -202,9 +206,17 @@ def cmd_compare(args) -> int:
     except ComparisonInterrupted as e:
         args.interrupt_hint = interrupted_compare_hint(args, e)
         raise
+    finally:
+        if lock is not None:
+            lock.release()
     if summary:  # under torchrun: rank 0
         print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
     return 0
+
+
+def _rank() -> int:
+    """This process's torchrun rank (0 when not launched by torchrun)."""
+    return int(os.environ.get("RANK", "0") or 0)
 
 
 def check_comparison_folder(folder: Path, name: str) -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from elmo_features.util.errors import CheckpointError, StaleCacheError
+from elmo_features.util.errors import CheckpointError, OutputExistsError, StaleCacheError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
@@ -142,6 +142,8 @@ RUN_FILES = ("config.yaml", "vocab.json", "model.pt", "predictions.json", "metri
 def clear_unfinished_run(out_dir: Path) -> None:
     """Remove the files an earlier, unfinished run left in ``out_dir`` (a comparison re-running an interrupted
     cell), saying so: a run folder never mixes two runs' files."""
+    if (out_dir / "metrics.json").exists():  # never delete a finished run (metrics.json is written last)
+        raise OutputExistsError(f"{out_dir}: holds a finished run (metrics.json); give another folder, or delete it")
     stale = [out_dir / n for n in RUN_FILES if (out_dir / n).exists()]
     if stale:
         print(f"{out_dir}: removing an earlier unfinished run's {', '.join(p.name for p in stale)} before this run",
@@ -260,10 +262,12 @@ def frozen_change(run_dir: Path, cfg: RunConfig, context: FeatureContext) -> str
     if not path.exists():
         return ""
     saved = report_fingerprints(json.loads(path.read_text(encoding="utf-8")).get("features", {}))
+    if not saved:  # a run that recorded no fingerprint (made before they were): nothing to compare with
+        return ""
     now = section_fingerprints(cfg.features, context.memo)
     if saved == now:
         return ""
-    short = lambda fps: ", ".join(f[:12] for f in fps) or "none recorded"
+    short = lambda fps: ", ".join(f[:12] for f in fps) or "none"
     return (f"the frozen input of {run_dir}'s features changed since it was trained: "
             f"{section_frozen_description(cfg.features)} (fingerprint {short(saved)} then, {short(now)} now)")
 

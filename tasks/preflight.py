@@ -15,7 +15,8 @@ from typing import Any, Iterable
 import torch
 
 from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path, check_output_dir
-from elmo_features.util.errors import CheckpointError
+from elmo_features.util.errors import CheckpointError, OutputExistsError
+from elmo_features.util.locking import OutputLock
 
 from .components import ConfigError
 from .config import RunConfig
@@ -64,6 +65,46 @@ def check_run_inputs(cfg: RunConfig, source: str, splits: Iterable[str] = ("trai
         check_input_path(wordnet, f"{source}: data.reader_options.wordnet", fetch_hint(wordnet))
     for name, section in (features if features is not None else {"features": cfg.features}).items():
         check_feature_paths(section, f"{source}: {name}")
+
+
+RESULTS_LOCK = ".writer.lock"  # inside a results folder while a command writes it
+
+
+def claim_results_folder(folder: str | Path, marker: str, name: str, flag: str) -> OutputLock:
+    """Take ``folder`` for this process: its lock (a second writer is refused with LockError) and a check that it is
+    absent, empty, or a folder this command made for the same config (its ``marker`` JSON file, e.g. summary.json,
+    names ``name``: rewriting it is how results are refreshed); anything else is one OutputExistsError line.
+    Returns the held lock: release it when the results are written."""
+    folder = Path(folder)
+    lock = OutputLock(folder / RESULTS_LOCK, f"the results folder {folder}").acquire()
+    try:
+        entries = [p for p in folder.iterdir() if not p.name.startswith(".")]  # (the lock, a command's partial files)
+        if entries:
+            try:
+                made = json.loads((folder / marker).read_text(encoding="utf-8")).get("name")
+            except (OSError, ValueError, AttributeError):
+                made = None
+            if made is None:
+                raise OutputExistsError(f"{flag} {folder}: the folder is not empty and holds no {marker} of this "
+                                        "command; its files would mix with these results: choose a new folder or "
+                                        "empty it")
+            if made != name:
+                raise OutputExistsError(f"{flag} {folder}: holds the results of another config ({made!r}, this one "
+                                        f"is {name!r}); choose another folder")
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def check_no_finished_runs(folder: str | Path, flag: str) -> None:
+    """A folder of run folders that this command would train into holds no finished run (metrics.json): one
+    would be overwritten. OutputExistsError naming it."""
+    folder = Path(folder)
+    done = sorted(p.parent.name for p in folder.glob("*/metrics.json")) if folder.is_dir() else []
+    if done:
+        raise OutputExistsError(f"{flag} {folder}: holds finished runs ({', '.join(done[:3])}) that this command would "
+                                "replace; give another folder, or delete them")
 
 
 def check_output_dirs(**dirs: str | Path | None) -> None:

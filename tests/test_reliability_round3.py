@@ -3,6 +3,7 @@ nothing, the Python API checking its inputs as the CLI does, and old-Mac line en
 (or a loud warning) before anything wrong is written."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -152,3 +153,67 @@ def test_embed_refuses_a_flag_that_does_not_apply(tmp_path, capsys):
     text.write_text("the cat sat\n")
     assert main(["embed", str(text), str(tmp_path / "o.hdf5"), "--subword-pooling", "first"]) == 2
     _one_line_error(capsys, "--subword-pooling applies to --transformer only")
+
+
+# ---------------------------------------------------------------- two writers of one output folder
+
+def _compare_config(tmp_path, name="tiny_ner"):
+    env = make_env(tmp_path)
+    cfg = tagging_config(env, features={"name": "static", "path": str(env["glove"])}, max_epochs=1)
+    cfg.update(name=name, compare={"sources": {"glove": {"name": "static", "path": str(env["glove"])}}, "seeds": [1]})
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return ["compare", str(path), "--runs-dir", str(tmp_path / "runs"), "--progress", "off", "--cache-dir", "none"]
+
+
+def test_two_comparisons_never_share_a_results_folder(tmp_path, capsys):
+    from elmo_features.util.locking import OutputLock
+    from tasks.preflight import RESULTS_LOCK
+
+    res = tmp_path / "res"
+    common = [*_compare_config(tmp_path), "--results-dir", str(res)]
+    with OutputLock(res / RESULTS_LOCK, "a comparison at work"):  # another comparison writes there right now
+        assert main(common) == 2
+        _one_line_error(capsys, f"the results folder {res} is being written by another process")
+    assert not (res / "summary.json").exists()
+    assert main(common) == 0 and main(common) == 0  # rewriting its own config's results is how they are refreshed
+    other = [*_compare_config(tmp_path / "b", name="other_ner"), "--results-dir", str(res)]
+    capsys.readouterr()
+    assert main(other) == 2  # another config's comparison would replace this one's summary
+    _one_line_error(capsys, "holds the results of another config ('tiny_ner', this one is 'other_ner')")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("my own file")
+    assert main([*_compare_config(tmp_path), "--results-dir", str(mine)]) == 2
+    _one_line_error(capsys, "the folder is not empty and holds no summary.json of this command")
+    assert (mine / "notes.txt").read_text() == "my own file"
+
+
+def test_a_wsd_rerun_never_mixes_key_files_or_deletes_a_finished_head(tmp_path, capsys, monkeypatch):
+    from plugin_fixture import write_wsd
+
+    write_wsd(tmp_path)  # a tiny WSD task (train/test/wordnet); its config names a plugin source: use GloVe here
+    make_env(tmp_path)
+    cfg = yaml.safe_load((tmp_path / "wsd.yaml").read_text())
+    (tmp_path / "w.txt").write_text("w0 0.1 0.2\nw1 0.3 0.1\nw2 0.5 0.5\nbank 1 0\nrun 0 1\n")
+    cfg.update(sources={"a": {"name": "static", "path": str(tmp_path / "w.txt")},
+                        "b": {"name": "static", "path": str(tmp_path / "w.txt")}}, features=["a", "b"],
+               head={"name": "wsd_linear"}, probes=False, head_dev_every=0, training={"max_epochs": 1})
+    (tmp_path / "wsd.yaml").write_text(yaml.safe_dump(cfg))
+    base = ["wsd", "--config", str(tmp_path / "wsd.yaml"), "--out", str(tmp_path / "o"), "--no-plot", "--progress",
+            "off", "--cache-dir", "none"]
+    monkeypatch.chdir(tmp_path)  # the default heads folder runs/wsd/heads/o/STAMP goes here
+    assert main([*base, "--runs-dir", str(tmp_path / "heads")]) == 0
+    assert {p.name for p in (tmp_path / "o" / "keys").iterdir()} >= {"a-knn-layer0", "b-knn-layer0"}
+    head = tmp_path / "heads" / "a-wsd_linear" / "metrics.json"
+    before = head.read_bytes()
+    capsys.readouterr()
+    assert main([*base, "--runs-dir", str(tmp_path / "heads")]) == 2  # a finished head is never deleted
+    _one_line_error(capsys, "holds finished runs (a-wsd_linear, b-wsd_linear)")
+    assert head.read_bytes() == before
+    assert main([*base, "--features", "a"]) == 0  # fewer sources, heads in a new time-stamped folder
+    assert {p.name for p in (tmp_path / "o" / "keys").iterdir()} == {"wn_first_sense", "mfs", "a-knn-layer0",
+                                                                     "a-wsd_linear"}  # no stale key folders
+    assert head.read_bytes() == before
+    rows = json.loads((tmp_path / "o" / "scores.json").read_text())["rows"]
+    assert {r["id"] for r in rows} == {"wn_first_sense", "mfs", "a-knn-layer0", "a-wsd_linear"}

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, add_progress_argument,
@@ -33,7 +34,8 @@ def register(subparsers) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE",
                    help="override a config value (YAML syntax), e.g. --set training.max_epochs=2")
     p.add_argument("--out", default="runs/wsd/latest", help="output folder (default: runs/wsd/latest)")
-    p.add_argument("--runs-dir", help="where trained heads are saved (default: runs/wsd/heads/<OUT folder name>)")
+    p.add_argument("--runs-dir", help="where trained heads are saved (default: runs/wsd/heads/<OUT folder name>/<time "
+                                      "stamp>, new for every run); a folder holding finished heads is refused")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
     add_include_argument(p)
     add_cache_dir_argument(p)
@@ -72,7 +74,7 @@ def cmd_wsd(args) -> int:
 
     from ..data.fetch import fetch_hint, fetch_if_missing
     from ..features.base import FeatureContext, section_input_paths
-    from ..preflight import check_feature_paths, check_output_dirs
+    from ..preflight import check_feature_paths, check_no_finished_runs, check_output_dirs, claim_results_folder
     from .config import load_wsd_config
     from .run import run_wsd
 
@@ -90,16 +92,20 @@ def cmd_wsd(args) -> int:
     for name in cfg.features:
         check_feature_paths(cfg.sources[name], f"sources.{name}")
     out = Path(args.out)
-    runs_dir = Path(args.runs_dir) if args.runs_dir else Path("runs", "wsd", "heads", out.name)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")  # the heads of every run in a folder of their own
+    runs_dir = Path(args.runs_dir) if args.runs_dir else Path("runs", "wsd", "heads", out.name, stamp)
     cache_dir = None if args.cache_dir.lower() == "none" else Path(args.cache_dir)
     check_output_dirs(out=out, runs_dir=runs_dir, cache_dir=cache_dir)
+    if cfg.head is not None:
+        check_no_finished_runs(runs_dir, "--runs-dir")
     set_threads(args.threads)
     progress = progress_setting(args.progress)
     context = FeatureContext(cache_dir=cache_dir, progress=progress, device=str(device))
     if not cfg.features:
         print("no feature sources to run: only the baselines are scored", file=sys.stderr)
-    summary = run_wsd(cfg, cfg.train, cfg.test, out, context, progress, command=command_line(args),
-                      runs_dir=runs_dir, plot=not args.no_plot)
+    with claim_results_folder(out, "scores.json", cfg.name, "--out"):  # one writer; a table of this config only
+        summary = run_wsd(cfg, cfg.train, cfg.test, out, context, progress, command=command_line(args),
+                          runs_dir=runs_dir, plot=not args.no_plot)
     print(f"wrote {out / 'table5.md'}, {out / 'scores.json'} and key files under {out / 'keys'} "
           f"({summary['seconds'] / 60:.1f} min)")
     return 0

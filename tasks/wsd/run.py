@@ -4,6 +4,8 @@ per-layer probes, for every feature source; key files, scores.json, table5.md an
 from __future__ import annotations
 
 import copy
+import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -53,6 +55,11 @@ class Report:
     out_dir: Path
     rows: list[dict] = field(default_factory=list)
 
+    @property
+    def keys_dir(self) -> Path:
+        """Where this run's key files go until the table is written (then they become OUT/keys, whole)."""
+        return self.out_dir / ".keys.partial"
+
     def add(self, row_id: str, label: str, answers: dict[str, dict[str, str | None]], group: str,
             source: str | None = None, layer: int | str | None = None, **extra: Any) -> dict:
         """Score one method on every test set (+ ALL) and write its key files.
@@ -63,7 +70,7 @@ class Report:
         for ts in self.tests:
             ids = [t.id for t in ts.targets]
             got = answers[ts.name]
-            write_key_file(self.out_dir / "keys" / row_id / f"{ts.name}.key.txt", got, ids)
+            write_key_file(self.keys_dir / row_id / f"{ts.name}.key.txt", got, ids)
             gold = {t.id: t.gold for t in ts.targets if t.gold}
             if gold:
                 scores[ts.name] = score(gold, {i: got[i] for i in ids if got.get(i)})
@@ -80,6 +87,19 @@ class Report:
         f1 = row["scores"].get(ALL, {}).get("F1")
         print(f"{label}: ALL F1 {f1}" if f1 is not None else f"{label}: predictions written (no gold keys)", flush=True)
         return row
+
+
+def replace_folder(new: Path, final: Path) -> None:
+    """Put the folder ``new`` at ``final``, removing what was there (an earlier table's key files)."""
+    old = final.with_name(final.name + ".old")
+    if old.exists():
+        shutil.rmtree(old)
+    if final.exists():
+        os.replace(final, old)
+    if new.exists():
+        os.replace(new, final)
+    if old.exists():
+        shutil.rmtree(old)
 
 
 def warn_unknown_keys(ds, inventory, what: str) -> list[str]:
@@ -260,6 +280,8 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
             print(f"warning: the test folder {d} is the training folder: its scores measure fit to the training data, "
                   "not generalisation", file=sys.stderr, flush=True)
     report = Report(_read_tests(test_dirs, inventory), out_dir)
+    if report.keys_dir.exists():  # an earlier run that was interrupted before its table was written
+        shutil.rmtree(report.keys_dir)
     print(f"train {train_ds.name}: {len(train_ex)} sentences, {len(train_targets)} instances; test: "
           + ", ".join(f"{ts.name} ({len(ts.targets)})" for ts in report.tests), flush=True)
 
@@ -281,6 +303,7 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
                "train_gold_keys_not_in_wordnet": {"count": len(train_unknown), "first": train_unknown[:3]},
                "wordnet": inventory.source, "config": cfg.to_dict(), "rows": report.rows,
                "seconds": round(time.perf_counter() - t_start, 1)}
+    replace_folder(report.keys_dir, out_dir / "keys")  # never the key files of two tables mixed
     save_json(summary, out_dir / "scores.json")
     write_table(summary, out_dir / "table5.md")
     if plot:
