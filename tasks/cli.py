@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 
+from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
 
 from .plugins import includes_in, load_plugins
@@ -48,6 +49,7 @@ _SIGNAL = [signal.SIGINT]  # the last stop signal received (its number gives the
 
 def _on_stop_signal(signum, frame) -> None:
     _SIGNAL[0] = signum
+    stop.request(signum)  # kept: a KeyboardInterrupt that Python swallows is raised again by stop.check()
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
@@ -55,6 +57,7 @@ def install_stop_signals() -> dict:
     """SIGINT and SIGTERM raise KeyboardInterrupt (so ``finally`` blocks run); an ignored SIGINT stays ignored.
     Returns the previous handlers (for ``signal.signal`` to restore)."""
     _SIGNAL[0] = signal.SIGINT
+    stop.clear()
     old = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_stop_signal)}
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         old[signal.SIGINT] = signal.signal(signal.SIGINT, _on_stop_signal)

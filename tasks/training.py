@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from elmo_features.util import stop
 from elmo_features.util.devices import module_device, move_to
 from elmo_features.util.errors import DivergedError
 
@@ -107,6 +108,7 @@ def predict(model: TaskModel, split: Split, batch_size: int, progress: bool | No
     if dist is not None:
         batches = dist.shard(batches)
     for idx in tqdm(batches, desc=f"predict {split.name}", leave=False, disable=_disable(progress)):
+        stop.check()
         x, mask, examples, extra = model.inputs(split, idx)
         for i, p in zip(idx, model.head.predict(x, mask, examples, **extra)):
             out[i] = p
@@ -233,6 +235,7 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
         bar = tqdm(make_batches(lengths, cfg.batch_size * world, rng), desc=f"epoch {epoch}", leave=False,
                    disable=_disable(progress))
         for idx in bar:
+            stop.check()  # a stop request whose KeyboardInterrupt was swallowed (elmo_features.util.stop)
             total += train_step(model, train_split, idx, opt, params, cfg, dist) * len(idx)
             n += len(idx)
             bar.set_postfix(loss=f"{total / n:.4f}")

@@ -212,3 +212,51 @@ def test_interrupted_train_bilm_saves_and_prints_the_resume_command(tmp_path):
                                               "--resume --progress off"
     assert json.loads(stdout.strip().splitlines()[0])["finished"] is False
     assert (out / "checkpoint.pt").is_file()
+
+
+def test_a_swallowed_stop_is_raised_again_at_the_next_batch(tmp_path, monkeypatch):
+    """Python swallows a KeyboardInterrupt raised while it runs a weakref callback ("Exception ignored in: ...");
+    the recorded request stops the command at its next batch all the same (exit 143)."""
+    from elmo_features.embedding.embedder import Embedder
+    from tasks import cli
+
+    text = tmp_path / "in.txt"
+    text.write_text("".join(f"sentence number {i} here\n" for i in range(40)))
+    original, calls = Embedder._run, []
+
+    def swallowing(self, batch):  # the second batch: a SIGTERM lands in a callback that swallows the exception
+        calls.append(1)
+        if len(calls) == 2:
+            try:
+                cli._on_stop_signal(signal.SIGTERM, None)
+            except KeyboardInterrupt:
+                pass  # what Python does with an exception raised inside a weakref callback
+        return original(self, batch)
+
+    monkeypatch.setattr(Embedder, "_run", swallowing)
+    opts, weights = make_bilm(tmp_path / "bilm")
+    rc = main(["embed", str(text), str(tmp_path / "o.hdf5"), "--options", str(opts), "--weights", str(weights),
+               "--batch-size", "4", "--progress", "off"])
+    assert rc == 143 and len(calls) == 2  # stopped before the third batch
+    assert not (tmp_path / "o.hdf5").exists()
+
+
+def test_repeated_sigterm_at_random_moments_is_never_lost(tmp_path):
+    """embed, stopped by SIGTERM at a random moment of its work, 10 times: it exits 143 every time."""
+    import random
+
+    opts, weights = make_bilm(tmp_path / "bilm")
+    text = tmp_path / "in.txt"
+    text.write_text("".join(f"a sentence with some words number {i} in it .\n" for i in range(200_000)))
+    rng = random.Random(0)
+    codes = []
+    for k in range(10):
+        out = tmp_path / f"o{k}.hdf5"
+        proc = _start(["embed", str(text), str(out), "--options", str(opts), "--weights", str(weights),
+                       "--progress", "off", "--chunk-size", "50"], tmp_path)
+        _wait_for(lambda: out.with_name(out.name + ".partial").exists(), proc)  # embedding has started
+        time.sleep(rng.uniform(0.0, 1.5))
+        rc, _, err = _stop(proc, signal.SIGTERM, False)
+        codes.append(rc)
+        assert rc == 143, err[-1000:]
+    assert codes == [143] * 10

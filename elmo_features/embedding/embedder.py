@@ -25,6 +25,7 @@ from elmo_features.model.char_ids import batch_to_ids
 from elmo_features.embedding.feature_cache import bilm_fingerprint
 from elmo_features.model.precision import set_precision
 from elmo_features.embedding.token_cache import TokenCache
+from elmo_features.util import stop
 
 AUTO_PROGRESS_MIN_SENTENCES = 1000
 
@@ -171,6 +172,7 @@ class Embedder(SentenceEmbedder):
                 yield empty, [self._empty() for _ in empty]
                 bar.update(len(empty))
             for idx in batches:
+                stop.check()  # a stop request whose KeyboardInterrupt was swallowed (elmo_features.util.stop)
                 with torch.inference_mode():  # not held across the yield: the caller's grad mode is untouched
                     arrays = self._run([sentences[i] for i in idx])
                 yield idx, arrays

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 from elmo_features.embedding.embedder import SentenceEmbedder, _check_sentences, plan_batches
 from elmo_features.encoders.loading import EncoderError, LoadedEncoder
 from elmo_features.encoders.pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
+from elmo_features.util import stop
 
 
 @dataclass
@@ -204,6 +205,7 @@ class TransformerEmbedder(SentenceEmbedder):
                 yield empty, [np.zeros((L, 0, D), dtype=np.float32) for _ in empty]
                 bar.update(len(empty))
             for batch in self._batches(pieces):
+                stop.check()  # a stop request whose KeyboardInterrupt was swallowed (elmo_features.util.stop)
                 with torch.inference_mode():
                     arrays = self._run([pieces[k] for k in batch])
                 done_idx, done_arr = [], []
