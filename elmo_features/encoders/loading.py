@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from elmo_features.util.errors import ElmoTasksError
 
 # files of a model folder that do not change its outputs (left out of the content hash)
-_DOC_SUFFIXES = (".md", ".gitattributes")
+_DOC_SUFFIXES = (".md", ".gitattributes", ".verified.json")  # not the model (.verified.json: packaged.VERIFIED)
 _HASH_MEMO: dict[tuple, str] = {}
 
 
@@ -175,18 +177,80 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
         transformers.logging.set_verbosity_error()  # "some weights were not used" (pooler, heads): expected
         transformers.logging.disable_progress_bar()
         try:
-            model = AutoModel.from_pretrained(folder, config=config, use_safetensors=(kind == "safetensors"),
-                                              attn_implementation="sdpa", **kw)
-        except (ValueError, OSError, RuntimeError) as e:
-            raise EncoderError(f"{folder}: the model cannot be loaded ({' '.join(str(e).split())[:240]})") from None
+            model, info = AutoModel.from_pretrained(folder, config=config, use_safetensors=(kind == "safetensors"),
+                                                    attn_implementation="sdpa", output_loading_info=True, **kw)
+        except Exception as e:  # noqa: BLE001  (transformers, safetensors and torch raise many kinds: one line)
+            raise EncoderError(f"{folder}: the model cannot be loaded ({_loading_error(folder, config, e)})") from None
         finally:
             transformers.logging.set_verbosity(verbosity)
             transformers.logging.enable_progress_bar()
+    check_loaded_weights(folder, config, model, info)
     model.eval()
     for p in model.parameters():
         p.requires_grad_(False)
     return LoadedEncoder(model=model, tokenizer=tokenizer, folder=folder, files_sha256=files_sha256(folder),
                          spec=str(spec))
+
+
+_STRUCTURAL = re.compile(r"(^|\.)(embeddings|encoder|layer|layers)\.")  # tensors of the encoder itself, not a task head
+
+
+def check_loaded_weights(folder: Path, config: Any, model: Any, info: dict) -> None:
+    """The weights fill the model the config describes, exactly and with finite values: a tensor the config asks for
+    and the file lacks would be randomly initialised (config.json's num_hidden_layers larger than the weights'), an
+    encoder tensor the file has and the config does not would be dropped, and a NaN/Inf weight gives NaN features.
+    Any of these is one EncoderError naming the tensors and the config key."""
+    missing = sorted(info.get("missing_keys") or ())
+    unexpected = sorted(k for k in info.get("unexpected_keys") or () if _STRUCTURAL.search(k))
+    if missing or unexpected:
+        n_layers = getattr(config, "num_hidden_layers", None)
+        layer_key = f" (config.json num_hidden_layers is {n_layers})" if n_layers is not None and any(
+            re.search(r"layers?\.\d+\.", k) for k in missing + unexpected) else ""
+        what = (f"{len(missing)} tensor(s) the config asks for are not in the weights (e.g. {', '.join(missing[:2])}; "
+                "they would be random)" if missing else
+                f"{len(unexpected)} encoder tensor(s) in the weights are not in the config (e.g. {', '.join(unexpected[:2])})")
+        raise EncoderError(f"{folder}: config.json and the weights disagree{layer_key}: {what}; fix config.json or "
+                           "give the folder the model came with")
+    bad = [n for n, p in model.named_parameters() if p.is_floating_point() and not torch.isfinite(p).all()]
+    if bad:
+        raise EncoderError(f"{folder}: the weights hold NaN or Inf values ({', '.join(bad[:3])}); the file is damaged: "
+                           "fetch the model again")
+
+
+def _loading_error(folder: Path, config: Any, e: Exception) -> str:
+    """transformers' loading errors in our words: mis-shaped tensors named with the config keys of their sizes (its
+    message points at a report it did not show and at an option users cannot set), a damaged file named."""
+    text = " ".join(str(e).split())
+    if "ignore_mismatched_sizes" in text or "size mismatch" in text:
+        return _shape_mismatch(folder, config) or "tensors of other shapes than config.json gives"
+    if type(e).__name__ in ("SafetensorError", "HeaderTooLarge") or "safetensors" in text.lower():
+        return f"model.safetensors is damaged or truncated ({text[:120]}); fetch the model again"
+    return text[:240]
+
+
+def _shape_mismatch(folder: Path, config: Any) -> str:
+    """'name is (a, b) in the weights, the config gives (c, d) (config keys: ...)' for the first mis-shaped tensor."""
+    try:
+        from safetensors import safe_open
+        from transformers import AutoModel
+
+        with torch.device("meta"):
+            want = {k: tuple(v.shape) for k, v in AutoModel.from_config(config).state_dict().items()}
+        with safe_open(str(folder / "model.safetensors"), "pt") as f:
+            have = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+    except Exception:  # noqa: BLE001  (best effort: the caller has a generic message)
+        return ""
+    prefixes = ("",) + tuple(f"{p}." for p in {getattr(config, "model_type", "")} if p)
+    for name, shape in sorted(have.items()):
+        key = next((name[len(p):] for p in prefixes if name.startswith(p) and name[len(p):] in want), None)
+        if key is not None and want[key] != shape:
+            sizes = {d for d in want[key] if d not in shape}
+            keys = sorted(k for k, v in config.to_dict().items() if isinstance(v, int) and not isinstance(v, bool)
+                          and v in sizes)
+            return (f"{name} is {shape} in the weights but {want[key]} by config.json"
+                    + (f" ({', '.join(keys)})" if keys else "") + "; fix config.json or give the folder the model "
+                                                                   "came with")
+    return ""
 
 
 def _load_tokenizer(folder: Path, kw: dict) -> Any:

@@ -11,6 +11,7 @@ sha256) and moves the folder into place with one rename: a folder with SOURCE.md
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import sys
@@ -76,9 +77,57 @@ def packaged_folder(name: str, cache_dir: str | Path | None = None) -> Path:
             return found
     folder = encoders_cache_dir(cache_dir) / name
     if (folder / "SOURCE.md").is_file():
+        problem = folder_problem(folder)
+        if problem:
+            raise DownloadError(f"encoder {name} in {folder} is damaged ({problem}); fetch it again: elmo-tasks models "
+                                f"get {name} --force")
         return folder
     print(f"encoder {name}: not fetched yet; fetching it into {folder}", file=sys.stderr)
     return fetch_encoder(name, cache_dir=cache_dir)
+
+
+VERIFIED = ".verified.json"  # {file: [size, mtime_ns]} of the files last found equal to SOURCE.md's sha256
+
+
+def _recorded_files(folder: Path) -> dict[str, tuple[int, str]]:
+    """SOURCE.md's Files table: relative path -> (bytes, sha256)."""
+    out = {}
+    for line in (folder / "SOURCE.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[1].isdigit() and len(cells[2]) == 64:
+            out[cells[0]] = (int(cells[1]), cells[2])
+    return out
+
+
+def folder_problem(folder: Path) -> str:
+    """'' when every file of a fetched encoder folder is the one its SOURCE.md records (sha256; files unchanged in
+    size and modification time since the last check are not hashed again), else what differs."""
+    recorded = _recorded_files(folder)
+    if not recorded:
+        return "SOURCE.md lists no files"
+    present = {f.relative_to(folder).as_posix() for f in folder.rglob("*")
+               if f.is_file() and f.name not in ("SOURCE.md", VERIFIED)}
+    missing, extra = sorted(set(recorded) - present), sorted(present - set(recorded))
+    if missing or extra:
+        return (f"missing {', '.join(missing[:3])}" if missing else f"files not fetched: {', '.join(extra[:3])}")
+    try:
+        verified = json.loads((folder / VERIFIED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        verified = {}
+    now = {}
+    for rel, (size, digest) in recorded.items():
+        st = (folder / rel).stat()
+        now[rel] = [st.st_size, st.st_mtime_ns]
+        if verified.get(rel) == now[rel]:
+            continue
+        if st.st_size != size or file_sha256(folder / rel) != digest:
+            return f"{rel} differs from the sha256 in its SOURCE.md"
+    if verified != now:
+        try:
+            (folder / VERIFIED).write_text(json.dumps(now), encoding="utf-8")
+        except OSError:
+            pass  # a read-only cache: verified again next time
+    return ""
 
 
 def _source_md(p: PackagedEncoder, pkg: Path, digest: str, out: Path) -> str:
