@@ -10,6 +10,7 @@ from elmo_features.model.char_cnn import CharCNN
 from elmo_features.model.char_ids import BOS_CHAR_IDS, EOS_CHAR_IDS
 from elmo_features.model.lstm import ElmoLstm
 from elmo_features.model.options import BiLMOptions
+from elmo_features.model.precision import precision_of
 from elmo_features.model.transformer import TransformerBiEncoder
 
 
@@ -86,6 +87,12 @@ class BiLM(nn.Module):
 
     def _token_layer(self, char_ids: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Token embeddings with boundaries, (B, T, 50) -> (B, T + 2, P); <S> and </S> go through the CNN once."""
+        if precision_of(self) == "reference":  # AllenNLP's: the CNN over every position of the (B, T + 2) grid
+            ids_b = add_sentence_boundaries(char_ids, lengths)  # (B, T + 2, 50)
+            B, T2, _ = ids_b.shape
+            emb = self.char_cnn(ids_b.reshape(B * T2, -1)).view(B, T2, -1)  # (B, T + 2, P)
+            keep = torch.arange(T2, device=emb.device).unsqueeze(0) < (lengths + 2).unsqueeze(1)  # (B, T + 2)
+            return emb * keep.unsqueeze(-1).to(emb.dtype)  # padding zero, as on the default path
         bounds = torch.tensor([BOS_CHAR_IDS, EOS_CHAR_IDS], dtype=char_ids.dtype, device=char_ids.device)  # (2, 50)
         emb = self.char_cnn(torch.cat([bounds, char_ids[mask]]))  # (2 + N, P)
         return self._assemble_tokens(emb[:2], emb[2:], mask, lengths)

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from elmo_features.model.onednn import PackedLinear, param_key
 from elmo_features.model.options import CharCNNOptions
-from elmo_features.model.precision import linear_for
+from elmo_features.model.precision import linear_for, precision_of
 from elmo_features.model.token_vectors import TokenVectors
 
 
@@ -27,6 +27,7 @@ class Highway(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (N, dim)
         fast = not (torch.is_grad_enabled() and (x.requires_grad or any(p.requires_grad for p in self.parameters())))
+        fast = fast and precision_of(self) != "reference"  # reference: AllenNLP's operations (the autograd path's)
         for k, layer in enumerate(self.layers):
             nonlinear, gate = (self._packed()[k](x) if fast else layer(x)).chunk(2, dim=-1)  # (N, dim) each
             if fast:  # the same arithmetic in place: fewer large allocations
@@ -67,7 +68,8 @@ class CharCNN(nn.Module):
 
     def forward(self, char_ids: torch.Tensor, vector_rows: torch.Tensor | None = None) -> torch.Tensor:
         """(N, C=50) character ids -> (N, P). ``vector_rows`` (N,): known token-vector rows (training)."""
-        if torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters()):
+        if (torch.is_grad_enabled() and any(p.requires_grad for p in self.parameters())) or (
+                precision_of(self) == "reference"):  # AllenNLP's operations: a conv1d per width, max, activation
             pooled = self._with_vectors(self._pooled_conv(char_ids), char_ids, vector_rows)  # (N, F [+ d])
             return self.projection(self.highway(pooled))  # (N, P)
         h = self.highway(self._with_vectors(self._pooled_fast(char_ids), char_ids, vector_rows))  # (N, F [+ d])

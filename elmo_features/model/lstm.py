@@ -25,7 +25,8 @@ from torch import nn
 
 from elmo_features.model.onednn import PackedLinear, param_key
 from elmo_features.model.options import LstmOptions
-from elmo_features.model.precision import linear_for
+from elmo_features.model.precision import linear_for, precision_of
+from elmo_features.model.reference_lstm import reference_forward
 
 
 CHUNK_BYTES = 16 << 20  # see ElmoLstm.chunk_rows (measured: original preset +4% fp32, +8% bf16 on an Intel Xeon)
@@ -175,6 +176,8 @@ class ElmoLstm(nn.Module):
         Returns ([layer outputs (B, T, 2P)] * n_layers, final (h, c) of the same shapes as above).
         """
         if (dropout == 0.0 or not self.training) and not self._needs_autograd(inputs, initial_state):
+            if precision_of(self) == "reference":
+                return reference_forward(self, inputs, lengths, initial_state)
             return self._forward_packed(inputs, lengths, initial_state)
         B, T, _ = inputs.shape
         C, P = self.opts.dim, self.opts.projection_dim

@@ -33,7 +33,7 @@ from torch import nn
 from elmo_features.util.errors import ElmoTasksError, UsageError
 from elmo_features.model.onednn import PackedLinear, pad_rows, padded_rows
 
-PRECISIONS = ("fp32", "bf16")
+PRECISIONS = ("fp32", "bf16", "reference")  # reference: fp32 in AllenNLP's order of operations (reference_lstm.py)
 EMULATE_ENV = "ELMO_FEATURES_BF16_EMULATE"
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
@@ -82,7 +82,7 @@ def check_precision(precision: str, device: torch.device | str = "cpu", force_em
     "emulated". Raises UsageError for an unknown name, PrecisionError where bf16 would run slowly."""
     if precision not in PRECISIONS:
         raise UsageError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
-    if precision == "fp32":
+    if precision in ("fp32", "reference"):
         return "fp32"
     device = torch.device(device)
     if device.type == "cuda":
@@ -126,7 +126,7 @@ def precision_key(module: nn.Module) -> tuple:
 
 def linear_for(module: nn.Module, weight: torch.Tensor, bias: torch.Tensor | None = None, batch_hint: int = 64):
     """An inference linear (``PackedLinear`` interface) for ``module``'s precision: fp32 or bf16."""
-    if precision_of(module) == "fp32":
+    if precision_of(module) in ("fp32", "reference"):
         return PackedLinear(weight, bias, batch_hint)
     emulate = bool(getattr(module, "_elmo_bf16_emulate", False))
     return Bf16Linear(weight, bias, check_precision("bf16", weight.device, emulate), batch_hint)

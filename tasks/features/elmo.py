@@ -35,10 +35,10 @@ class ElmoConfig:
     layer: int | None = key(default=None, doc="use this single layer (0 = token layer) instead of a mix")
     mix: dict | None = key(default=None, doc="a fusion; default {name: scalar}", meta={"component": "mix"})
     cache_dtype: Literal["float32", "float16"] = key(default="float32", doc="on-disk precision of cached features")
-    precision: Literal["fp32", "bf16"] = key(default="fp32",
-                                             doc="the biLM's inference matmuls (docs/precision.md); bf16 needs a CPU "
-                                                 "with AVX512-BF16/AMX or CUDA, else one error line "
-                                                 "(ELMO_FEATURES_BF16_EMULATE=1: emulated, for tests)")
+    precision: Literal["fp32", "bf16", "reference"] = key(
+        default="fp32", doc="the biLM's inference arithmetic (docs/precision.md): fp32; bf16 matmuls (a CPU with "
+                            "AVX512-BF16/AMX or CUDA, else one error line; ELMO_FEATURES_BF16_EMULATE=1: emulated, for "
+                            "tests); reference: AllenNLP's order of operations, slower")
 
     def check(self, where: str) -> None:
         if (self.options_file is None) != (self.weights_file is None):

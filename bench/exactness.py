@@ -1,0 +1,106 @@
+"""Exactness against AllenNLP 2.10.1 on a clipping config with long sentences, per layer, for each precision mode.
+
+    python bench/exactness.py --threads 1 2 --out results/bench/exactness.md
+
+A seeded random biLM of the ``small`` preset's architecture (cell and projection clipping at 3; LSTM weights
+with gain 1.25, which makes the recurrence amplify rounding, see bench/presets.py) is written in the bilm-tf
+layout and loaded by both implementations. Both run the same batches from a zero state, AllenNLP's ``_ElmoBiLm``
+in its own venv (bench/peer_allennlp.py builds it), ours (``load_bilm`` of the same files) with ``precision``
+fp32 (the default) and reference.
+The batches hold long sentences (38 to 120 tokens) and a mixed-length batch. The report gives the largest
+absolute difference per layer and mode, the CPU model and its vector flags; compare only figures of one run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from common import REPO, git_commit, machine, now, write_atomic  # noqa: E402
+from corpus import synthetic_corpus  # noqa: E402
+from peer_allennlp import BENCH, clean_env, ensure_venv  # noqa: E402
+from presets import random_bilm  # noqa: E402
+from elmo_features import batch_to_ids, load_bilm, save_bilm  # noqa: E402
+from elmo_features.model.precision import set_precision  # noqa: E402
+
+MODES = ("fp32", "reference")
+
+
+def batches_of_long_sentences(seed: int = 7) -> list[list[list[str]]]:
+    """Sentences of 38, 60 and 120 tokens (one batch each, two sentences) and one batch of mixed lengths."""
+    words = [w for s in synthetic_corpus(4000, seed=seed) for w in s]
+    rng = np.random.default_rng(seed)
+
+    def sentence(n: int) -> list[str]:
+        start = int(rng.integers(0, len(words) - n))
+        return words[start:start + n]
+
+    out = [[sentence(n), sentence(n)] for n in (38, 60, 120)]
+    out.append([sentence(n) for n in (120, 3, 57, 38, 1, 90, 14, 38)])
+    return out
+
+
+def run(threads: int, venv: Path, work: Path) -> dict:
+    torch.set_num_threads(threads)
+    work.mkdir(parents=True, exist_ok=True)
+    opts, weights = work / "options.json", work / "weights.hdf5"
+    save_bilm(random_bilm("small", stateful=False), opts, weights)
+    bilm = load_bilm(opts, weights)  # both sides read the same files
+    batches = batches_of_long_sentences()
+    diffs: dict[str, list[list[float]]] = {m: [] for m in MODES}
+    for i, batch in enumerate(batches):  # one worker call per batch: AllenNLP from a zero state every time
+        (work / "batch.json").write_text(json.dumps([batch]))
+        prefix = str(work / f"allennlp_{i}")
+        proc = subprocess.run([str(venv / "bin" / "python"), str(BENCH / "peer_worker.py"), str(opts), str(weights),
+                               str(work / "batch.json"), prefix, "--threads", str(threads), "--compare", "1"],
+                              env=clean_env(), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"AllenNLP worker failed:\n{proc.stderr[-3000:]}")
+        theirs = np.load(prefix + ".npz")["arr_0"]  # (L, B, T, D)
+        ids = batch_to_ids(batch)
+        for mode in MODES:
+            set_precision(bilm, mode)
+            with torch.inference_mode():
+                ours = bilm(ids).layers.numpy()  # (L, B, T, D)
+            diffs[mode].append([float(np.abs(ours[k] - theirs[k]).max()) for k in range(ours.shape[0])])
+    return {"threads": threads, "batches": [[len(s) for s in b] for b in batches],
+            "max_abs_diff": {m: [max(d[k] for d in v) for k in range(len(v[0]))] for m, v in diffs.items()},
+            "per_batch": diffs}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--venv", type=Path, default=REPO / ".cache" / "peer_venv")
+    ap.add_argument("--out", type=Path, help="Markdown report (and .json beside it)")
+    args = ap.parse_args()
+    venv = ensure_venv(args.venv).parent.parent
+    results = [run(t, venv, REPO / ".cache" / "exactness") for t in args.threads]
+    m = machine()
+    lines = ["# Exactness against AllenNLP 2.10.1 (clipping config, long sentences)", "",
+             f"Written by `python bench/exactness.py {' '.join(sys.argv[1:])}` on {now()}, commit `{git_commit()}`.",
+             "", f"* CPU: {m['cpu_model']}; flags: {m['cpu_flags']}; {m['cpu_cores']} cores; torch {torch.__version__}",
+             f"* batches (sentence lengths): {results[0]['batches']}", "",
+             "Largest absolute difference from AllenNLP's `_ElmoBiLm` over all batches, per layer:", "",
+             "| threads | precision | layer 0 | layer 1 | layer 2 |", "|---|---|---|---|---|"]
+    for r in results:
+        for mode, d in r["max_abs_diff"].items():
+            lines.append(f"| {r['threads']} | {mode} | " + " | ".join(f"{x:.2e}" for x in d) + " |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        write_atomic(args.out, text)
+        write_atomic(args.out.with_suffix(".json"), json.dumps({"machine": m, "commit": git_commit(),
+                                                                 "results": results}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
