@@ -217,3 +217,26 @@ def test_a_wsd_rerun_never_mixes_key_files_or_deletes_a_finished_head(tmp_path, 
     assert head.read_bytes() == before
     rows = json.loads((tmp_path / "o" / "scores.json").read_text())["rows"]
     assert {r["id"] for r in rows} == {"wn_first_sense", "mfs", "a-knn-layer0", "a-wsd_linear"}
+
+
+def test_eval_bilm_refuses_a_vocabulary_in_another_order_and_train_bilm_one_word(tmp_path, capsys):
+    corpus = _text(tmp_path / "a.txt", "the cat sat on a mat".split())
+    config = tmp_path / "bilm.yaml"
+    out = tmp_path / "run"
+    config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(corpus)], "out_dir": str(out),
+                                      "heldout_file": str(corpus)}))  # an evaluation point exports the model
+    assert main(["train-bilm", "--config", str(config), "--progress", "off"]) == 0
+    export = out / "export"
+    args = ["eval-bilm", "--options", str(export / "options.json"), "--weights", str(export / "weights.hdf5"),
+            str(corpus)]
+    assert main([*args, "--vocab", str(export / "vocab.txt")]) == 0
+    words = (export / "vocab.txt").read_text().split("\n")
+    swapped = tmp_path / "vocab.txt"  # the right size, two words swapped
+    swapped.write_text("\n".join(words[:3] + [words[4], words[3]] + words[5:]))
+    capsys.readouterr()
+    assert main([*args, "--vocab", str(swapped)]) == 2
+    _one_line_error(capsys, "not the vocabulary the softmax", "the perplexity would be wrong")
+    one = _text(tmp_path / "one.txt", ["word"])
+    config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(one)], "out_dir": str(tmp_path / "r1")}))
+    assert main(["train-bilm", "--config", str(config), "--progress", "off"]) == 2
+    _one_line_error(capsys, "the vocabulary holds 1 word(s)", "would measure nothing")

@@ -112,7 +112,7 @@ def load_language_model(options: str, weights: str, vocab_path: str, softmax: st
     """A BiLanguageModel (biLM + softmax) from exported files, for perplexity."""
     from elmo_features.model.options import BiLMOptions
     from elmo_features.formats.weights import WeightFileError, load_weights_into
-    from elmo_features.training.data import read_vocab
+    from elmo_features.training.data import read_vocab, vocab_sha256
     from elmo_features.training.lm import BiLanguageModel
 
     vocab = read_vocab(vocab_path)
@@ -133,6 +133,12 @@ def load_language_model(options: str, weights: str, vocab_path: str, softmax: st
                 if not np.isfinite(arr).all():
                     raise WeightFileError(f"{src}: dataset '{name}' holds NaN or Inf values")
                 param.data.copy_(torch.from_numpy(arr))
+            recorded = f.get("softmax/vocab_sha256")  # written by train-bilm's export (not in official files)
+            if isinstance(recorded, h5py.Dataset):
+                if vocab_sha256(vocab) != recorded.asstr()[()]:
+                    raise WeightFileError(f"{vocab_path}: not the vocabulary the softmax in {src} was trained with "
+                                          "(another word order or other words: each row of the softmax is a word, so "
+                                          "the perplexity would be wrong); give the vocab.txt exported with it")
     except OSError as e:
         raise WeightFileError(f"{src}: unreadable HDF5 file ({' '.join(str(e).split())}); the file is truncated or "
                               "not a weights file") from None

@@ -6,6 +6,8 @@ the character CNN runs once per distinct type in a batch. The output vocabulary 
 """
 from __future__ import annotations
 
+import hashlib
+
 import gzip
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +79,11 @@ def build_vocab(corpus: Corpus, size: int) -> list[str]:
     order = sorted(range(2, len(corpus.types)), key=lambda i: (-corpus.counts[i], corpus.types[i]))
     words = [corpus.types[i] for i in order[:size] if corpus.types[i] not in SPECIALS]
     return SPECIALS + words
+
+
+def vocab_sha256(vocab: list[str]) -> str:
+    """sha256 of a vocabulary's words in order (what a softmax's rows are: another order is another model)."""
+    return hashlib.sha256("\n".join(vocab).encode("utf-8")).hexdigest()
 
 
 def write_vocab(vocab: list[str], path: str | Path) -> None:

@@ -27,6 +27,10 @@ def resolve_vocab(cfg: TrainConfig, corpus: Corpus, out: Path, has_checkpoint: b
         return read_vocab(path)
     else:
         vocab = build_vocab(corpus, cfg.vocab_size)
+    if len(vocab) - len(SPECIALS) < 2:  # a language model over one word predicts nothing: its perplexity is ~1
+        raise TrainConfigError(f"the vocabulary holds {len(vocab) - len(SPECIALS)} word(s) besides {SPECIALS} "
+                               f"(vocab_size {cfg.vocab_size}, {len(corpus.types) - 2} distinct training words): its "
+                               "perplexity would measure nothing; give more text or a larger vocab_size")
     if path.exists() and has_checkpoint and read_vocab(path) != vocab:
         raise StaleCacheError(f"{path}: the checkpoint's vocabulary differs from the one the training files "
                               "(or vocab_file) now give; choose another out_dir")
