@@ -9,6 +9,8 @@ from pathlib import Path
 
 import h5py
 import pytest
+
+from elmo_features.util.errors import OutputExistsError
 import torch
 
 from test_tasks_helpers import make_bilm
@@ -126,10 +128,14 @@ def test_run_folders_never_mix_two_runs(tiny_config, tmp_path, capsys):
 
     cell = tmp_path / "cell"
     cell.mkdir()
-    for name in ("config.yaml", "metrics.json", "predictions.json"):
+    for name in ("config.yaml", "model.pt", "predictions.json"):  # no metrics.json (written last): unfinished
         (cell / name).write_text("old")
     clear_unfinished_run(cell)
     assert not any(cell.iterdir()) and "removing an earlier unfinished run's" in capsys.readouterr().err
+    (cell / "metrics.json").write_text("{}")  # a finished run is never deleted as "unfinished"
+    with pytest.raises(OutputExistsError, match="holds a finished run"):
+        clear_unfinished_run(cell)
+    assert (cell / "metrics.json").exists()
 
 
 def test_plain_embed_after_an_interrupted_torchrun_embed_says_what_to_do(bilm, tmp_path, capsys):

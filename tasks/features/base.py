@@ -40,11 +40,19 @@ class Memo:
 
     max_datasets = 6  # embedded data sets kept whole (train/dev/test of two models)
 
-    def __init__(self) -> None:
+    def __init__(self, keep_arrays: bool = True) -> None:
         self.models: dict[str, Any] = {}  # loader arguments -> a frozen biLM, static vectors, ...
         self.datasets: OrderedDict[str, list] = OrderedDict()  # data set key -> per-sentence arrays (LRU)
         self.sentences: dict[str, dict[tuple, Any]] = {}  # model key -> tokens -> array (one model at a time)
         self.examples: dict[str, list] = {}  # (reader, path, mtime, options) -> examples
+        self.keep_arrays = keep_arrays
+
+    def streaming(self) -> "Memo":
+        """A memo sharing this one's loaded models that keeps no embedded arrays: for streams of sentences too
+        many to hold (e.g. every WordNet gloss), embedded chunk by chunk and reduced at once."""
+        memo = Memo(keep_arrays=False)
+        memo.models = self.models
+        return memo
 
     def __reduce__(self):
         return (Memo, ())
@@ -67,6 +75,8 @@ class Memo:
 
     def remember(self, key: str, model_key: str, sentences: list[list[str]], arrays: list) -> None:
         """Keep a data set's arrays (the last ``max_datasets`` data sets; the sentences of one model)."""
+        if not self.keep_arrays:
+            return
         self.datasets[key] = arrays
         while len(self.datasets) > self.max_datasets:
             self.datasets.popitem(last=False)

@@ -14,7 +14,7 @@ from ..config import (ConfigError, TrainingConfig, apply_override, find_config, 
                       to_dict)
 from ..registry import FEATURES, HEADS
 
-KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix", "dev_layer")
+KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix", "dev_layer", "senses", "senses_glosses")
 FRAMEWORK_TESTS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")  # their union is ALL
 
 
@@ -32,7 +32,8 @@ class WsdConfig:
     features: list[str] = key(factory=list, doc="sources to evaluate by default (--features overrides)")
     knn: list[str] = key(List(Str(choices=KNN_ROWS)), factory=lambda: ["layers", "average", "learned_mix"],
                          doc="1-NN rows per source (dev_layer: the layer whose 1-NN is best on the held-out "
-                             "training sentences of head_dev_every)")
+                             "training sentences of head_dev_every; senses: sense vectors for every WordNet sense, "
+                             "senses_glosses: + their glosses, docs/wsd.md)")
     fixed_mix: list[float] | None = key(default=None,
                                         doc='layer weights of the "fixed_mix" 1-NN row (normalised to sum 1)')
     head: dict | None = key(factory=lambda: {"name": "wsd_linear"}, doc="trained head (null: none)")
@@ -49,9 +50,9 @@ class WsdConfig:
             raise ConfigError(f"{join_key(where, 'fixed_mix')}: weights must be >= 0 with a positive sum")
         if self.head_dev_every < 0 or self.head_dev_every == 1:
             raise ConfigError(f"{join_key(where, 'head_dev_every')}: must be 0 (no dev set) or >= 2")
-        if "dev_layer" in self.knn and not self.head_dev_every:
-            raise ConfigError(f"{join_key(where, 'knn')}: the row 'dev_layer' chooses a layer on held-out training "
-                              "sentences; set head_dev_every >= 2")
+        if ({"dev_layer", "senses", "senses_glosses"} & set(self.knn)) and not self.head_dev_every:
+            raise ConfigError(f"{join_key(where, 'knn')}: the rows dev_layer, senses and senses_glosses choose their "
+                              "settings on held-out training sentences; set head_dev_every >= 2")
         if not self.test:
             raise ConfigError(f"{join_key(where, 'test')}: list at least one test folder")
         for name in self.features:

@@ -28,6 +28,8 @@ from .config import WsdConfig
 from .features import all_layers, instance_vectors
 from .knn import SenseSums, mix_layers, nearest_sense
 from .plot import plot_f1_per_layer
+from .sense_method import ROWS as SENSE_ROWS, load_graph, plan_senses, sense_rows
+from .senses import Graph
 from .table import write_table
 
 ALL = "ALL"
@@ -209,7 +211,8 @@ def dev_layer_choice(train_ex: list[WsdSentence], train_vecs, every: int) -> dic
 
 
 def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, train_ex: list[WsdSentence],
-                 context: FeatureContext, progress: bool | None, runs_dir: Path, command: str) -> None:
+                 context: FeatureContext, progress: bool | None, runs_dir: Path, command: str,
+                 graph: Graph | None = None) -> None:
     """Every row of one feature source."""
     section = cfg.sources[name]
     source = build_features(section, context)
@@ -218,6 +221,8 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
     dev_choice = dev_layer_choice(train_ex, train_vecs, cfg.head_dev_every) if (
         "dev_layer" in cfg.knn and train_vecs.shape[1] > 1) else None
+    plan = plan_senses(cfg, section, graph, train_ex, train_vecs, context, "senses_glosses" in cfg.knn,
+                       progress) if graph is not None else None
     del train_vecs
     test_vecs = [instance_vectors(ts.examples, all_layers(source, [ex.tokens for ex in ts.examples], ts.name))
                  for ts in report.tests]
@@ -241,6 +246,8 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     _knn_rows(report, cfg, name, sums, test_vecs, which)
     if dev_choice is not None:
         report.rows[-1]["dev_choice"] = dev_choice
+    if plan is not None:
+        sense_rows(report, cfg, name, graph, sums, plan, test_vecs)
     if cfg.head is None:
         return
     head = cfg.head["name"]
@@ -291,8 +298,9 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
     mfs_answers = {ts.name: mfs.answers(ts.targets) for ts in report.tests}
     report.add("mfs", f"{train_ds.name} most frequent sense", {k: a for k, (a, _) in mfs_answers.items()},
                "baseline", backoff=sum(b for _, b in mfs_answers.values()))
+    graph = load_graph(cfg.wordnet) if any(r in cfg.knn for r in SENSE_ROWS) else None  # WordNet's data files
     for name in cfg.features:
-        _source_rows(report, cfg, name, train_dir, train_ex, context, progress, runs_dir, command)
+        _source_rows(report, cfg, name, train_dir, train_ex, context, progress, runs_dir, command, graph)
 
     summary = {"name": cfg.name, "command": command, "git_commit": commit, "machine": machine(),
                "train": {"folder": str(train_dir), "name": train_ds.name, "sentences": len(train_ex),

@@ -1,0 +1,120 @@
+"""The sense-vector rows of the WSD table (``knn: [senses, senses_glosses]``): their choices on held-out training
+sentences, then 1-NN over every WordNet candidate on the test sets (``tasks/wsd/senses.py``)."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..data.wsd_examples import WsdSentence, all_targets
+from ..features.base import FeatureContext, build_features, section_fingerprints
+from .knn import SenseSums
+from .senses import (POOLINGS, POS, STEPS, W_GRID, Graph, accuracy, answer, candidate_cosines, gloss_layers, mix,
+                     propagate, wordnet_fingerprint)
+from .wordnet import WordNet
+
+ROWS = ("senses", "senses_glosses")
+
+
+@dataclass
+class SensePlan:
+    """What the held-out training sentences chose, and the gloss vectors of the chosen layers."""
+
+    weights: list[float]
+    layer_label: str
+    pooling: str | None = None
+    w: dict[str, float] = field(default_factory=dict)
+    gloss: np.ndarray | None = None  # (S, D) float32
+    held_out: dict = field(default_factory=dict)
+
+
+def layer_candidates(L: int) -> list[tuple[str, list[float]]]:
+    """Single layers, then the sums of the top k layers (k = 2..L)."""
+    out = [(f"layer {l}", [1.0 if i == l else 0.0 for i in range(L)]) for l in range(L)]
+    out += [(f"sum of the top {k} layers", [1.0 if i >= L - k else 0.0 for i in range(L)]) for k in range(2, L + 1)]
+    return out
+
+
+def plan_senses(cfg, section: dict, graph: Graph, train_ex: list[WsdSentence], train_vecs: np.ndarray,
+                context: FeatureContext, glosses: bool, progress: bool | None) -> SensePlan:
+    """Choose the layer mix (and, with ``glosses``, the gloss pooling and w per part of speech) by 1-NN accuracy on
+    every ``head_dev_every``-th training sentence, with sense vectors built from the other sentences."""
+    every = cfg.head_dev_every
+    targets = all_targets(train_ex)
+    is_dev = np.concatenate([np.full(len(ex.targets), i % every == every - 1) for i, ex in enumerate(train_ex)])
+    fit = [t for t, d in zip(targets, is_dev) if not d]
+    held_rows = np.flatnonzero(is_dev & np.array([bool(t.gold) for t in targets]))
+    held = [targets[i] for i in held_rows]
+    sums = SenseSums.from_targets(fit, train_vecs[~is_dev])
+    held_vecs = train_vecs[held_rows]  # (H, L, D)
+    L = train_vecs.shape[1]
+    scores, candidates = {}, dict(layer_candidates(L))
+    for label, weights in candidates.items():
+        context_vecs, step = propagate(graph, sums.keys, sums.centroids(weights))
+        v = np.einsum("nld,l->nd", held_vecs, np.asarray(weights, dtype=np.float32))
+        scores[label] = accuracy(held, answer(held, candidate_cosines(held, v, graph, context_vecs, step, None),
+                                              graph, {})[0])
+    best = max(scores, key=scores.get)  # the first of equals: single layers come first
+    weights = candidates[best]
+    context_vecs, step = propagate(graph, sums.keys, sums.centroids(weights))
+    v = np.einsum("nld,l->nd", held_vecs, np.asarray(weights, dtype=np.float32))
+    plan = SensePlan(weights, best, held_out={"instances": len(held), "every": every,
+                                              "layers": {k: round(a, 4) for k, a in scores.items()}})
+    if not glosses:
+        return plan
+    source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
+    fingerprint = json.dumps({"section": section, "models": section_fingerprints(section, context.memo),
+                              "wordnet": wordnet_fingerprint(graph.wn), "version": 1}, sort_keys=True)
+    t0 = time.perf_counter()
+    pooled = gloss_layers(graph, source, fingerprint, context.cache_dir, progress)
+    plan.held_out["gloss_seconds"] = round(time.perf_counter() - t0, 1)
+    best_total, choice = -1.0, None
+    for pooling in POOLINGS:
+        gloss = mix(pooled[pooling], weights)  # (S, D)
+        cands = candidate_cosines(held, v, graph, context_vecs, step, gloss)
+        w_pos, acc_pos = {}, {}
+        for pos in POS:
+            part = [i for i, t in enumerate(held) if t.pos == pos]
+            if not part:
+                continue
+            sub = [held[i] for i in part]
+            sub_c = type(cands)(*[[getattr(cands, f)[i] for i in part] for f in ("rows", "ctx", "gloss", "pos")])
+            accs = [accuracy(sub, answer(sub, sub_c, graph, {pos: w})[0]) for w in W_GRID]
+            k = int(np.argmax(accs))  # the smallest w of equals
+            w_pos[pos], acc_pos[pos] = W_GRID[k], round(accs[k], 4)
+        total = accuracy(held, answer(held, cands, graph, w_pos)[0])
+        plan.held_out[f"glosses_{pooling}"] = {"w": w_pos, "accuracy_by_pos": acc_pos, "accuracy": round(total, 4)}
+        if total > best_total:
+            best_total, choice = total, (pooling, w_pos, gloss)
+    plan.pooling, plan.w, plan.gloss = choice
+    return plan
+
+
+def sense_rows(report, cfg, name: str, graph: Graph, sums: SenseSums, plan: SensePlan,
+               test_vecs: list[np.ndarray]) -> None:
+    """The rows ``senses`` (full coverage) and ``senses_glosses`` of one source on every test set."""
+    context_vecs, step = propagate(graph, sums.keys, sums.centroids(plan.weights))
+    coverage = {STEPS[i]: int((step == i).sum()) for i in range(len(STEPS))} | {"none": int((step < 0).sum())}
+    which = [("senses", "full coverage", {})]
+    if "senses_glosses" in cfg.knn and plan.gloss is not None:
+        which.append(("senses_glosses", f"+ glosses ({plan.pooling} pooling)", plan.w))
+    for row, label, w in which:
+        answers, backoff = {}, 0
+        for ts, vecs in zip(report.tests, test_vecs):
+            v = np.einsum("nld,l->nd", vecs, np.asarray(plan.weights, dtype=np.float32))
+            cands = candidate_cosines(ts.targets, v, graph, context_vecs, step,
+                                      plan.gloss if row == "senses_glosses" else None)
+            answers[ts.name], b = answer(ts.targets, cands, graph, w)
+            backoff += b
+        report.add(f"{name}-{row}", f"{name} sense vectors, {label}, {plan.layer_label}", answers, "senses", name,
+                   plan.layer_label, weights=[round(x, 6) for x in plan.weights], backoff=backoff,
+                   senses={"coverage": coverage, "w": w, "pooling": plan.pooling if w else None,
+                           "held_out": plan.held_out})
+
+
+def load_graph(wordnet: str | Path) -> Graph:
+    """The WordNet graph of a dict folder (read once per WSD run)."""
+    return Graph(WordNet(wordnet))

@@ -1,0 +1,185 @@
+"""Sense vectors for every WordNet 3.0 sense from a feature source's frozen layers (LMMS: Loureiro & Jorge, ACL
+2019, "Language Modelling Makes Sense"), and 1-NN over all of a word's senses with them.
+
+1. **SemCor centroids**: the average vector of each sense's tagged training instances (as the paper's 1-NN).
+2. **Propagation** to the senses SemCor never tags: a sense takes its synset's vector (the mean of the synset's
+   centroids), else the mean of its hypernym synsets' vectors (``@``, not instance hypernyms), else the mean of
+   its lexicographer file's synset vectors. The step each sense came from is kept (``STEPS``).
+3. **Glosses**: each sense's augmented gloss "lemma - synset lemmas - gloss" is embedded by the same source and
+   pooled (``sentence``: the mean over all its tokens; ``lemma``: over the leading lemma's tokens).
+
+A test instance v takes, among all WordNet candidates of its lemma and part of speech, the sense s maximising
+``cos(v, context_s) + w_pos * cos(v, gloss_s)`` (both parts L2-normalised: a weighted concatenation). The layer
+mix, w per part of speech and the gloss pooling are chosen on held-out training sentences, never on test data.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ..data.wsd_examples import WsdTarget
+from .knn import SenseSums, _unit
+from .wordnet import WordNet
+
+STEPS = ("semcor", "synset", "hypernym", "lexfile")  # where a sense's context vector came from (-1: nowhere)
+W_GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)  # gloss weights tried on the held-out sentences
+POOLINGS = ("sentence", "lemma")
+POS = ("NOUN", "VERB", "ADJ", "ADV")
+GLOSS_CHUNK = 2048  # gloss sentences embedded at a time (then pooled: the arrays are never all in memory)
+
+
+class Graph:
+    """WordNet as index arrays over its S sense keys and Y synsets, for vectorised propagation."""
+
+    def __init__(self, wn: WordNet):
+        self.wn = wn
+        self.keys = wn.keys()  # (S,)
+        self.index = {k: i for i, k in enumerate(self.keys)}
+        synsets = sorted(wn.synsets)
+        y = {s: i for i, s in enumerate(synsets)}
+        self.synset = np.array([y[wn.synset_of[k]] for k in self.keys])  # (S,) synset of each key
+        edges = [(y[s], y[h]) for s in synsets for h in wn.synsets[s].hypernyms if h in y]
+        self.hyper = np.array(edges, dtype=np.int64).reshape(-1, 2)  # (E, 2) child, parent
+        self.lexfile = np.array([wn.synsets[s].lexfile for s in synsets])  # (Y,)
+        self.n_synsets = len(synsets)
+
+
+def _group_mean(values: np.ndarray, groups: np.ndarray, n: int, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of the rows with weight 1 per group: ((n, D) means, (n,) counts)."""
+    sums = np.zeros((n, values.shape[1]), dtype=np.float64)
+    np.add.at(sums, groups[weights > 0], values[weights > 0])
+    counts = np.bincount(groups[weights > 0], minlength=n)
+    return np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], 0.0), counts
+
+
+def propagate(graph: Graph, keys: Sequence[str], centroids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """SemCor centroids (K, D) of ``keys`` -> a vector for every WordNet sense (S, D) and its step (S,) int8."""
+    S, D = len(graph.keys), centroids.shape[1]
+    vec = np.zeros((S, D), dtype=np.float64)
+    step = np.full(S, -1, dtype=np.int8)
+    rows = [(graph.index[k], i) for i, k in enumerate(keys) if k in graph.index]
+    if rows:
+        s_idx, c_idx = map(np.array, zip(*rows))
+        vec[s_idx] = centroids[c_idx]
+        step[s_idx] = 0
+    syn_vec, syn_n = _group_mean(vec, graph.synset, graph.n_synsets, (step == 0).astype(np.int8))  # (Y, D)
+    take = (step < 0) & (syn_n[graph.synset] > 0)
+    vec[take], step[take] = syn_vec[graph.synset[take]], 1
+    have = syn_n > 0  # (Y,) synsets with a vector
+    if len(graph.hyper):
+        child, parent = graph.hyper[:, 0], graph.hyper[:, 1]
+        hyp_vec, hyp_n = _group_mean(syn_vec[parent], child, graph.n_synsets, have[parent].astype(np.int8))
+        take = (step < 0) & (hyp_n[graph.synset] > 0)
+        vec[take], step[take] = hyp_vec[graph.synset[take]], 2
+    lex_vec, lex_n = _group_mean(syn_vec, graph.lexfile, int(graph.lexfile.max()) + 1, have.astype(np.int8))
+    lex_of_key = graph.lexfile[graph.synset]
+    take = (step < 0) & (lex_n[lex_of_key] > 0)
+    vec[take], step[take] = lex_vec[lex_of_key[take]], 3
+    return vec.astype(np.float32), step
+
+
+# ---------------------------------------------------------------- glosses
+
+def wordnet_fingerprint(wn: WordNet) -> str:
+    """sha256 of the WordNet files the sense vectors read."""
+    h = hashlib.sha256()
+    for name in ("index.sense", "data.noun", "data.verb", "data.adj", "data.adv"):
+        h.update((wn.folder / name).read_bytes())
+    return h.hexdigest()
+
+
+def gloss_layers(graph: Graph, source, fingerprint: str, cache_dir: Path | None,
+                 progress: bool | None = None) -> dict[str, np.ndarray]:
+    """Every sense's augmented gloss embedded by ``source`` and pooled per layer: {pooling: (S, L, D) float16}.
+    Computed in chunks (``source.word_layers``), cached in ``cache_dir/glosses/`` keyed by the source's and
+    WordNet's fingerprints."""
+    cache = None
+    if cache_dir is not None:
+        cache = Path(cache_dir) / "glosses" / f"{hashlib.sha256(fingerprint.encode()).hexdigest()[:24]}.npz"
+        if cache.is_file():
+            with np.load(cache) as z:
+                if json.loads(str(z["meta"]))["fingerprint"] == fingerprint:
+                    return {p: z[p] for p in POOLINGS}
+    sentences = [graph.wn.gloss_sentence(k) for k in graph.keys]
+    n_lemma = [len(graph.wn.lemma_of(k).split()) for k in graph.keys]
+    order = np.argsort([len(s) for s in sentences], kind="stable")  # similar lengths batch well
+    out: dict[str, np.ndarray] = {}
+    t0 = time.perf_counter()
+    for start in range(0, len(order), GLOSS_CHUNK):
+        idx = order[start:start + GLOSS_CHUNK]
+        arrays = source.word_layers([sentences[i] for i in idx], "glosses")  # [(L, n, D)]
+        for i, a in zip(idx, arrays):
+            a = a[None] if a.ndim == 2 else a
+            if not out:
+                out = {p: np.zeros((len(sentences), a.shape[0], a.shape[-1]), dtype=np.float16) for p in POOLINGS}
+            out["sentence"][i] = a.mean(axis=1)
+            out["lemma"][i] = a[:, : n_lemma[i]].mean(axis=1)
+        if progress is not False and (start // GLOSS_CHUNK) % 10 == 0:
+            print(f"glosses: {start + len(idx):,} of {len(order):,} embedded ({time.perf_counter() - t0:.0f}s)",
+                  file=sys.stderr, flush=True)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(cache.name + ".partial.npz")
+        np.savez(tmp, meta=json.dumps({"fingerprint": fingerprint}), **out)
+        tmp.replace(cache)
+    return out
+
+
+def mix(layers: np.ndarray, weights: Sequence[float]) -> np.ndarray:
+    """(S, L, D) -> (S, D) float32: sum_l weights[l] * layers[:, l]."""
+    return np.einsum("sld,l->sd", layers, np.asarray(weights, dtype=np.float32), dtype=np.float32)
+
+
+# ---------------------------------------------------------------- scoring
+
+@dataclass
+class Candidates:
+    """Per target: its candidate sense rows, their context and gloss cosines, and its part of speech."""
+
+    rows: list[np.ndarray]
+    ctx: list[np.ndarray]
+    gloss: list[np.ndarray | None]
+    pos: list[str]
+
+
+def candidate_cosines(targets: Sequence[WsdTarget], vectors: np.ndarray, graph: Graph, context: np.ndarray,
+                      step: np.ndarray, gloss: np.ndarray | None) -> Candidates:
+    """Cosines of each target vector (N, D) with its candidates' context (S, D) and gloss (S, D) vectors; a
+    candidate without a vector (step -1) is left out."""
+    C, V = _unit(context.astype(np.float64)), _unit(np.asarray(vectors, dtype=np.float64))
+    G = _unit(gloss.astype(np.float64)) if gloss is not None else None
+    out = Candidates([], [], [], [])
+    for n, t in enumerate(targets):
+        rows = np.array([graph.index[k] for k in t.candidates if k in graph.index and step[graph.index[k]] >= 0],
+                        dtype=np.int64)
+        out.rows.append(rows)
+        out.ctx.append(C[rows] @ V[n])
+        out.gloss.append(G[rows] @ V[n] if G is not None else None)
+        out.pos.append(t.pos)
+    return out
+
+
+def answer(targets: Sequence[WsdTarget], cands: Candidates, graph: Graph, w: dict[str, float]) -> tuple[dict, int]:
+    """id -> the best candidate by ``ctx + w[pos] * gloss`` (ties: the lower WordNet sense number), and how many
+    targets had no candidate vector (then the WordNet first sense, as the paper's back-off)."""
+    answers, backoff = {}, 0
+    for t, rows, c, g, pos in zip(targets, cands.rows, cands.ctx, cands.gloss, cands.pos):
+        if not len(rows) or not np.any(c):
+            answers[t.id] = t.first_sense
+            backoff += 1
+            continue
+        score = c + (w.get(pos, 0.0) * g if g is not None else 0.0)
+        answers[t.id] = graph.keys[rows[int(np.argmax(score))]]
+    return answers, backoff
+
+
+def accuracy(targets: Sequence[WsdTarget], answers: dict) -> float:
+    """Share of targets whose answer is among their gold keys."""
+    return float(np.mean([answers.get(t.id) in t.gold for t in targets])) if targets else 0.0

@@ -1,0 +1,130 @@
+"""Sense vectors for every WordNet sense on a tiny WordNet: the data files read, propagation through the synset,
+the hypernyms (not instance hypernyms) and the lexicographer file, and 1-NN over all candidates with glosses."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tasks.data.wsd_examples import WsdTarget
+from tasks.wsd.senses import Candidates, Graph, answer, candidate_cosines, propagate
+from tasks.wsd.wordnet import WordNet
+
+# synsets (offset, lexfile, lemmas, hypernym pointers, gloss)
+NOUNS = [("00000010", "17", ["slope", "incline"], [], "an elevated geological formation"),
+         ("00000020", "17", ["bank"], [("@", "00000010")], 'sloping land beside water; "the bank of the river"'),
+         ("00000030", "14", ["institution"], [], "an organization founded for a purpose"),
+         ("00000040", "14", ["bank", "depository"], [("@", "00000030")], "a financial institution that takes deposits"),
+         ("00000050", "14", ["Fort_Knox"], [("@i", "00000030")], "a place holding gold"),
+         ("00000060", "05", ["rock"], [], "a stone")]
+KEYS = {"slope%1:17:00::": "00000010", "incline%1:17:00::": "00000010", "bank%1:17:01::": "00000020",
+        "institution%1:14:00::": "00000030", "bank%1:14:00::": "00000040", "depository%1:14:00::": "00000040",
+        "fort_knox%1:14:00::": "00000050", "rock%1:05:00::": "00000060"}
+
+
+def write_wordnet(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for off, lex, lemmas, ptrs, gloss in NOUNS:
+        words = " ".join(f"{w} 0" for w in lemmas)
+        pointers = " ".join(f"{sym} {target} n 0000" for sym, target in ptrs)
+        lines.append(f"{off} {lex} n {len(lemmas):02x} {words} {len(ptrs):03d} {pointers} | {gloss}  ".replace("  |", " |"))
+    (folder / "data.noun").write_text("  1 licence header line\n" + "\n".join(lines) + "\n")
+    for pos in ("verb", "adj", "adv"):
+        (folder / f"data.{pos}").write_text("  1 licence header line\n")
+    number = {}
+    rows = []
+    for key, off in sorted(KEYS.items()):
+        lemma = key.split("%")[0]
+        number[lemma] = number.get(lemma, 0) + 1
+        rows.append(f"{key} {off} {number[lemma]} 0")
+    (folder / "index.sense").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+@pytest.fixture
+def graph(tmp_path):
+    return Graph(WordNet(write_wordnet(tmp_path / "wn")))
+
+
+def test_wordnet_files_and_augmented_glosses(graph):
+    wn = graph.wn
+    assert wn.synset_of["bank%1:17:01::"] == "n00000020" and wn.synsets["n00000020"].hypernyms == ["n00000010"]
+    assert wn.synsets["n00000050"].hypernyms == []  # an instance hypernym (@i) is not a hypernym
+    assert wn.gloss_sentence("depository%1:14:00::") == "depository - bank , depository - a financial institution " \
+                                                       "that takes deposits".split()
+
+
+def test_propagation_steps(graph):
+    e = np.eye(4, dtype=np.float32)
+    keys = ["slope%1:17:00::", "institution%1:14:00::", "depository%1:14:00::"]  # what the training data tags
+    vec, step = propagate(graph, keys, e[:3])
+    at = {k: graph.index[k] for k in graph.keys}
+    expect = {"slope%1:17:00::": 0, "institution%1:14:00::": 0, "depository%1:14:00::": 0,
+              "incline%1:17:00::": 1, "bank%1:14:00::": 1,  # their synsets have a tagged sense
+              "bank%1:17:01::": 2,  # its hypernym (slope) has a vector
+              "fort_knox%1:14:00::": 3,  # only an instance hypernym: the lexicographer file (14) mean
+              "rock%1:05:00::": -1}  # nothing in lexfile 05
+    assert {k: int(step[at[k]]) for k in expect} == expect
+    np.testing.assert_allclose(vec[at["bank%1:14:00::"]], e[2])  # the synset mean: depository's
+    np.testing.assert_allclose(vec[at["bank%1:17:01::"]], e[0])  # the hypernym synset's vector
+    np.testing.assert_allclose(vec[at["fort_knox%1:14:00::"]], (e[1] + e[2]) / 2)  # lexfile 14: two synsets
+
+
+def test_one_nearest_neighbour_over_every_candidate_with_glosses(graph):
+    keys = ["slope%1:17:00::", "bank%1:14:00::"]
+    vec, step = propagate(graph, keys, np.array([[1, 0, 0], [0, 1, 0]], dtype=np.float32))
+    cands = ["bank%1:17:01::", "bank%1:14:00::"]  # WordNet sense order: river first
+    river = WsdTarget("t0", 0, 1, "bank", "NOUN", cands, ["bank%1:17:01::"])
+    money = WsdTarget("t1", 0, 1, "bank", "NOUN", cands, ["bank%1:14:00::"])
+    v = np.array([[0.9, 0.1, 0.0], [0.1, 0.9, 0.0]], dtype=np.float32)
+    c = candidate_cosines([river, money], v, graph, vec, step, None)
+    answers, backoff = answer([river, money], c, graph, {})
+    assert answers == {"t0": "bank%1:17:01::", "t1": "bank%1:14:00::"} and backoff == 0  # the river sense was
+    # never tagged: it is reached through its hypernym, no first-sense back-off
+    gloss = np.zeros_like(vec)
+    gloss[graph.index["bank%1:14:00::"]] = [1, 0, 0]  # a gloss that pulls the river-like vector to finance
+    c = candidate_cosines([river], v[:1], graph, vec, step, gloss)
+    assert answer([river], c, graph, {"NOUN": 0.0})[0]["t0"] == "bank%1:17:01::"
+    assert answer([river], c, graph, {"NOUN": 2.0})[0]["t0"] == "bank%1:14:00::"  # weighted: the gloss decides
+    assert isinstance(c, Candidates)
+
+
+def test_the_wsd_command_adds_sense_vector_rows(tmp_path, monkeypatch):
+    import json
+
+    import yaml
+
+    from tasks.cli import main
+
+    write_wordnet(tmp_path / "wn")
+    words = "slope bank river money depository institution rock the of sat on".split()
+    rng = np.random.default_rng(0)
+    (tmp_path / "vec.txt").write_text("".join(f"{w} " + " ".join(f"{x:.3f}" for x in rng.normal(size=4)) + "\n"
+                                              for w in words))
+    tagged = [("slope", "slope%1:17:00::"), ("bank", "bank%1:14:00::"), ("depository", "depository%1:14:00::")]
+    for name, n in (("train", 40), ("test", 6)):
+        d = tmp_path / name
+        d.mkdir()
+        xml, gold = ['<?xml version="1.0" encoding="UTF-8"?>', "<corpus>", '<text id="d000">'], []
+        for i in range(n):
+            lemma, key = tagged[i % 3] if name == "train" else ("bank", ["bank%1:17:01::", "bank%1:14:00::"][i % 2])
+            xml += [f'<sentence id="d000.s{i:03d}">', '<wf lemma="the" pos="DET">the</wf>',
+                    f'<instance id="d000.s{i:03d}.t000" lemma="{lemma}" pos="NOUN">{lemma}</instance>', "</sentence>"]
+            gold.append(f"d000.s{i:03d}.t000 {key}")
+        (d / f"{name}.data.xml").write_text("\n".join(xml + ["</text>", "</corpus>"]) + "\n")
+        (d / f"{name}.gold.key.txt").write_text("\n".join(gold) + "\n")
+    cfg = {"name": "tiny_senses", "wordnet": str(tmp_path / "wn"), "train": str(tmp_path / "train"),
+           "test": [str(tmp_path / "test")], "features": ["vec"],
+           "sources": {"vec": {"name": "static", "path": str(tmp_path / "vec.txt"), "format": "text"}},
+           "knn": ["senses", "senses_glosses"], "head": None, "head_dev_every": 4}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.chdir(tmp_path)
+    assert main(["wsd", "--config", "c.yaml", "--out", "o", "--no-plot", "--progress", "off", "--cache-dir",
+                 str(tmp_path / "cache")]) == 0
+    rows = {r["id"]: r for r in json.loads((tmp_path / "o" / "scores.json").read_text())["rows"]}
+    full, glosses = rows["vec-senses"], rows["vec-senses_glosses"]
+    assert full["backoff"] == 0 and glosses["backoff"] == 0  # every candidate has a vector
+    assert full["senses"]["coverage"] == {"semcor": 3, "synset": 1, "hypernym": 1, "lexfile": 2, "none": 1}
+    assert set(glosses["senses"]["w"]) == {"NOUN"} and glosses["senses"]["pooling"] in ("sentence", "lemma")
+    assert "sense vectors, + glosses" in (tmp_path / "o" / "table5.md").read_text()
+    assert list((tmp_path / "cache" / "glosses").glob("*.npz"))  # the pooled glosses are cached
