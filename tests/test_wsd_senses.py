@@ -128,3 +128,53 @@ def test_the_wsd_command_adds_sense_vector_rows(tmp_path, monkeypatch):
     assert set(glosses["senses"]["w"]) == {"NOUN"} and glosses["senses"]["pooling"] in ("sentence", "lemma")
     assert "sense vectors, + glosses" in (tmp_path / "o" / "table5.md").read_text()
     assert list((tmp_path / "cache" / "glosses").glob("*.npz"))  # the pooled glosses are cached
+
+
+def test_wsd_senses_and_tag_disambiguate_plain_text(tmp_path, monkeypatch, capsys):
+    """`wsd senses` then `wsd tag` on the README's sentences: "bank" by a river and "bank" raising rates get two
+    different synsets, the right ones (a tiny WordNet, a tiny random biLM, training sentences of both senses)."""
+    import json
+
+    import yaml
+
+    from tasks.cli import main
+    from test_tasks_helpers import make_bilm
+
+    write_wordnet(tmp_path / "wn")
+    opts, weights = make_bilm(tmp_path / "bilm")
+    river = ["we sat on the bank of the river", "they sat on the bank of the river", "I walked on the bank of the river"]
+    money = ["the bank raised its interest rates", "the bank cut its interest rates", "a bank raised its rates"]
+    d = tmp_path / "train"
+    d.mkdir()
+    xml, gold = ['<?xml version="1.0" encoding="UTF-8"?>', "<corpus>", '<text id="d000">'], []
+    for i, (text, key) in enumerate([(s, "bank%1:17:01::") for s in river] + [(s, "bank%1:14:00::") for s in money]):
+        xml.append(f'<sentence id="d000.s{i:03d}">')
+        for w in text.split():
+            xml.append(f'<instance id="d000.s{i:03d}.t000" lemma="bank" pos="NOUN">bank</instance>' if w == "bank"
+                       else f'<wf lemma="{w}" pos="X">{w}</wf>')
+            if w == "bank":
+                gold.append(f"d000.s{i:03d}.t000 {key}")
+        xml.append("</sentence>")
+    (d / "train.data.xml").write_text("\n".join(xml + ["</text>", "</corpus>"]) + "\n")
+    (d / "train.gold.key.txt").write_text("\n".join(gold) + "\n")
+    cfg = {"name": "tiny", "wordnet": str(tmp_path / "wn"), "train": str(d), "test": [str(d)],
+           "sources": {"elmo": {"name": "elmo", "options_file": str(opts), "weights_file": str(weights)}},
+           "knn": ["senses_glosses"], "head": None, "head_dev_every": 2}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    monkeypatch.chdir(tmp_path)
+    assert main(["wsd", "senses", "--config", "c.yaml", "--source", "elmo", "--out", "senses.h5", "--cache-dir",
+                 "none", "--progress", "off"]) == 0
+    (tmp_path / "in.txt").write_text("I sat on the bank of the river\nthe bank raised its interest rates\n")
+    assert main(["wsd", "tag", "in.txt", "--senses", "senses.h5", "--out", "tags.jsonl"]) == 0
+    first, second = [json.loads(line) for line in (tmp_path / "tags.jsonl").read_text().splitlines()]
+    bank1, bank2 = first[4], second[1]
+    assert bank1["token"] == bank2["token"] == "bank"
+    assert (bank1["key"], bank1["synset"]) == ("bank%1:17:01::", "00000020-n")
+    assert (bank2["key"], bank2["synset"]) == ("bank%1:14:00::", "00000040-n")
+    assert "financial institution" in bank2["gloss"] and first[0]["key"] is None  # "I" has no sense here
+    # a sense file made with another source is refused, naming both fingerprints
+    other, _ = make_bilm(tmp_path / "bilm2", seed=1)
+    weights.write_bytes((tmp_path / "bilm2" / weights.name).read_bytes())
+    capsys.readouterr()
+    assert main(["wsd", "tag", "in.txt", "--senses", "senses.h5"]) == 2
+    assert "was made with another feature source (fingerprint" in capsys.readouterr().err

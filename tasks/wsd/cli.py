@@ -10,6 +10,8 @@ from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument,
                                           add_threads_argument, progress_setting)
 from elmo_features.util.devices import add_device_argument, parse_device
 
+from elmo_features.util.errors import UsageError
+
 from ..plugins import add_include_argument
 
 
@@ -43,6 +45,96 @@ def register(subparsers) -> None:
     add_progress_argument(p)
     add_device_argument(p)
     p.set_defaults(func=cmd_wsd)
+    sub = p.add_subparsers(dest="wsd_command", metavar="[senses | tag]")
+    sub.required = False  # without an action: the comparison table
+    s = sub.add_parser("senses", help="save sense vectors for every WordNet sense (with provenance) to an HDF5 file",
+                       description="Sense vectors of every WordNet 3.0 sense from one feature source of a config "
+                                   "(SemCor centroids, propagation, glosses; settings chosen on held-out SemCor "
+                                   "sentences), saved for `wsd tag`.")
+    s.add_argument("--config", default="wsd_senses", help="YAML config or packaged name (default: wsd_senses)")
+    s.add_argument("--source", required=True, help="the feature source of the config (e.g. minilm)")
+    s.add_argument("--train", help="training folder (default: the config's train)")
+    s.add_argument("--wordnet", help="WordNet 3.0 dict folder (default: the config's)")
+    s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE")
+    s.add_argument("--out", required=True, help="the HDF5 file to write (e.g. senses.h5)")
+    add_include_argument(s)
+    add_cache_dir_argument(s)
+    add_threads_argument(s)
+    add_progress_argument(s)
+    add_device_argument(s)
+    s.set_defaults(func=cmd_senses)
+    t = sub.add_parser("tag", help="disambiguate plain text (one whitespace-tokenized sentence per line) with a sense "
+                                   "file", description="Tag every token that has WordNet senses with the nearest one "
+                                                       "(word/NOUN, /VERB, /ADJ or /ADV limits a token to that part "
+                                                       "of speech); writes JSON lines, one per sentence.")
+    t.add_argument("input", help="text file, or - for stdin")
+    t.add_argument("--senses", required=True, help="a file written by `elmo-tasks wsd senses`")
+    t.add_argument("--wordnet", help="the WordNet folder (default: the one the sense file names)")
+    t.add_argument("--out", help="JSON lines file (default: stdout)")
+    add_include_argument(t)
+    add_threads_argument(t)
+    add_device_argument(t)
+    t.set_defaults(func=cmd_tag)
+
+
+def cmd_senses(args) -> int:
+    from elmo_features.util.paths import check_input_dir, check_output_file
+    from elmo_features.util.threads import set_threads
+
+    from ..features.base import FeatureContext
+    from ..preflight import check_feature_paths
+    from .config import load_wsd_config
+    from .tagging import build_sense_file
+
+    overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
+    cfg = load_wsd_config(args.config, overrides, features=[args.source] if args.source else None, train=args.train)
+    if args.source not in cfg.sources:
+        raise UsageError(f"--source {args.source}: not a source of {args.config}; its sources: "
+                         f"{', '.join(cfg.sources)}")
+    check_input_dir(cfg.train, "train")
+    check_feature_paths(cfg.sources[args.source], f"sources.{args.source}")
+    check_output_file(args.out, "--out")
+    set_threads(args.threads)
+    cache_dir = None if args.cache_dir.lower() == "none" else Path(args.cache_dir)
+    context = FeatureContext(cache_dir=cache_dir, progress=progress_setting(args.progress),
+                             device=str(parse_device(args.device)))
+    command = ["elmo-tasks", "wsd", "senses", "--config", args.config, "--source", args.source, "--out", args.out]
+    command += [f"--{k}={v}" for k in ("train", "wordnet") if (v := getattr(args, k))]
+    command += [f"--set={o}" for o in args.overrides]
+    meta = build_sense_file(cfg, args.source, cfg.train, args.out, context, context.progress,
+                            command=shlex.join(command))
+    print(f"wrote {args.out}: {sum(meta['steps'].values()):,} senses ({meta['steps']}), layers "
+          f"{meta['layer_choice']}, glosses pooled by {meta['pooling']}, w {meta['w']}")
+    return 0
+
+
+def cmd_tag(args) -> int:
+    import json
+
+    from elmo_features.util.paths import check_input_file, check_output_file
+    from elmo_features.util.provenance import write_text_atomic
+    from elmo_features.util.text_input import read_sentences
+    from elmo_features.util.threads import set_threads
+
+    from ..features.base import FeatureContext
+    from .tagging import SenseTagger
+
+    check_input_file(args.senses, "--senses")
+    if args.out:
+        check_output_file(args.out, "--out")
+    set_threads(args.threads)
+    if args.input == "-":  # stdin: one sentence per line
+        sentences = [line.split() for line in sys.stdin.read().splitlines() if line.strip()]
+    else:
+        sentences = read_sentences(args.input, blank_lines="error")
+    tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))))
+    lines = [json.dumps(row, ensure_ascii=False) for row in tagger.tag(sentences)]
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        write_text_atomic(args.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def command_line(args) -> str:

@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from ..data.wsd_examples import WsdTarget
-from .knn import SenseSums, _unit
+from .knn import _unit
 from .wordnet import WordNet
 
 STEPS = ("semcor", "synset", "hypernym", "lexfile")  # where a sense's context vector came from (-1: nowhere)

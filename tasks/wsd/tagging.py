@@ -1,0 +1,147 @@
+"""Sense vectors saved with their provenance (``elmo-tasks wsd senses``) and plain text tagged with them
+(``elmo-tasks wsd tag``, ``SenseTagger`` in Python).
+
+The file is HDF5: ``keys`` (every WordNet sense key), ``context`` and ``gloss`` (S, D) float32, ``step`` (S,) int8
+(where each context vector came from: ``senses.STEPS``), ``counts`` (S,) (SemCor instances), and a ``meta`` JSON
+attribute: the feature source's section and frozen-model fingerprints, the layer weights, the gloss pooling and w
+per part of speech with what the held-out sentences measured, WordNet's folder and fingerprint, the training set,
+the command and commit. A tagger refuses a file made with another source or another WordNet, naming both
+fingerprints.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from elmo_features.util.errors import StaleCacheError
+from elmo_features.util.provenance import atomic_path, git_commit
+
+from ..components import resolve_component
+from ..data.wsd_examples import all_targets, load_inventory, to_examples
+from ..data.wsd_reader import POS_TAGS, load_dataset
+from ..features.base import FeatureContext, build_features, section_fingerprints
+from ..registry import FEATURES
+from .features import all_layers, instance_vectors
+from .knn import SenseSums, _unit
+from .morphy import Morphy
+from .sense_method import load_graph, plan_senses
+from .senses import propagate, wordnet_fingerprint
+
+FORMAT = "elmo-tasks-senses-1"
+
+
+def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: FeatureContext,
+                     progress: bool | None = None, command: str = "") -> dict:
+    """Sense vectors of every WordNet sense from source ``name`` of ``cfg`` trained on ``train_dir``, written to
+    ``out`` (atomically); returns the meta dict."""
+    section = cfg.sources[name]
+    source = build_features(section, context)
+    inventory = load_inventory(cfg.wordnet)
+    train_ex = to_examples(load_dataset(train_dir), inventory)
+    train_vecs = instance_vectors(train_ex, all_layers(source, [ex.tokens for ex in train_ex], "train"))
+    graph = load_graph(cfg.wordnet)
+    plan = plan_senses(cfg, section, graph, train_ex, train_vecs, context, True, progress)
+    sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)
+    del train_vecs
+    context_vecs, step = propagate(graph, sums.keys, sums.centroids(plan.weights))
+    counts = np.zeros(len(graph.keys), dtype=np.int64)
+    for k, c in zip(sums.keys, sums.counts):
+        if k in graph.index:
+            counts[graph.index[k]] = c
+    meta = {"format": FORMAT, "source": name, "section": section,
+            "fingerprints": section_fingerprints(section, context.memo), "layers": plan.weights,
+            "layer_choice": plan.layer_label, "pooling": plan.pooling, "w": plan.w, "held_out": plan.held_out,
+            "wordnet": str(Path(cfg.wordnet).resolve()), "wordnet_fingerprint": wordnet_fingerprint(graph.wn),
+            "train": {"folder": str(train_dir), "instances": int(sum(len(ex.targets) for ex in train_ex)),
+                      "senses": len(sums.keys)},
+            "steps": {s: int((step == i).sum()) for i, s in enumerate(("semcor", "synset", "hypernym", "lexfile"))},
+            "command": command, "git_commit": git_commit()}
+    with atomic_path(out) as tmp, h5py.File(tmp, "w") as f:
+        f.create_dataset("keys", data=np.array(graph.keys, dtype=object), dtype=h5py.string_dtype("utf-8"))
+        f.create_dataset("context", data=context_vecs)
+        f.create_dataset("gloss", data=plan.gloss)
+        f.create_dataset("step", data=step)
+        f.create_dataset("counts", data=counts)
+        f.attrs["meta"] = json.dumps(meta)
+    return meta
+
+
+class SenseTagger:
+    """Disambiguates whitespace-tokenized text with a sense file: every token whose form (by WordNet's morphy) has
+    senses gets the one nearest its context vector (``context + w * gloss`` cosine), over every part of speech
+    unless the token says which (``bank/NOUN``)."""
+
+    def __init__(self, path: str | Path, wordnet: str | Path | None = None, context: FeatureContext | None = None):
+        with h5py.File(path, "r") as f:
+            self.meta = json.loads(f.attrs["meta"])
+            if self.meta.get("format") != FORMAT:
+                raise StaleCacheError(f"{path}: not a sense file of this version (format {self.meta.get('format')!r})")
+            self.keys = [k.decode() if isinstance(k, bytes) else k for k in f["keys"][()]]
+            self.context = _unit(f["context"][()].astype(np.float64))
+            self.gloss = _unit(f["gloss"][()].astype(np.float64))
+            self.has = f["step"][()] >= 0
+        folder = Path(wordnet or self.meta["wordnet"])
+        self.graph = load_graph(folder)
+        now = wordnet_fingerprint(self.graph.wn)
+        if now != self.meta["wordnet_fingerprint"]:
+            raise StaleCacheError(f"{path} was made with another WordNet (fingerprint "
+                                  f"{self.meta['wordnet_fingerprint'][:12]}) than {folder} ({now[:12]}); give the "
+                                  "WordNet it was made with (--wordnet), or make the sense file again")
+        context = context or FeatureContext()
+        section = resolve_component(FEATURES, self.meta["section"], f"{path}: section")
+        fps = section_fingerprints(section, context.memo)
+        if fps != self.meta["fingerprints"]:
+            raise StaleCacheError(f"{path} was made with another feature source (fingerprint "
+                                  f"{', '.join(f[:12] for f in self.meta['fingerprints'])}) than the one its section "
+                                  f"loads now ({', '.join(f[:12] for f in fps)}); make the sense file again")
+        self.source = build_features(section, replace(context, cache_dir=None))
+        self.index = {k: i for i, k in enumerate(self.keys)}
+        self.by_lemma: dict[tuple[str, str], list[str]] = {}
+        for k in self.keys:
+            self.by_lemma.setdefault((k.partition("%")[0], self.graph.wn.pos_of(k)), []).append(k)
+        for ks in self.by_lemma.values():
+            ks.sort(key=lambda k: self.graph.wn.sense_number.get(k, 10 ** 6))
+        self.morphy = Morphy(self.graph.wn.folder, set(self.by_lemma))
+
+    def candidates(self, word: str, pos: str | None) -> list[str]:
+        """Every sense key of the word's base forms, for ``pos`` or every part of speech."""
+        out = []
+        for p in ([pos] if pos else POS_TAGS):
+            for base in self.morphy.base_forms(word, p):
+                out += [k for k in self.by_lemma.get((base, p), []) if self.has[self.index[k]]]
+        return out
+
+    def tag(self, sentences: list[list[str]]) -> list[list[dict]]:
+        """Per sentence, per token: {"token", "key", "synset", "gloss", "score"} (key None: no WordNet sense)."""
+        parsed = [[_split_pos(t) for t in s] for s in sentences]
+        arrays = all_layers(self.source, [[w for w, _ in s] for s in parsed], "tag")  # [(L, n, D)]
+        weights = np.asarray(self.meta["layers"], dtype=np.float64)
+        out = []
+        for s, a in zip(parsed, arrays):
+            vecs = _unit(np.einsum("lnd,l->nd", a.astype(np.float64), weights))  # (n, D)
+            row = []
+            for (word, pos), v in zip(s, vecs):
+                cands = self.candidates(word, pos)
+                item = {"token": word, "key": None, "synset": None, "gloss": None, "score": None}
+                if cands and v.any():
+                    rows = np.array([self.index[k] for k in cands])
+                    w = np.array([self.meta["w"].get(self.graph.wn.pos_of(k), 0.0) for k in cands])
+                    score = self.context[rows] @ v + w * (self.gloss[rows] @ v)
+                    best = int(np.argmax(score))
+                    key = cands[best]
+                    syn = self.graph.wn.synsets[self.graph.wn.synset_of[key]]
+                    item.update(key=key, synset=f"{syn.id[1:]}-{syn.id[0]}", gloss=syn.gloss,
+                                score=round(float(score[best]), 6))
+                row.append(item)
+            out.append(row)
+        return out
+
+
+def _split_pos(token: str) -> tuple[str, str | None]:
+    """``bank/NOUN`` -> ("bank", "NOUN"); a token without a known tag -> (token, None)."""
+    word, sep, tag = token.rpartition("/")
+    return (word, tag) if sep and word and tag in POS_TAGS else (token, None)
