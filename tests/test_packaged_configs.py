@@ -16,10 +16,11 @@ def test_every_task_config_ships_and_loads_by_name(tmp_path, monkeypatch):
     assert {"ner_conll2003", "sentiment_polarity", "pos_conll2003", "wsd_semcor", "fusion/ner", "bilm/default"} <= set(names)
     for name, path in names.items():
         assert path.is_relative_to(PACKAGED_CONFIGS)
-        if name.startswith(("bilm/", "backbones/wsd", "fusion/wsd")) or name == "wsd_semcor":
+        if name.startswith(("bilm/", "backbones/wsd", "fusion/wsd")) or name.startswith("wsd_"):
             continue  # biLM training configs; WSD configs are checked below
         cfg = load_config(name)  # checked: every key, every component name
         assert cfg.name
+    assert load_wsd_config("wsd_senses").knn == ["dev_layer", "senses", "senses_glosses", "senses_prior"]
     wsd = load_wsd_config("wsd_semcor")
     assert wsd.train == "data/wsd/semcor" and wsd.test == [f"data/wsd/{n}" for n in (
         "senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")]

@@ -14,7 +14,7 @@ from ..config import (ConfigError, TrainingConfig, apply_override, find_config, 
                       to_dict)
 from ..registry import FEATURES, HEADS
 
-KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix", "dev_layer", "senses", "senses_glosses")
+KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix", "dev_layer", "senses", "senses_glosses", "senses_prior")
 FRAMEWORK_TESTS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")  # their union is ALL
 
 
@@ -50,7 +50,7 @@ class WsdConfig:
             raise ConfigError(f"{join_key(where, 'fixed_mix')}: weights must be >= 0 with a positive sum")
         if self.head_dev_every < 0 or self.head_dev_every == 1:
             raise ConfigError(f"{join_key(where, 'head_dev_every')}: must be 0 (no dev set) or >= 2")
-        if ({"dev_layer", "senses", "senses_glosses"} & set(self.knn)) and not self.head_dev_every:
+        if ({"dev_layer", "senses", "senses_glosses", "senses_prior"} & set(self.knn)) and not self.head_dev_every:
             raise ConfigError(f"{join_key(where, 'knn')}: the rows dev_layer, senses and senses_glosses choose their "
                               "settings on held-out training sentences; set head_dev_every >= 2")
         if not self.test:

@@ -221,8 +221,8 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
     dev_choice = dev_layer_choice(train_ex, train_vecs, cfg.head_dev_every) if (
         "dev_layer" in cfg.knn and train_vecs.shape[1] > 1) else None
-    plan = plan_senses(cfg, section, graph, train_ex, train_vecs, context, "senses_glosses" in cfg.knn,
-                       progress) if graph is not None else None
+    plan = plan_senses(cfg, section, graph, train_ex, train_vecs, context,
+                       bool({"senses_glosses", "senses_prior"} & set(cfg.knn)), progress) if graph is not None else None
     del train_vecs
     test_vecs = [instance_vectors(ts.examples, all_layers(source, [ex.tokens for ex in ts.examples], ts.name))
                  for ts in report.tests]

@@ -12,11 +12,11 @@ import numpy as np
 from ..data.wsd_examples import WsdSentence, all_targets
 from ..features.base import FeatureContext, build_features, section_fingerprints
 from .knn import SenseSums
-from .senses import (POOLINGS, POS, STEPS, W_GRID, Graph, accuracy, answer, candidate_cosines, gloss_layers, mix,
+from .senses import (POOLINGS, POS, PRIOR_GRID, STEPS, W_GRID, Graph, accuracy, answer, candidate_cosines, gloss_layers, mix,
                      propagate, wordnet_fingerprint)
 from .wordnet import WordNet
 
-ROWS = ("senses", "senses_glosses")
+ROWS = ("senses", "senses_glosses", "senses_prior")
 
 
 @dataclass
@@ -27,6 +27,7 @@ class SensePlan:
     layer_label: str
     pooling: str | None = None
     w: dict[str, float] = field(default_factory=dict)
+    prior: float = 0.0  # the weight of a first-sense prior (1 / sense number), for the row senses_prior
     gloss: np.ndarray | None = None  # (S, D) float32
     held_out: dict = field(default_factory=dict)
 
@@ -81,15 +82,19 @@ def plan_senses(cfg, section: dict, graph: Graph, train_ex: list[WsdSentence], t
             if not part:
                 continue
             sub = [held[i] for i in part]
-            sub_c = type(cands)(*[[getattr(cands, f)[i] for i in part] for f in ("rows", "ctx", "gloss", "pos")])
+            sub_c = type(cands)(*[[getattr(cands, f)[i] for i in part] for f in ("rows", "ctx", "gloss", "pos",
+                                                                                 "ranks")])
             accs = [accuracy(sub, answer(sub, sub_c, graph, {pos: w})[0]) for w in W_GRID]
             k = int(np.argmax(accs))  # the smallest w of equals
             w_pos[pos], acc_pos[pos] = W_GRID[k], round(accs[k], 4)
         total = accuracy(held, answer(held, cands, graph, w_pos)[0])
         plan.held_out[f"glosses_{pooling}"] = {"w": w_pos, "accuracy_by_pos": acc_pos, "accuracy": round(total, 4)}
         if total > best_total:
-            best_total, choice = total, (pooling, w_pos, gloss)
-    plan.pooling, plan.w, plan.gloss = choice
+            best_total, choice = total, (pooling, w_pos, gloss, cands)
+    plan.pooling, plan.w, plan.gloss, cands = choice
+    priors = [accuracy(held, answer(held, cands, graph, plan.w, p)[0]) for p in PRIOR_GRID]
+    plan.prior = PRIOR_GRID[int(np.argmax(priors))]
+    plan.held_out["prior"] = {"weights": list(PRIOR_GRID), "accuracy": [round(a, 4) for a in priors]}
     return plan
 
 
@@ -98,20 +103,21 @@ def sense_rows(report, cfg, name: str, graph: Graph, sums: SenseSums, plan: Sens
     """The rows ``senses`` (full coverage) and ``senses_glosses`` of one source on every test set."""
     context_vecs, step = propagate(graph, sums.keys, sums.centroids(plan.weights))
     coverage = {STEPS[i]: int((step == i).sum()) for i in range(len(STEPS))} | {"none": int((step < 0).sum())}
-    which = [("senses", "full coverage", {})]
+    which = [("senses", "full coverage", {}, 0.0)]
     if "senses_glosses" in cfg.knn and plan.gloss is not None:
-        which.append(("senses_glosses", f"+ glosses ({plan.pooling} pooling)", plan.w))
-    for row, label, w in which:
+        which.append(("senses_glosses", f"+ glosses ({plan.pooling} pooling)", plan.w, 0.0))
+    if "senses_prior" in cfg.knn and plan.gloss is not None:
+        which.append(("senses_prior", f"+ glosses + first-sense prior {plan.prior:g}", plan.w, plan.prior))
+    for row, label, w, prior in which:
         answers, backoff = {}, 0
         for ts, vecs in zip(report.tests, test_vecs):
             v = np.einsum("nld,l->nd", vecs, np.asarray(plan.weights, dtype=np.float32))
-            cands = candidate_cosines(ts.targets, v, graph, context_vecs, step,
-                                      plan.gloss if row == "senses_glosses" else None)
-            answers[ts.name], b = answer(ts.targets, cands, graph, w)
+            cands = candidate_cosines(ts.targets, v, graph, context_vecs, step, plan.gloss if w else None)
+            answers[ts.name], b = answer(ts.targets, cands, graph, w, prior)
             backoff += b
         report.add(f"{name}-{row}", f"{name} sense vectors, {label}, {plan.layer_label}", answers, "senses", name,
                    plan.layer_label, weights=[round(x, 6) for x in plan.weights], backoff=backoff,
-                   senses={"coverage": coverage, "w": w, "pooling": plan.pooling if w else None,
+                   senses={"coverage": coverage, "w": w, "pooling": plan.pooling if w else None, "prior": prior,
                            "held_out": plan.held_out})
 
 

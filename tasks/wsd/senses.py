@@ -30,6 +30,7 @@ from .wordnet import WordNet
 
 STEPS = ("semcor", "synset", "hypernym", "lexfile")  # where a sense's context vector came from (-1: nowhere)
 W_GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)  # gloss weights tried on the held-out sentences
+PRIOR_GRID = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)  # weights of a first-sense prior (1 / sense number)
 POOLINGS = ("sentence", "lemma")
 POS = ("NOUN", "VERB", "ADJ", "ADV")
 GLOSS_CHUNK = 2048  # gloss sentences embedded at a time (then pooled: the arrays are never all in memory)
@@ -147,6 +148,7 @@ class Candidates:
     ctx: list[np.ndarray]
     gloss: list[np.ndarray | None]
     pos: list[str]
+    ranks: list[np.ndarray]  # each candidate's WordNet sense number among the target's candidates (1 = first)
 
 
 def candidate_cosines(targets: Sequence[WsdTarget], vectors: np.ndarray, graph: Graph, context: np.ndarray,
@@ -155,10 +157,12 @@ def candidate_cosines(targets: Sequence[WsdTarget], vectors: np.ndarray, graph: 
     candidate without a vector (step -1) is left out."""
     C, V = _unit(context.astype(np.float64)), _unit(np.asarray(vectors, dtype=np.float64))
     G = _unit(gloss.astype(np.float64)) if gloss is not None else None
-    out = Candidates([], [], [], [])
+    out = Candidates([], [], [], [], [])
     for n, t in enumerate(targets):
-        rows = np.array([graph.index[k] for k in t.candidates if k in graph.index and step[graph.index[k]] >= 0],
-                        dtype=np.int64)
+        kept = [(r + 1, graph.index[k]) for r, k in enumerate(t.candidates)
+                if k in graph.index and step[graph.index[k]] >= 0]
+        rows = np.array([i for _, i in kept], dtype=np.int64)
+        out.ranks.append(np.array([r for r, _ in kept], dtype=np.float64))
         out.rows.append(rows)
         out.ctx.append(C[rows] @ V[n])
         out.gloss.append(G[rows] @ V[n] if G is not None else None)
@@ -166,16 +170,17 @@ def candidate_cosines(targets: Sequence[WsdTarget], vectors: np.ndarray, graph: 
     return out
 
 
-def answer(targets: Sequence[WsdTarget], cands: Candidates, graph: Graph, w: dict[str, float]) -> tuple[dict, int]:
-    """id -> the best candidate by ``ctx + w[pos] * gloss`` (ties: the lower WordNet sense number), and how many
-    targets had no candidate vector (then the WordNet first sense, as the paper's back-off)."""
+def answer(targets: Sequence[WsdTarget], cands: Candidates, graph: Graph, w: dict[str, float],
+           prior: float = 0.0) -> tuple[dict, int]:
+    """id -> the best candidate by ``ctx + w[pos] * gloss + prior / sense_number`` (ties: the lower WordNet sense
+    number), and how many targets had no candidate vector (then the WordNet first sense, the paper's back-off)."""
     answers, backoff = {}, 0
-    for t, rows, c, g, pos in zip(targets, cands.rows, cands.ctx, cands.gloss, cands.pos):
+    for t, rows, c, g, pos, rank in zip(targets, cands.rows, cands.ctx, cands.gloss, cands.pos, cands.ranks):
         if not len(rows) or not np.any(c):
             answers[t.id] = t.first_sense
             backoff += 1
             continue
-        score = c + (w.get(pos, 0.0) * g if g is not None else 0.0)
+        score = c + (w.get(pos, 0.0) * g if g is not None else 0.0) + (prior / rank if prior else 0.0)
         answers[t.id] = graph.keys[rows[int(np.argmax(score))]]
     return answers, backoff
 

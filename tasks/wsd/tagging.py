@@ -54,7 +54,8 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
             counts[graph.index[k]] = c
     meta = {"format": FORMAT, "source": name, "section": section,
             "fingerprints": section_fingerprints(section, context.memo), "layers": plan.weights,
-            "layer_choice": plan.layer_label, "pooling": plan.pooling, "w": plan.w, "held_out": plan.held_out,
+            "layer_choice": plan.layer_label, "pooling": plan.pooling, "w": plan.w, "prior": plan.prior,
+            "held_out": plan.held_out,
             "wordnet": str(Path(cfg.wordnet).resolve()), "wordnet_fingerprint": wordnet_fingerprint(graph.wn),
             "train": {"folder": str(train_dir), "instances": int(sum(len(ex.targets) for ex in train_ex)),
                       "senses": len(sums.keys)},
@@ -130,7 +131,8 @@ class SenseTagger:
                 if cands and v.any():
                     rows = np.array([self.index[k] for k in cands])
                     w = np.array([self.meta["w"].get(self.graph.wn.pos_of(k), 0.0) for k in cands])
-                    score = self.context[rows] @ v + w * (self.gloss[rows] @ v)
+                    rank = np.array([self.graph.wn.sense_number.get(k, 10 ** 6) for k in cands], dtype=np.float64)
+                    score = self.context[rows] @ v + w * (self.gloss[rows] @ v) + self.meta.get("prior", 0.0) / rank
                     best = int(np.argmax(score))
                     key = cands[best]
                     syn = self.graph.wn.synsets[self.graph.wn.synset_of[key]]
