@@ -218,6 +218,9 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     source = build_features(section, context)
     t0 = time.perf_counter()
     train_vecs = instance_vectors(train_ex, all_layers(source, [ex.tokens for ex in train_ex], "train"))
+    if cfg.head is None:  # no head will read the training arrays again: free them (SemCor's: GBs) from the memo
+        context.memo.datasets.clear()
+        context.memo.sentences.clear()
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
     dev_choice = dev_layer_choice(train_ex, train_vecs, cfg.head_dev_every) if (
         "dev_layer" in cfg.knn and train_vecs.shape[1] > 1) else None
