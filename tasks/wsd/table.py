@@ -101,6 +101,14 @@ def render_table(summary: dict) -> str:
                 notes.append("learned mix " + ", ".join(f"{w:.2f}" for w in fr["mix_weights"])
                              + f", gamma {fr.get('gamma', 0):.2f}")
             notes.append(f"best epoch {head['best_epoch']}/{head['epochs_run']}")
+        if row.get("senses"):
+            sv = row["senses"]
+            notes.append("coverage " + ", ".join(f"{k} {v:,}" for k, v in sv["coverage"].items()))
+            if sv.get("w"):
+                notes.append(f"{sv['pooling']} pooling, w " + ", ".join(f"{k} {v:g}" for k, v in sv["w"].items()))
+            if sv.get("prior"):
+                notes.append(f"first-sense prior {sv['prior']:g} / sense number")
+            notes.append("chosen on held-out training sentences (scores.json: senses.held_out)")
         if row.get("dev_choice"):
             dc = row["dev_choice"]
             notes.append(f"1-NN accuracy on {dc['instances']:,} held-out training instances (every {dc['every']}th "
