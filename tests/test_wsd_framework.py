@@ -222,3 +222,13 @@ def test_wordnet_is_needed_first(data, tmp_path, capsys):
     z = make_zip(tmp_path / "f.zip", framework_files())
     _refused(["data", "get", "wsd-framework", "--from", str(z)], capsys, data,
              "run `elmo-tasks data get wordnet-3.0 wsd-framework`")
+
+
+def test_an_unreachable_address_says_how_to_give_a_copy(data, tmp_path, monkeypatch):
+    from elmo_features.formats.download import DownloadError
+
+    monkeypatch.setenv(fw.URL_ENV, "http://127.0.0.1:9/WSD_Evaluation_Framework.zip")  # nothing listens there
+    monkeypatch.setenv("ELMO_TASKS_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(DownloadError, match="give it with `elmo-tasks data get wsd-framework --from"):
+        fetch_framework(data, backoff=0.01)
+    assert not (data / "wsd").exists()

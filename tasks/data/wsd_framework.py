@@ -19,7 +19,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from elmo_features.formats.download import check_replaceable, default_cache_dir, download_url, file_sha256
+from elmo_features.formats.download import (DownloadError, check_replaceable, default_cache_dir, download_url,
+                                            file_sha256)
 from elmo_features.util.errors import MissingPathError
 
 from .wsd_inventory import InventoryError, SenseInventory, find_index_sense
@@ -169,7 +170,11 @@ def _zip_path(from_path: Path | None, progress: bool | None, backoff: float) -> 
             raise WsdFormatError(f"{url}: the downloaded file is not a zip (an error page?)")
 
     print(f"{NAME}: downloading {url} (about 165 MB) into {dest} ...", flush=True)
-    return download_url(url, dest, progress=progress, validate=check, backoff=backoff)
+    try:
+        return download_url(url, dest, progress=progress, validate=check, backoff=backoff)
+    except DownloadError as e:
+        raise DownloadError(f"{e} Or fetch the zip elsewhere and give it with `elmo-tasks data get {NAME} --from "
+                            "WSD_Evaluation_Framework.zip`") from None
 
 
 def _source_md(url: str, origin: Path, digest: str | None, sets: list[dict], readme, wordnet: Path, out: Path) -> str:
