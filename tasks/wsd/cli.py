@@ -71,6 +71,8 @@ def register(subparsers) -> None:
     t.add_argument("--senses", required=True, help="a file written by `elmo-tasks wsd senses`")
     t.add_argument("--wordnet", help="the WordNet folder (default: the one the sense file names)")
     t.add_argument("--out", help="JSON lines file (default: stdout)")
+    t.add_argument("--prior", action="store_true",
+                   help="add the first-sense prior the sense file chose on held-out SemCor (off: the vectors alone)")
     add_include_argument(t)
     add_threads_argument(t)
     add_device_argument(t)
@@ -127,7 +129,8 @@ def cmd_tag(args) -> int:
         sentences = [line.split() for line in sys.stdin.read().splitlines() if line.strip()]
     else:
         sentences = read_sentences(args.input, blank_lines="error")
-    tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))))
+    tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))),
+                         prior=args.prior)
     lines = [json.dumps(row, ensure_ascii=False) for row in tagger.tag(sentences)]
     text = "\n".join(lines) + "\n"
     if args.out:

@@ -71,12 +71,25 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
     return meta
 
 
-class SenseTagger:
-    """Disambiguates whitespace-tokenized text with a sense file: every token whose form (by WordNet's morphy) has
-    senses gets the one nearest its context vector (``context + w * gloss`` cosine), over every part of speech
-    unless the token says which (``bank/NOUN``)."""
+# closed-class words: not tagged unless the token names a part of speech (WordNet lists a few of them as rare nouns or
+# adjectives, e.g. "it" as information technology, "I" as the numeral one)
+FUNCTION_WORDS = frozenset("""a an the this that these those some any each every no all both either neither i me my mine
+we us our ours you your yours he him his she her hers it its they them their theirs who whom whose which what
+and or but nor so yet if then than because while although though as of at by for from in into on onto to with
+without within about above below over under between among through during before after up down out off
+is am are was were be been being do does did have has had will would shall should can could may might must
+not there here""".split())
 
-    def __init__(self, path: str | Path, wordnet: str | Path | None = None, context: FeatureContext | None = None):
+
+class SenseTagger:
+    """Disambiguates whitespace-tokenized text with a sense file: every content word whose form (by WordNet's morphy)
+    has senses gets the one nearest its context vector (``context + w * gloss`` cosine, ``prior``: + the first-sense
+    prior the file chose). A token can name its part of speech (``bank/NOUN``); otherwise the part of speech whose
+    senses SemCor tags most often for that word is used (its candidates over every part of speech when SemCor has
+    none), and function words are left untagged."""
+
+    def __init__(self, path: str | Path, wordnet: str | Path | None = None, context: FeatureContext | None = None,
+                 prior: bool = False):
         with h5py.File(path, "r") as f:
             self.meta = json.loads(f.attrs["meta"])
             if self.meta.get("format") != FORMAT:
@@ -85,6 +98,8 @@ class SenseTagger:
             self.context = _unit(f["context"][()].astype(np.float64))
             self.gloss = _unit(f["gloss"][()].astype(np.float64))
             self.has = f["step"][()] >= 0
+            self.counts = f["counts"][()]
+        self.prior = float(self.meta.get("prior", 0.0)) if prior else 0.0
         folder = Path(wordnet or self.meta["wordnet"])
         self.graph = load_graph(folder)
         now = wordnet_fingerprint(self.graph.wn)
@@ -109,12 +124,21 @@ class SenseTagger:
         self.morphy = Morphy(self.graph.wn.folder, set(self.by_lemma))
 
     def candidates(self, word: str, pos: str | None) -> list[str]:
-        """Every sense key of the word's base forms, for ``pos`` or every part of speech."""
-        out = []
+        """Every sense key of the word's base forms for ``pos``; without one, of the part of speech SemCor tags most
+        often for the word (every part of speech when it tags none), and none for a function word."""
+        if pos is None and word.lower() in FUNCTION_WORDS:
+            return []
+        by_pos = {}
         for p in ([pos] if pos else POS_TAGS):
-            for base in self.morphy.base_forms(word, p):
-                out += [k for k in self.by_lemma.get((base, p), []) if self.has[self.index[k]]]
-        return out
+            keys = [k for base in self.morphy.base_forms(word, p) for k in self.by_lemma.get((base, p), [])
+                    if self.has[self.index[k]]]
+            if keys:
+                by_pos[p] = keys
+        if pos is not None or len(by_pos) < 2:
+            return [k for keys in by_pos.values() for k in keys]
+        tagged = {p: int(sum(self.counts[self.index[k]] for k in keys)) for p, keys in by_pos.items()}
+        best = max(tagged, key=tagged.get)  # the first of equals: nouns, verbs, adjectives, adverbs
+        return by_pos[best] if tagged[best] > 0 else [k for keys in by_pos.values() for k in keys]
 
     def tag(self, sentences: list[list[str]]) -> list[list[dict]]:
         """Per sentence, per token: {"token", "key", "synset", "gloss", "score"} (key None: no WordNet sense)."""
@@ -132,7 +156,7 @@ class SenseTagger:
                     rows = np.array([self.index[k] for k in cands])
                     w = np.array([self.meta["w"].get(self.graph.wn.pos_of(k), 0.0) for k in cands])
                     rank = np.array([self.graph.wn.sense_number.get(k, 10 ** 6) for k in cands], dtype=np.float64)
-                    score = self.context[rows] @ v + w * (self.gloss[rows] @ v) + self.meta.get("prior", 0.0) / rank
+                    score = self.context[rows] @ v + w * (self.gloss[rows] @ v) + self.prior / rank
                     best = int(np.argmax(score))
                     key = cands[best]
                     syn = self.graph.wn.synsets[self.graph.wn.synset_of[key]]
