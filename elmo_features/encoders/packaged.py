@@ -22,6 +22,7 @@ from pathlib import Path
 
 from elmo_features.formats.download import (DownloadError, check_replaceable, checked_package, default_cache_dir, file_sha256,
                         pip_download)
+from elmo_features.encoders.parted import PARTED, fetch_parted
 from elmo_features.util.errors import MissingPathError
 
 
@@ -48,6 +49,11 @@ PACKAGED: dict[str, PackagedEncoder] = {
 }
 
 
+def packaged_names() -> list[str]:
+    """Every packaged encoder name: one wheel (``PACKAGED``) or a zip split over several (``parted.PARTED``)."""
+    return [*PACKAGED, *PARTED]
+
+
 def get_packaged(name: str) -> PackagedEncoder:
     if name not in PACKAGED:
         raise MissingPathError(f"unknown packaged encoder {name!r}; valid: {', '.join(PACKAGED)}")
@@ -70,6 +76,16 @@ def installed_folder(p: PackagedEncoder) -> Path | None:
 
 def packaged_folder(name: str, cache_dir: str | Path | None = None) -> Path:
     """The local folder of a packaged encoder (installed package, fetched copy, or fetched now)."""
+    if name in PARTED:
+        folder = encoders_cache_dir(cache_dir) / name
+        if not (folder / "SOURCE.md").is_file():
+            print(f"encoder {name}: not fetched yet; fetching it into {folder}", file=sys.stderr)
+            return fetch_parted(name, encoders_cache_dir(cache_dir))
+        problem = folder_problem(folder)
+        if problem:
+            raise DownloadError(f"encoder {name} in {folder} is damaged ({problem}); fetch it again: elmo-tasks models "
+                                f"get {name} --force")
+        return folder
     p = get_packaged(name)
     if os.environ.get("ELMO_TASKS_IGNORE_INSTALLED_ENCODERS", "") in ("", "0"):
         found = installed_folder(p)

@@ -16,7 +16,7 @@ from typing import Literal
 
 from elmo_features.encoders import PieceStats, TransformerEmbedder, load_encoder
 from elmo_features.encoders.loading import is_hub_id
-from elmo_features.encoders.packaged import PACKAGED
+from elmo_features.encoders.packaged import packaged_names
 from elmo_features.util.paths import check_input_dir
 from elmo_features.util.schema import Int, key
 
@@ -89,11 +89,11 @@ class TransformerFeatures(FrozenLayerFeatures):
     def check_inputs(cls, config: TransformerConfig, where: str) -> None:
         """``model``: a packaged name (fetched on first use), a folder, or a hub id (owner/name)."""
         spec = config.model
-        if spec in PACKAGED or Path(spec).expanduser().is_dir():
+        if spec in packaged_names() or Path(spec).expanduser().is_dir():
             return
         if is_hub_id(spec) and not Path(spec).exists():
             return  # a hub id: resolved when the model loads (one error line when offline)
-        check_input_dir(spec, f"{where}.model", hint=f"give a packaged name ({', '.join(PACKAGED)}), a Hugging Face "
+        check_input_dir(spec, f"{where}.model", hint=f"give a packaged name ({', '.join(packaged_names())}), a Hugging Face "
                                                      "model folder or a hub id (owner/name)")
 
     @classmethod
