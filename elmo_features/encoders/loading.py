@@ -177,8 +177,7 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
         transformers.logging.set_verbosity_error()  # "some weights were not used" (pooler, heads): expected
         transformers.logging.disable_progress_bar()
         try:
-            model, info = AutoModel.from_pretrained(folder, config=config, use_safetensors=(kind == "safetensors"),
-                                                    attn_implementation="sdpa", output_loading_info=True, **kw)
+            model, info = _from_pretrained(AutoModel, folder, config, kind, kw)
         except Exception as e:  # noqa: BLE001  (transformers, safetensors and torch raise many kinds: one line)
             raise EncoderError(f"{folder}: the model cannot be loaded ({_loading_error(folder, config, e)})") from None
         finally:
@@ -190,6 +189,18 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
         p.requires_grad_(False)
     return LoadedEncoder(model=model, tokenizer=tokenizer, folder=folder, files_sha256=files_sha256(folder),
                          spec=str(spec))
+
+
+def _from_pretrained(auto, folder: Path, config: Any, kind: str, kw: dict):
+    """(model, loading info) with PyTorch's fused attention (sdpa), or the plain one for architectures that have no
+    sdpa implementation (MPNet); the choice is part of the encoder's fingerprint."""
+    args = dict(config=config, use_safetensors=(kind == "safetensors"), output_loading_info=True, **kw)
+    try:
+        return auto.from_pretrained(folder, attn_implementation="sdpa", **args)
+    except ValueError as e:
+        if "scaled_dot_product_attention" not in str(e):
+            raise
+        return auto.from_pretrained(folder, attn_implementation="eager", **args)
 
 
 _STRUCTURAL = re.compile(r"(^|\.)(embeddings|encoder|layer|layers)\.")  # tensors of the encoder itself, not a task head
