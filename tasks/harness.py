@@ -154,9 +154,9 @@ def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir
     saved_fps, now = report_fingerprints(m.get("features") or {}), fingerprints_now(name)
     if saved_fps != now:
         short = lambda fps: ", ".join(f[:12] for f in fps) or "none recorded"
-        raise ConfigError(f"{run_dir}: finished with another frozen model (fingerprint {short(saved_fps)}; this source now "
-                          f"loads {short(now)}); its results would mix two models: drop --resume to run the "
-                          "comparison again")
+        raise ConfigError(f"{run_dir}: finished with another frozen model (fingerprint {short(saved_fps)}; this "
+                          f"source now loads {short(now)}); its results would mix two models: drop --resume to run "
+                          "the comparison again")
     return run_record(name, seed, k, run_dir, m, pool, fold_sets)
 
 

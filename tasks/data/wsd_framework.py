@@ -189,7 +189,8 @@ def _source_md(url: str, origin: Path, digest: str | None, sets: list[dict], rea
              "## Verified", "",
              f"Every data set's XML parses, its instance ids and gold keys match one to one, each gold key is a sense "
              f"key of WordNet 3.0 (`{wordnet}`), and its instance count equals the published one.", "",
-             "| data set | sentences | instances | nouns | verbs | adjectives | adverbs |", "|---|---:|---:|---:|---:|---:|---:|"]
+             "| data set | sentences | instances | nouns | verbs | adjectives | adverbs |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for s in sets:
         p = s["pos"]
         lines.append(f"| {s['name']} | {s['sentences']:,} | {s['instances']:,} | {p.get('NOUN', 0):,} | "
