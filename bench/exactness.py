@@ -1,6 +1,11 @@
 """Exactness against AllenNLP 2.10.1 on a clipping config with long sentences, per layer, for each precision mode.
 
     python bench/exactness.py --threads 1 2 --out results/bench/exactness.md
+    python bench/exactness.py --threads 1 2 --isa avx2 --out results/bench/exactness_avx2.md
+
+``--isa avx2`` limits every kernel library of both implementations to AVX2 (PyTorch's ATen dispatch, MKL and
+oneDNN, through their documented environment variables), which runs the code paths an AVX2-only CPU takes on
+a CPU that has AVX-512; the report says which limit was in force and the ATen capability each side used.
 
 A seeded random biLM of the ``small`` preset's architecture (cell and projection clipping at 3; LSTM weights
 with gain 1.25, which makes the recurrence amplify rounding, see bench/presets.py) is written in the bilm-tf
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +37,23 @@ from elmo_features import batch_to_ids, load_bilm, save_bilm  # noqa: E402
 from elmo_features.model.precision import set_precision  # noqa: E402
 
 MODES = ("fp32", "reference")
+ISA_LIMITS = {"avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+                       "ONEDNN_MAX_CPU_ISA": "AVX2"}}
+
+
+def limit_isa(isa: str) -> None:
+    """Re-run this script with the kernel libraries limited to ``isa`` (the variables must be set before torch loads)."""
+    if isa == "native" or all(os.environ.get(k) == v for k, v in ISA_LIMITS[isa].items()):
+        return
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **ISA_LIMITS[isa]})
+
+
+def peer_capability(venv: Path) -> str:
+    """The ATen CPU capability the AllenNLP venv's torch dispatches to under the current environment."""
+    code = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    proc = subprocess.run([str(venv / "bin" / "python"), "-c", code], env=clean_env(), capture_output=True,
+                          text=True)
+    return proc.stdout.strip() or f"unknown ({proc.stderr.strip().splitlines()[-1:]})"
 
 
 def batches_of_long_sentences(seed: int = 7) -> list[list[list[str]]]:
@@ -75,18 +98,29 @@ def run(threads: int, venv: Path, work: Path) -> dict:
             "per_batch": diffs}
 
 
+def isa_line(isa: str, venv: Path) -> str:
+    ours = torch.backends.cpu.get_cpu_capability()
+    limit = ("none (what the CPU offers)" if isa == "native" else
+             "limited to " + isa.upper() + " by " + ", ".join(f"{k}={v}" for k, v in ISA_LIMITS[isa].items()))
+    return f"{limit}; ATen capability: ours {ours}, AllenNLP's {peer_capability(venv)}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--venv", type=Path, default=REPO / ".cache" / "peer_venv")
+    ap.add_argument("--isa", choices=["native", *ISA_LIMITS], default="native",
+                    help="limit both implementations' kernels to this instruction set (default: what the CPU has)")
     ap.add_argument("--out", type=Path, help="Markdown report (and .json beside it)")
     args = ap.parse_args()
+    limit_isa(args.isa)
     venv = ensure_venv(args.venv).parent.parent
     results = [run(t, venv, REPO / ".cache" / "exactness") for t in args.threads]
     m = machine()
     lines = ["# Exactness against AllenNLP 2.10.1 (clipping config, long sentences)", "",
              f"Written by `python bench/exactness.py {' '.join(sys.argv[1:])}` on {now()}, commit `{git_commit()}`.",
              "", f"* CPU: {m['cpu_model']}; flags: {m['cpu_flags']}; {m['cpu_cores']} cores; torch {torch.__version__}",
+             f"* kernels: {isa_line(args.isa, venv)}",
              f"* batches (sentence lengths): {results[0]['batches']}", "",
              "Largest absolute difference from AllenNLP's `_ElmoBiLm` over all batches, per layer:", "",
              "| threads | precision | layer 0 | layer 1 | layer 2 |", "|---|---|---|---|---|"]
@@ -97,7 +131,7 @@ def main() -> int:
     print(text)
     if args.out:
         write_atomic(args.out, text)
-        write_atomic(args.out.with_suffix(".json"), json.dumps({"machine": m, "commit": git_commit(),
+        write_atomic(args.out.with_suffix(".json"), json.dumps({"machine": m, "commit": git_commit(), "isa": args.isa,
                                                                  "results": results}, indent=1) + "\n")
     return 0
 

@@ -178,3 +178,35 @@ def test_wsd_senses_and_tag_disambiguate_plain_text(tmp_path, monkeypatch, capsy
     capsys.readouterr()
     assert main(["wsd", "tag", "in.txt", "--senses", "senses.h5"]) == 2
     assert "was made with another feature source (fingerprint" in capsys.readouterr().err
+
+
+def test_a_learned_mix_is_a_layer_candidate_chosen_on_held_out_sentences(graph):
+    """Layer 1 is noise that layer 0 carries too: only the mix [1, -1] (a stand-in for a learned mix) separates the
+    senses, so the plan must score it on the held-out instances and choose it over every single layer and sum."""
+    from tasks.features.base import FeatureContext
+    from tasks.wsd.knn import SenseSums
+    from tasks.wsd.sense_method import HeldOut, plan_senses
+
+    rng = np.random.default_rng(0)
+    cands = ["bank%1:17:01::", "bank%1:14:00::"]
+    signal = {cands[0]: np.array([1.0, 0.0]), cands[1]: np.array([0.0, 1.0])}
+
+    def instances(n, start):
+        targets, vecs = [], []
+        for i in range(n):
+            key = cands[i % 2]
+            noise = rng.normal(scale=5.0, size=2)
+            vecs.append([signal[key] + noise, noise])  # (L=2, D=2)
+            targets.append(WsdTarget(f"t{start + i}", 0, 1, "bank", "NOUN", cands, [key]))
+        return targets, np.asarray(vecs, dtype=np.float32)
+
+    fit, fit_vecs = instances(40, 0)
+    held, held_vecs = instances(40, 100)
+    held_out = HeldOut(20, SenseSums.from_targets(fit, fit_vecs), held, held_vecs)
+    plain = plan_senses({}, graph, held_out, FeatureContext(), glosses=False, progress=False)
+    assert plain.layer_label != "mix learned by the head" and plain.held_out["layers"][plain.layer_label] < 1.0
+    plan = plan_senses({}, graph, held_out, FeatureContext(), glosses=False, progress=False,
+                       extra=[("mix learned by the head", [1.0, -1.0])])
+    assert plan.layer_label == "mix learned by the head" and plan.weights == [1.0, -1.0]
+    assert plan.held_out["layers"]["mix learned by the head"] == 1.0
+    assert set(plan.held_out["layers"]) == {"layer 0", "layer 1", "sum of the top 2 layers", "mix learned by the head"}

@@ -28,7 +28,7 @@ from .config import WsdConfig
 from .features import all_layers, instance_vectors
 from .knn import SenseSums, mix_layers, nearest_sense
 from .plot import plot_f1_per_layer
-from .sense_method import ROWS as SENSE_ROWS, load_graph, plan_senses, sense_rows
+from .sense_method import ROWS as SENSE_ROWS, HeldOut, hold_out, load_graph, plan_senses, sense_rows
 from .senses import Graph
 from .table import write_table
 
@@ -192,22 +192,18 @@ def train_ds_name(train_dir: str) -> str:
     return Path(train_dir).name
 
 
-def dev_layer_choice(train_ex: list[WsdSentence], train_vecs, every: int) -> dict:
-    """The layer whose 1-NN is most accurate on every ``every``-th training sentence, with sense averages from
-    the other sentences (no test data involved). Returns {"layer", "dev_accuracy": [per layer], "instances"}."""
-    targets = all_targets(train_ex)
-    is_dev = np.concatenate([np.full(len(ex.targets), i % every == every - 1) for i, ex in enumerate(train_ex)])
-    fit = [t for t, d in zip(targets, is_dev) if not d]
-    held = [t for t, d in zip(targets, is_dev) if d and t.gold]
-    held_rows = np.flatnonzero(is_dev & np.array([bool(t.gold) for t in targets]))
-    sums = SenseSums.from_targets(fit, train_vecs[~is_dev])
-    L = train_vecs.shape[1]
+def dev_layer_choice(held_out: HeldOut) -> dict:
+    """The layer whose 1-NN is most accurate on the held-out training sentences, with sense averages from the
+    other sentences (no test data involved). Returns {"layer", "dev_accuracy": [per layer], "instances"}."""
+    held, sums = held_out.targets, held_out.sums
+    L = held_out.vecs.shape[1]
     acc = []
     for l in range(L):
-        answers, _ = nearest_sense(held, train_vecs[held_rows, l], sums.keys, sums.centroids(_one_hot(L, l)))
+        answers, _ = nearest_sense(held, held_out.vecs[:, l], sums.keys, sums.centroids(_one_hot(L, l)))
         acc.append(float(np.mean([answers[t.id] in t.gold for t in held])))
     best = int(np.argmax(acc))
-    return {"layer": best, "dev_accuracy": [round(a, 4) for a in acc], "instances": len(held), "every": every}
+    return {"layer": best, "dev_accuracy": [round(a, 4) for a in acc], "instances": len(held),
+            "every": held_out.every}
 
 
 def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, train_ex: list[WsdSentence],
@@ -222,11 +218,10 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
         context.memo.datasets.clear()
         context.memo.sentences.clear()
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
-    dev_choice = dev_layer_choice(train_ex, train_vecs, cfg.head_dev_every) if (
-        "dev_layer" in cfg.knn and train_vecs.shape[1] > 1) else None
-    plan = plan_senses(cfg, section, graph, train_ex, train_vecs, context,
-                       bool({"senses_glosses", "senses_prior"} & set(cfg.knn)), progress) if graph is not None else None
+    want_dev = "dev_layer" in cfg.knn and train_vecs.shape[1] > 1
+    held_out = hold_out(train_ex, train_vecs, cfg.head_dev_every) if graph is not None or want_dev else None
     del train_vecs
+    dev_choice = dev_layer_choice(held_out) if want_dev else None
     test_vecs = [instance_vectors(ts.examples, all_layers(source, [ex.tokens for ex in ts.examples], ts.name))
                  for ts in report.tests]
     L = sums.sums.shape[1]
@@ -249,16 +244,27 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     _knn_rows(report, cfg, name, sums, test_vecs, which)
     if dev_choice is not None:
         report.rows[-1]["dev_choice"] = dev_choice
-    if plan is not None:
+    weights = _head_rows(report, cfg, name, section, train_dir, train_ex, context, progress, runs_dir, command,
+                         sums, test_vecs, source) if cfg.head is not None else None
+    if graph is not None:  # sense vectors: layers chosen on the held-out sentences, a learned mix among them
+        extra = [(f"mix learned by {cfg.head['name']}", weights)] if weights else []
+        plan = plan_senses(section, graph, held_out, context, bool({"senses_glosses", "senses_prior"} & set(cfg.knn)),
+                           progress, extra)
         sense_rows(report, cfg, name, graph, sums, plan, test_vecs)
-    if cfg.head is None:
-        return
+
+
+def _head_rows(report: Report, cfg: WsdConfig, name: str, section: dict, train_dir: str,
+               train_ex: list[WsdSentence], context: FeatureContext, progress: bool | None, runs_dir: Path,
+               command: str, sums: SenseSums, test_vecs: list[np.ndarray], source) -> list[float] | None:
+    """The trained head's row, its learned mix as a 1-NN row, and the per-layer probes; returns the learned mix
+    weights (None when the head learns none)."""
     head = cfg.head["name"]
     answers, info = _train_head(cfg, section, train_dir, train_ex, report, context, progress,
                                 runs_dir / f"{name}-{head}", command)
     weights = info["features"].get("mix_weights")
     report.add(f"{name}-{head}", f"{name} {head}" + (", scalar mix" if weights else ""), answers, "head", name,
                "mix" if weights else None, head=info)
+    L = sums.sums.shape[1]
     if weights and "learned_mix" in cfg.knn:
         _knn_rows(report, cfg, name, sums, test_vecs, [("learned_mix", f"mix learned by {head}", weights, "mix")])
     if cfg.probes and L > 1 and source.offers_layers and "layer" in section:
@@ -268,6 +274,7 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
                                         runs_dir / f"{name}-{head}-layer{l}", command)
             report.add(f"{name}-{head}-layer{l}", f"{name} {head}, layer {l} (probe)", answers, "probe", name, l,
                        head=info)
+    return weights
 
 
 def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str | Path,

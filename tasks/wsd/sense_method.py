@@ -39,26 +39,41 @@ def layer_candidates(L: int) -> list[tuple[str, list[float]]]:
     return out
 
 
-def plan_senses(cfg, section: dict, graph: Graph, train_ex: list[WsdSentence], train_vecs: np.ndarray,
-                context: FeatureContext, glosses: bool, progress: bool | None) -> SensePlan:
-    """Choose the layer mix (and, with ``glosses``, the gloss pooling and w per part of speech) by 1-NN accuracy on
-    every ``head_dev_every``-th training sentence, with sense vectors built from the other sentences."""
-    every = cfg.head_dev_every
+@dataclass
+class HeldOut:
+    """Every ``every``-th training sentence held out: sense sums of the other sentences, the held-out instances and
+    their layer vectors. Small (a twentieth of the training vectors), so it can outlive the training arrays."""
+
+    every: int
+    sums: SenseSums
+    targets: list
+    vecs: np.ndarray  # (H, L, D)
+
+
+def hold_out(train_ex: list[WsdSentence], train_vecs: np.ndarray, every: int) -> HeldOut:
+    """Split the training instances by sentence: every ``every``-th sentence's annotated instances are held out."""
     targets = all_targets(train_ex)
     is_dev = np.concatenate([np.full(len(ex.targets), i % every == every - 1) for i, ex in enumerate(train_ex)])
     fit = [t for t, d in zip(targets, is_dev) if not d]
     held_rows = np.flatnonzero(is_dev & np.array([bool(t.gold) for t in targets]))
-    held = [targets[i] for i in held_rows]
-    sums = SenseSums.from_targets(fit, train_vecs[~is_dev])
-    held_vecs = train_vecs[held_rows]  # (H, L, D)
-    L = train_vecs.shape[1]
-    scores, candidates = {}, dict(layer_candidates(L))
+    return HeldOut(every, SenseSums.from_targets(fit, train_vecs[~is_dev]), [targets[i] for i in held_rows],
+                   np.ascontiguousarray(train_vecs[held_rows]))
+
+
+def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: FeatureContext, glosses: bool,
+                progress: bool | None, extra: list[tuple[str, list[float]]] = ()) -> SensePlan:
+    """Choose the layer mix among the single layers, the sums of the top k and the ``extra`` candidates (a learned
+    mix), and with ``glosses`` the gloss pooling and w per part of speech, by 1-NN accuracy on the held-out
+    sentences, with sense vectors built from the other sentences."""
+    every, sums, held, held_vecs = held_out.every, held_out.sums, held_out.targets, held_out.vecs
+    L = held_vecs.shape[1]
+    scores, candidates = {}, dict(layer_candidates(L)) | {label: list(w) for label, w in extra}
     for label, weights in candidates.items():
         context_vecs, step = propagate(graph, sums.keys, sums.centroids(weights))
         v = np.einsum("nld,l->nd", held_vecs, np.asarray(weights, dtype=np.float32))
         scores[label] = accuracy(held, answer(held, candidate_cosines(held, v, graph, context_vecs, step, None),
                                               graph, {})[0])
-    best = max(scores, key=scores.get)  # the first of equals: single layers come first
+    best = max(scores, key=scores.get)  # the first of equals: single layers come first, a learned mix last
     weights = candidates[best]
     context_vecs, step = propagate(graph, sums.keys, sums.centroids(weights))
     v = np.einsum("nld,l->nd", held_vecs, np.asarray(weights, dtype=np.float32))

@@ -28,7 +28,7 @@ from ..registry import FEATURES
 from .features import all_layers, instance_vectors
 from .knn import SenseSums, _unit
 from .morphy import Morphy
-from .sense_method import load_graph, plan_senses
+from .sense_method import hold_out, load_graph, plan_senses
 from .senses import propagate, wordnet_fingerprint
 
 FORMAT = "elmo-tasks-senses-1"
@@ -44,7 +44,7 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
     train_ex = to_examples(load_dataset(train_dir), inventory)
     train_vecs = instance_vectors(train_ex, all_layers(source, [ex.tokens for ex in train_ex], "train"))
     graph = load_graph(cfg.wordnet)
-    plan = plan_senses(cfg, section, graph, train_ex, train_vecs, context, True, progress)
+    plan = plan_senses(section, graph, hold_out(train_ex, train_vecs, cfg.head_dev_every), context, True, progress)
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)
     del train_vecs
     context_vecs, step = propagate(graph, sums.keys, sums.centroids(plan.weights))
