@@ -30,7 +30,7 @@ import threading
 from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
 
-from .plugins import includes_in, load_plugins
+from tasks.plugins import includes_in, load_plugins
 
 # sub-command module, in the order shown by --help
 COMMANDS = [

@@ -16,10 +16,10 @@ from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_docs import describe_keys, spec_text
 from elmo_features.util.schema import option_specs
 
-from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
-from .config import packaged_configs, packaged_name
-from .plugins import add_include_argument
-from .registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
+from tasks import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
+from tasks.config import packaged_configs, packaged_name
+from tasks.plugins import add_include_argument
+from tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
 
 KINDS = {"heads": HEADS, "features": FEATURES, "fusions": FUSIONS, "chars": CHAR_ENCODERS, "readers": READERS}
 SINGULAR = {"heads": "head", "features": "feature source", "fusions": "fusion", "chars": "char encoder",

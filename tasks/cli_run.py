@@ -20,11 +20,11 @@ from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.text_input import read_sentences
 from elmo_features.util.threads import set_threads
 
-from .config import ConfigError, check_seeds, load_config, load_raw
-from .data_parallel import join
-from .features.base import FeatureContext
-from .plugins import add_include_argument
-from .preflight import (check_output_dirs, check_run_folder, check_run_inputs, claim_results_folder,
+from tasks.config import ConfigError, check_seeds, load_config, load_raw
+from tasks.data_parallel import join
+from tasks.features.base import FeatureContext
+from tasks.plugins import add_include_argument
+from tasks.preflight import (check_output_dirs, check_run_folder, check_run_inputs, claim_results_folder,
                         relative_paths)
 
 
@@ -113,8 +113,8 @@ def command_line(args) -> str:
 
 
 def cmd_run(args) -> int:
-    from .experiment import default_run_dir, run_experiment
-    from .parallel import torchrun_ranks
+    from tasks.experiment import default_run_dir, run_experiment
+    from tasks.parallel import torchrun_ranks
 
     dist = None
     if torchrun_ranks() > 1:  # data-parallel: a slice of every batch per rank; rank 0 writes the run folder
@@ -160,7 +160,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .harness import ComparisonInterrupted, run_comparison
+    from tasks.harness import ComparisonInterrupted, run_comparison
 
     cfg = load_config(args.config, args.overrides)
     if cfg.compare is None:
@@ -187,7 +187,7 @@ def cmd_compare(args) -> int:
     check_run_inputs(cfg, args.config, features={f"compare.sources.{k}": v for k, v in cfg.compare.sources.items()
                                                  if sources is None or k in sources})
     check_output_dirs(results_dir=results_dir, runs_dir=args.runs_dir, cache_dir=_cache_dir(args))
-    from .parallel import torchrun_ranks
+    from tasks.parallel import torchrun_ranks
 
     if (args.jobs > 1 or torchrun_ranks() > 1) and _cache_dir(args) is None:
         raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
@@ -242,8 +242,8 @@ def interrupted_compare_hint(args, e) -> str:
 
 
 def cmd_predict(args) -> int:
-    from .experiment import load_run, predict_examples
-    from .data import get_reader
+    from tasks.experiment import load_run, predict_examples
+    from tasks.data import get_reader
 
     check_run_folder(args.run_dir)
     check_input_file(args.input, "predict input")

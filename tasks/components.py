@@ -15,7 +15,7 @@ from typing import Any
 from elmo_features.util.errors import ElmoTasksError
 from elmo_features.util.schema import SchemaError, build, spec_of_type, to_dict
 
-from .registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, Registry
+from tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, Registry
 
 
 class ConfigError(ElmoTasksError, ValueError):

@@ -21,10 +21,10 @@ from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_files import apply_set, read_config_file
 from elmo_features.util.schema import Int, List, Map, Num, SchemaError, check_options, key
 
-from . import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
-from .components import ConfigError, coerce, from_dict, resolve_component, to_dict
-from .data import get_reader
-from .registry import FEATURES, HEADS
+from tasks import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
+from tasks.components import ConfigError, coerce, from_dict, resolve_component, to_dict
+from tasks.data import get_reader
+from tasks.registry import FEATURES, HEADS
 
 
 # ---------------------------------------------------------------- the run config

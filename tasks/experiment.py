@@ -21,18 +21,18 @@ from elmo_features.util.errors import CheckpointError, OutputExistsError, StaleC
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
-from .components import ConfigError, component_config
-from .config import RunConfig, dump_yaml, load_raw, resolve
-from .data import get_reader
-from .data.types import DataFormatError, ReaderOptionError
-from .features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
-from .features.fingerprints import report_fingerprints
-from .heads.base import Head
-from .registry import HEADS
-from .training import Split, TaskModel, evaluate, predict, set_seed, train
+from tasks.components import ConfigError, component_config
+from tasks.config import RunConfig, dump_yaml, load_raw, resolve
+from tasks.data import get_reader
+from tasks.data.types import DataFormatError, ReaderOptionError
+from tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
+from tasks.features.fingerprints import report_fingerprints
+from tasks.heads.base import Head
+from tasks.registry import HEADS
+from tasks.training import Split, TaskModel, evaluate, predict, set_seed, train
 
 if TYPE_CHECKING:
-    from .data_parallel import DataParallel
+    from tasks.data_parallel import DataParallel
 
 CHECKPOINT_FORMAT = 1
 

@@ -23,15 +23,15 @@ from elmo_features.util.errors import CheckpointError, ElmoTasksError
 from elmo_features.util.provenance import git_commit, machine, timestamp
 from elmo_features.util.threads import cpu_cores, threads_per_job
 
-from .components import ConfigError
-from .config import RunConfig, load_raw
-from .crossval import fold_indices, fold_split
-from .experiment import read_examples, run_experiment
-from .features.base import FeatureContext, section_fingerprints
-from .features.fingerprints import report_fingerprints
-from .parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
-from .summary import FROZEN_KINDS, find_in_report, summarize, write_summary
-from .registry import HEADS
+from tasks.components import ConfigError
+from tasks.config import RunConfig, load_raw
+from tasks.crossval import fold_indices, fold_split
+from tasks.experiment import read_examples, run_experiment
+from tasks.features.base import FeatureContext, section_fingerprints
+from tasks.features.fingerprints import report_fingerprints
+from tasks.parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
+from tasks.summary import FROZEN_KINDS, find_in_report, summarize, write_summary
+from tasks.registry import HEADS
 
 
 class ComparisonInterrupted(KeyboardInterrupt):

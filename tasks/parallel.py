@@ -28,9 +28,9 @@ import torch
 from elmo_features.util import distributed as D
 from elmo_features.util.errors import ElmoTasksError
 
-from .features.base import FeatureContext, build_features
-from .plugins import load_plugins, loaded_includes
-from .registry import FEATURES
+from tasks.features.base import FeatureContext, build_features
+from tasks.plugins import load_plugins, loaded_includes
+from tasks.registry import FEATURES
 
 
 class JobFailedError(ElmoTasksError, RuntimeError):

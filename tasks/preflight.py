@@ -18,12 +18,12 @@ from elmo_features.util.paths import check_input_dir, check_input_file, check_in
 from elmo_features.util.errors import CheckpointError, OutputExistsError
 from elmo_features.util.locking import OutputLock
 
-from .components import ConfigError
-from .config import RunConfig
-from .data.fetch import fetch_hint
-from .data.registry import reader_path_kind
-from .experiment import CHECKPOINT_FORMAT
-from .features.base import check_section_inputs, section_input_paths
+from tasks.components import ConfigError
+from tasks.config import RunConfig
+from tasks.data.fetch import fetch_hint
+from tasks.data.registry import reader_path_kind
+from tasks.experiment import CHECKPOINT_FORMAT
+from tasks.features.base import check_section_inputs, section_input_paths
 
 
 def check_feature_paths(section: Any, where: str) -> None:

@@ -23,12 +23,12 @@ from elmo_features.util import stop
 from elmo_features.util.devices import module_device, move_to
 from elmo_features.util.errors import DivergedError
 
-from .config import TrainingConfig
-from .features.base import FeatureSource
-from .heads.base import Head
+from tasks.config import TrainingConfig
+from tasks.features.base import FeatureSource
+from tasks.heads.base import Head
 
 if TYPE_CHECKING:  # under torchrun (elmo-tasks run): a slice of every batch per rank
-    from .data_parallel import DataParallel
+    from tasks.data_parallel import DataParallel
 
 
 @dataclass

@@ -5,7 +5,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from .types import DataFormatError
+from tasks.data.types import DataFormatError
 
 
 class Archive:

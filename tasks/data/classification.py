@@ -7,9 +7,9 @@ from pathlib import Path
 
 from elmo_features.util.text_input import iter_lines
 
-from ..registry import READERS
-from .tokenizer import get_tokenizer
-from .types import DataFormatError, LabeledSentence, ReaderOptionError
+from tasks.registry import READERS
+from tasks.data.tokenizer import get_tokenizer
+from tasks.data.types import DataFormatError, LabeledSentence, ReaderOptionError
 
 LABEL_NAMES = {"label", "labels", "class", "category", "sentiment", "polarity", "target", "y", "gold"}
 TEXT_NAMES = {"text", "sentence", "sentences", "review", "content", "document", "x", "tokens", "phrase"}

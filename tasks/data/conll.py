@@ -6,9 +6,9 @@ from pathlib import Path
 
 from elmo_features.util.text_input import iter_lines
 
-from ..registry import READERS
-from .tag_schemes import TagSchemeError, check_scheme_name, convert_data
-from .types import DataFormatError, ReaderOptionError, TaggedSentence
+from tasks.registry import READERS
+from tasks.data.tag_schemes import TagSchemeError, check_scheme_name, convert_data
+from tasks.data.types import DataFormatError, ReaderOptionError, TaggedSentence
 
 CONLL2003_COLUMNS = ("word", "pos", "chunk", "ner")
 SPAN_COLUMNS = ("chunk", "ner")  # columns holding span tags (scheme conversion applies)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from elmo_features.formats.download import check_replaceable, checked_package, files_table, pip_download
 
-from .archive import Archive
-from .sources import SOURCES, Source, get_source
-from .wsd_framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK_NAME
+from tasks.data.archive import Archive
+from tasks.data.sources import SOURCES, Source, get_source
+from tasks.data.wsd_framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK_NAME
 
 
 def default_data_dir() -> Path:

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from collections.abc import Sequence
 
-from ..registry import READERS
-from .tag_schemes import TagSchemeError, check_scheme_name, convert_data, split_tag
-from .tokenizer import get_tokenizer
-from .types import DataFormatError, LabeledSentence, ReaderOptionError, TaggedSentence
+from tasks.registry import READERS
+from tasks.data.tag_schemes import TagSchemeError, check_scheme_name, convert_data, split_tag
+from tasks.data.tokenizer import get_tokenizer
+from tasks.data.types import DataFormatError, LabeledSentence, ReaderOptionError, TaggedSentence
 
 _LOCAL_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet",
                    ".arrow": "arrow"}

@@ -7,9 +7,9 @@ import io
 from collections import Counter
 from pathlib import Path
 
-from .archive import Archive
-from .tokenizer import tokenize
-from .types import DataFormatError
+from tasks.data.archive import Archive
+from tasks.data.tokenizer import tokenize
+from tasks.data.types import DataFormatError
 
 MEMBER = "test/corpora/polarity-en-pang&lee2.csv"
 LABELS = {"1": "pos", "-1": "neg"}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from elmo_features.util.schema import check_options
 
-from ..registry import PLUGIN_HINT, READERS, RegistryError
-from .types import LabeledSentence, TaggedSentence
+from tasks.registry import PLUGIN_HINT, READERS, RegistryError
+from tasks.data.types import LabeledSentence, TaggedSentence
 
 Reader = Callable[..., "list[TaggedSentence] | list[LabeledSentence]"]
 

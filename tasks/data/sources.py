@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .archive import Archive
-from .conll import read_conll2003
-from .polarity import extract_polarity
-from .tag_schemes import tags_to_spans
-from .types import DataFormatError
+from tasks.data.archive import Archive
+from tasks.data.conll import read_conll2003
+from tasks.data.polarity import extract_polarity
+from tasks.data.tag_schemes import tags_to_spans
+from tasks.data.types import DataFormatError
 
 Extractor = Callable[[Archive, Path], "tuple[list[str], list[str]]"]  # -> (members used, notes)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from elmo_features.util.text_input import iter_lines
 
-from ..registry import READERS
-from .types import DataFormatError, LabeledSentence
+from tasks.registry import READERS
+from tasks.data.types import DataFormatError, LabeledSentence
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",

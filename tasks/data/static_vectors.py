@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 from elmo_features.util.provenance import atomic_open, write_text_atomic
 
-from .types import DataFormatError
+from tasks.data.types import DataFormatError
 
 FORMATS = ("auto", "text", "word2vec_bin", "npy")
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from elmo_features.util.errors import ElmoTasksError
 
-from .types import ReaderOptionError
+from tasks.data.types import ReaderOptionError
 
 SCHEMES = ("IOB1", "BIO", "BIOES")
 PREFIXES = {"IOB1": "BI", "BIO": "BI", "BIOES": "BIES"}  # chunk prefixes of each scheme (besides "O")

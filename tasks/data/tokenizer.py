@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from .types import ReaderOptionError
+from tasks.data.types import ReaderOptionError
 
 _CHAR_MAP = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\u00b4": "'", "`": "'",

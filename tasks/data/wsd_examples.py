@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..registry import READERS
-from .wsd_inventory import SenseInventory
-from .wsd_reader import WsdDataset, find_dataset_files, load_dataset
+from tasks.registry import READERS
+from tasks.data.wsd_inventory import SenseInventory
+from tasks.data.wsd_reader import WsdDataset, find_dataset_files, load_dataset
 
 DEFAULT_WORDNET = os.environ.get("ELMO_TASKS_WORDNET", "data/wordnet-3.0")
 

@@ -14,8 +14,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from elmo_features.util.provenance import write_text_atomic
 
-from .wsd_inventory import split_key
-from .wsd_reader import WsdDataset
+from tasks.data.wsd_inventory import split_key
+from tasks.data.wsd_reader import WsdDataset
 
 
 @dataclass

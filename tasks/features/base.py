@@ -28,9 +28,9 @@ from torch import nn
 from elmo_features.util.devices import module_device
 from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path
 
-from ..components import component_config
-from ..data.fetch import fetch_hint
-from ..registry import FEATURES, class_contract
+from tasks.components import component_config
+from tasks.data.fetch import fetch_hint
+from tasks.registry import FEATURES, class_contract
 
 
 class Memo:

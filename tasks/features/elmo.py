@@ -19,10 +19,10 @@ from elmo_features.formats.presets import PRESETS
 from elmo_features.util.paths import check_input_dir, check_input_file
 from elmo_features.util.schema import key
 
-from ..components import ConfigError
-from ..registry import FEATURES
-from .base import FeatureContext, InputPath, Memo
-from .layered import FrozenLayerFeatures, check_layer_or_mix
+from tasks.components import ConfigError
+from tasks.registry import FEATURES
+from tasks.features.base import FeatureContext, InputPath, Memo
+from tasks.features.layered import FrozenLayerFeatures, check_layer_or_mix
 
 
 @dataclass

@@ -29,8 +29,8 @@ from elmo_features.util.devices import module_device
 from elmo_features.model.scalar_mix import _batch_norm, _token_norm
 from elmo_features.util.schema import Int, Num, key
 
-from ..components import ConfigError, component_config
-from ..registry import FUSIONS, class_contract
+from tasks.components import ConfigError, component_config
+from tasks.registry import FUSIONS, class_contract
 
 
 def normalize_layers(layers: torch.Tensor, mask: torch.Tensor, layer_norm: str | None) -> torch.Tensor:

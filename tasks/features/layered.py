@@ -18,9 +18,9 @@ from elmo_features import FeatureCache
 from elmo_features.util.devices import module_device
 from elmo_features.embedding.feature_cache import cache_key
 
-from ..components import ConfigError
-from .base import FeatureSource, pad_tokens
-from .fusion import build_fusion
+from tasks.components import ConfigError
+from tasks.features.base import FeatureSource, pad_tokens
+from tasks.features.fusion import build_fusion
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from typing import Literal
 from elmo_features import ScalarMix
 from elmo_features.util.schema import Num, key
 
-from ..registry import FUSIONS
+from tasks.registry import FUSIONS
 
 
 @dataclass

@@ -10,9 +10,9 @@ import torch
 
 from elmo_features.util.schema import Int, key
 
-from ..data.static_vectors import load_static_vectors
-from ..registry import FEATURES
-from .base import FeatureContext, FeatureSource, InputPath, Memo, pad_tokens
+from tasks.data.static_vectors import load_static_vectors
+from tasks.registry import FEATURES
+from tasks.features.base import FeatureContext, FeatureSource, InputPath, Memo, pad_tokens
 
 
 @dataclass

@@ -20,10 +20,10 @@ from elmo_features.encoders.packaged import packaged_names
 from elmo_features.util.paths import check_input_dir
 from elmo_features.util.schema import Int, key
 
-from ..components import ConfigError
-from ..registry import FEATURES
-from .base import FeatureContext, InputPath, Memo
-from .layered import FrozenLayerFeatures, check_layer_or_mix
+from tasks.components import ConfigError
+from tasks.registry import FEATURES
+from tasks.features.base import FeatureContext, InputPath, Memo
+from tasks.features.layered import FrozenLayerFeatures, check_layer_or_mix
 
 
 @dataclass

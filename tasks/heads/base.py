@@ -17,9 +17,9 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from elmo_features.util.devices import module_device
 
-from ..data.types import DataFormatError
-from ..metrics import unseen_labels
-from ..registry import HEADS, class_contract
+from tasks.data.types import DataFormatError
+from tasks.metrics import unseen_labels
+from tasks.registry import HEADS, class_contract
 
 
 class Head(nn.Module, abc.ABC):

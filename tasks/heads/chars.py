@@ -22,8 +22,8 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from elmo_features.util.schema import Int, Num, key
 
-from ..components import ConfigError
-from ..registry import CHAR_ENCODERS, class_contract
+from tasks.components import ConfigError
+from tasks.registry import CHAR_ENCODERS, class_contract
 
 PAD, UNK = 0, 1
 

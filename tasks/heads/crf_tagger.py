@@ -9,15 +9,15 @@ from torch import nn
 
 from elmo_features.util.schema import Int, Num, key
 
-from ..data.tag_schemes import (END, START, TagSchemeError, allowed_transitions, check_scheme_name,
+from tasks.data.tag_schemes import (END, START, TagSchemeError, allowed_transitions, check_scheme_name,
                                 detect_scheme, is_transition_allowed, scheme_tag)
-from ..data.types import DataFormatError, TaggedSentence
-from ..metrics import span_f1, token_accuracy
-from ..registry import HEADS
-from .base import TaggingHead
-from .crf import ConditionalRandomField
-from .output_mix import OutputMixOption
-from .token_input import TokenInputOptions, input_and_encoder, token_input_vocab
+from tasks.data.types import DataFormatError, TaggedSentence
+from tasks.metrics import span_f1, token_accuracy
+from tasks.registry import HEADS
+from tasks.heads.base import TaggingHead
+from tasks.heads.crf import ConditionalRandomField
+from tasks.heads.output_mix import OutputMixOption
+from tasks.heads.token_input import TokenInputOptions, input_and_encoder, token_input_vocab
 
 
 @dataclass

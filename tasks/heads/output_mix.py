@@ -14,9 +14,9 @@ from torch import nn
 
 from elmo_features.util.devices import module_device
 
-from ..components import ConfigError
-from ..features.base import FeatureSource
-from ..features.fusion import build_fusion
+from tasks.components import ConfigError
+from tasks.features.base import FeatureSource
+from tasks.features.fusion import build_fusion
 
 
 class OutputMix(nn.Module):

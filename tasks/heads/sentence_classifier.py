@@ -10,12 +10,12 @@ from torch.nn import functional as F
 
 from elmo_features.util.schema import Int, Num, key
 
-from ..data.types import DataFormatError, LabeledSentence
-from ..metrics import classification_scores
-from ..registry import HEADS
-from .base import Head
-from .output_mix import OutputMixOption
-from .token_input import TokenInputOptions, input_and_encoder, token_input_vocab
+from tasks.data.types import DataFormatError, LabeledSentence
+from tasks.metrics import classification_scores
+from tasks.registry import HEADS
+from tasks.heads.base import Head
+from tasks.heads.output_mix import OutputMixOption
+from tasks.heads.token_input import TokenInputOptions, input_and_encoder, token_input_vocab
 
 
 @dataclass

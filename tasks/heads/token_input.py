@@ -24,9 +24,9 @@ from torch import nn
 
 from elmo_features.util.schema import Int, Num, key
 
-from ..registry import CHAR_ENCODERS
-from .chars import CharIndexer, build_char_vocab
-from .variational import make_encoder
+from tasks.registry import CHAR_ENCODERS
+from tasks.heads.chars import CharIndexer, build_char_vocab
+from tasks.heads.variational import make_encoder
 
 CASING_CLASSES = ("padding", "numeric", "mainly_numeric", "all_lower", "all_upper", "initial_upper",
                   "contains_digit", "other")

@@ -9,10 +9,10 @@ from torch.nn import functional as F
 
 from elmo_features.util.schema import Int, Num, key
 
-from ..data.types import TaggedSentence
-from ..metrics import token_accuracy
-from ..registry import HEADS
-from .base import BiLSTMEncoder, TaggingHead
+from tasks.data.types import TaggedSentence
+from tasks.metrics import token_accuracy
+from tasks.registry import HEADS
+from tasks.heads.base import BiLSTMEncoder, TaggingHead
 
 
 @dataclass

@@ -15,11 +15,11 @@ from torch import nn
 
 from elmo_features.util.schema import Num, key
 
-from ..data.types import DataFormatError
-from ..data.wsd_examples import WsdSentence, WsdTarget
-from ..data.wsd_scorer import score
-from ..registry import HEADS
-from .base import Head
+from tasks.data.types import DataFormatError
+from tasks.data.wsd_examples import WsdSentence, WsdTarget
+from tasks.data.wsd_scorer import score
+from tasks.registry import HEADS
+from tasks.heads.base import Head
 
 
 @dataclass

@@ -12,7 +12,7 @@ from elmo_features.util.devices import add_device_argument, parse_device
 
 from elmo_features.util.errors import UsageError
 
-from ..plugins import add_include_argument
+from tasks.plugins import add_include_argument
 
 
 
@@ -83,10 +83,10 @@ def cmd_senses(args) -> int:
     from elmo_features.util.paths import check_input_dir, check_output_file
     from elmo_features.util.threads import set_threads
 
-    from ..features.base import FeatureContext
-    from ..preflight import check_feature_paths
-    from .config import load_wsd_config
-    from .tagging import build_sense_file
+    from tasks.features.base import FeatureContext
+    from tasks.preflight import check_feature_paths
+    from tasks.wsd.config import load_wsd_config
+    from tasks.wsd.tagging import build_sense_file
 
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
     cfg = load_wsd_config(args.config, overrides, features=[args.source] if args.source else None, train=args.train)
@@ -118,8 +118,8 @@ def cmd_tag(args) -> int:
     from elmo_features.util.text_input import read_sentences
     from elmo_features.util.threads import set_threads
 
-    from ..features.base import FeatureContext
-    from .tagging import SenseTagger
+    from tasks.features.base import FeatureContext
+    from tasks.wsd.tagging import SenseTagger
 
     check_input_file(args.senses, "--senses")
     if args.out:
@@ -167,11 +167,11 @@ def cmd_wsd(args) -> int:
     from elmo_features.util.paths import check_input_dir, check_input_path
     from elmo_features.util.threads import set_threads
 
-    from ..data.fetch import fetch_hint, fetch_if_missing
-    from ..features.base import FeatureContext, section_input_paths
-    from ..preflight import check_feature_paths, check_no_finished_runs, check_output_dirs, claim_results_folder
-    from .config import load_wsd_config
-    from .run import run_wsd
+    from tasks.data.fetch import fetch_hint, fetch_if_missing
+    from tasks.features.base import FeatureContext, section_input_paths
+    from tasks.preflight import check_feature_paths, check_no_finished_runs, check_output_dirs, claim_results_folder
+    from tasks.wsd.config import load_wsd_config
+    from tasks.wsd.run import run_wsd
 
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
     features = [] if args.features == ["none"] else args.features

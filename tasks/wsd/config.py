@@ -10,9 +10,9 @@ from pathlib import Path
 
 from elmo_features.util.schema import List, Str, join_key, key
 
-from ..config import (ConfigError, TrainingConfig, apply_override, find_config, from_dict, load_raw, resolve_component,
+from tasks.config import (ConfigError, TrainingConfig, apply_override, find_config, from_dict, load_raw, resolve_component,
                       to_dict)
-from ..registry import FEATURES, HEADS
+from tasks.registry import FEATURES, HEADS
 
 KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix", "dev_layer", "senses", "senses_glosses", "senses_prior")
 FRAMEWORK_TESTS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")  # their union is ALL

@@ -11,8 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..data.wsd_examples import WsdSentence
-from ..data.wsd_reader import WsdFormatError
+from tasks.data.wsd_examples import WsdSentence
+from tasks.data.wsd_reader import WsdFormatError
 
 
 def all_layers(source, sentences: Sequence[Sequence[str]], split: str) -> list[np.ndarray]:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from elmo_features.util.provenance import write_bytes_atomic
 
-from .table import PUBLISHED
-from ..plots import pyplot
+from tasks.wsd.table import PUBLISHED
+from tasks.plots import pyplot
 
 
 def plot_f1_per_layer(summary: dict, path: str | Path) -> None:

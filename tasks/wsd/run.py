@@ -16,21 +16,21 @@ import numpy as np
 
 from elmo_features.util.provenance import git_commit, machine
 
-from ..config import DataConfig, RunConfig
-from ..data.wsd_examples import WsdSentence, all_targets, load_inventory, to_examples, unknown_gold_keys
-from ..data.wsd_reader import POS_TAGS, WsdFormatError, load_dataset
-from ..data.wsd_scorer import Score, merge_scores, score, write_key_file
-from ..experiment import load_run, make_split, run_experiment, save_json
-from ..features.base import FeatureContext, build_features
-from ..training import predict
-from .baselines import MostFrequentSense, first_sense_answers
-from .config import WsdConfig
-from .features import all_layers, instance_vectors
-from .knn import SenseSums, mix_layers, nearest_sense
-from .plot import plot_f1_per_layer
-from .sense_method import ROWS as SENSE_ROWS, HeldOut, hold_out, load_graph, plan_senses, sense_rows
-from .senses import Graph
-from .table import write_table
+from tasks.config import DataConfig, RunConfig
+from tasks.data.wsd_examples import WsdSentence, all_targets, load_inventory, to_examples, unknown_gold_keys
+from tasks.data.wsd_reader import POS_TAGS, WsdFormatError, load_dataset
+from tasks.data.wsd_scorer import Score, merge_scores, score, write_key_file
+from tasks.experiment import load_run, make_split, run_experiment, save_json
+from tasks.features.base import FeatureContext, build_features
+from tasks.training import predict
+from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
+from tasks.wsd.config import WsdConfig
+from tasks.wsd.features import all_layers, instance_vectors
+from tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
+from tasks.wsd.plot import plot_f1_per_layer
+from tasks.wsd.sense_method import ROWS as SENSE_ROWS, HeldOut, hold_out, load_graph, plan_senses, sense_rows
+from tasks.wsd.senses import Graph
+from tasks.wsd.table import write_table
 
 ALL = "ALL"
 
