@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     write_text_atomic(args.dir / "summary.json", json.dumps(s, indent=1) + "\n")
     write_text_atomic(args.dir / "summary.md", to_markdown(s))
     if not args.no_plot:
-        from tasks.plots import plot_layer_weights
+        from tasks.experiment.plots import plot_layer_weights
 
         panels = []
         for key, title in TASKS:

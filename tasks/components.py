@@ -5,7 +5,7 @@ raising ``ConfigError``; unknown keys are errors listing the valid ones). ``reso
 section against the named component's ``Config`` (nested component fields too) and fills in every default;
 ``component_config`` turns a resolved section back into that ``Config``. This module sits just above
 ``tasks.registry`` and below data, features and heads, which use it for their own configs; the run config
-(``tasks.config``) builds on it.
+(``tasks.experiment.config``) builds on it.
 """
 from __future__ import annotations
 

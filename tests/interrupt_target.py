@@ -8,20 +8,20 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-import tasks.experiment
+import tasks.experiment.run
 from tasks.cli import main
 
-_train = tasks.experiment.train
+_train = tasks.experiment.run.train
 
 
 def endless_unless_seed_1(model, train_split, dev_split, cfg, *args, **kw):
-    """``tasks.training.train``; for seeds other than 1 without an epoch limit or early stopping."""
+    """``tasks.experiment.training.train``; for seeds other than 1 without an epoch limit or early stopping."""
     if cfg.seed != 1:
         cfg = dataclasses.replace(cfg, max_epochs=10 ** 6, patience=10 ** 6)
     return _train(model, train_split, dev_split, cfg, *args, **kw)
 
 
-tasks.experiment.train = endless_unless_seed_1
+tasks.experiment.run.train = endless_unless_seed_1
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -10,7 +10,7 @@ import torch
 import yaml
 
 from tasks.cli import main
-from tasks.crossval import fold_indices, fold_split, mcnemar, paired_bootstrap
+from tasks.experiment.crossval import fold_indices, fold_split, mcnemar, paired_bootstrap
 from test_tasks_helpers import make_env
 
 

@@ -1,5 +1,5 @@
 """``Head.loss_units`` of every registered head: the loss of a batch is the units-weighted mean of its parts' losses,
-which is what data-parallel ``run`` (tasks/data_parallel.py) relies on to train like one process."""
+which is what data-parallel ``run`` (tasks/experiment/data_parallel.py) relies on to train like one process."""
 from __future__ import annotations
 
 import pytest
@@ -7,9 +7,9 @@ import torch
 
 from test_tasks_helpers import make_glove
 from tasks.components import component_config
-from tasks.config import resolve
-from tasks.data_parallel import DataParallel
-from tasks.experiment import build_model, make_split
+from tasks.experiment.config import resolve
+from tasks.experiment.data_parallel import DataParallel
+from tasks.experiment.run import build_model, make_split
 from tasks.features.base import FeatureContext
 from tasks.registry import HEADS
 

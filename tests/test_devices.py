@@ -18,11 +18,11 @@ from elmo_features.util.devices import module_device, move_to, parse_device
 from elmo_features.util.errors import UsageError
 from tasks.cli import main
 from tasks.components import component_config
-from tasks.config import resolve
-from tasks.experiment import build_model, make_split
+from tasks.experiment.config import resolve
+from tasks.experiment.run import build_model, make_split
 from tasks.features.base import FeatureContext
 from tasks.registry import FUSIONS, HEADS
-from tasks.training import predict
+from tasks.experiment.training import predict
 from test_tasks_helpers import TINY_OPTIONS, elmo_section, make_bilm, make_env, make_glove, tagging_config
 
 SENTENCES = [["John", "visited", "Berlin", "."], ["Hi"], "a dog ran quickly under the big red log at noon".split()]

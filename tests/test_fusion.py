@@ -10,12 +10,12 @@ import torch
 
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
 from tasks.components import ConfigError, component_config, resolve_component
-from tasks.config import resolve
-from tasks.experiment import build_model, load_run, predict_examples, run_experiment
+from tasks.experiment.config import resolve
+from tasks.experiment.run import build_model, load_run, predict_examples, run_experiment
 from tasks.features.base import FeatureContext, build_features
 from tasks.features.fusion import build_fusion, count_parameters
 from tasks.registry import FEATURES, FUSIONS, HEADS, MIXES
-from tasks.training import Split
+from tasks.experiment.training import Split
 
 L, B, T, D = 3, 2, 5, 16
 LEARNED = ["scalar", "layer_attention", "gated", "concat_project"]

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
-from tasks.config import resolve
-from tasks.experiment import load_run, predict_examples, run_experiment
+from tasks.experiment.config import resolve
+from tasks.experiment.run import load_run, predict_examples, run_experiment
 from tasks.features.base import FeatureContext
 from tasks.registry import HEADS
 

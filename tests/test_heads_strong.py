@@ -11,14 +11,14 @@ from torch.nn import functional as F
 
 from test_tasks_helpers import make_glove
 from tasks.components import ConfigError, component_config
-from tasks.config import load_config, resolve
-from tasks.experiment import load_run, predict_examples, run_experiment
+from tasks.experiment.config import load_config, resolve
+from tasks.experiment.run import load_run, predict_examples, run_experiment
 from tasks.features.base import FeatureContext
 from tasks.heads.chars import UNK, CharIndexer, build_char_vocab, truncate_token
 from tasks.heads.token_input import CASING_CLASSES, TokenInput, casing_class
 from tasks.heads.variational import LockedDropout, VariationalBiLSTMEncoder
 from tasks.registry import HEADS
-from tasks.training import epoch_lr, make_optimizer
+from tasks.experiment.training import epoch_lr, make_optimizer
 
 STRONG = {"casing_dim": 4, "word_dropout": 0.1, "variational_dropout": True, "num_layers": 2, "hidden_dim": 8}
 

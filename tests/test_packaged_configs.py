@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from tasks.cli import main
-from tasks.config import ConfigError, PACKAGED_CONFIGS, find_config, load_config, packaged_configs
+from tasks.experiment.config import ConfigError, PACKAGED_CONFIGS, find_config, load_config, packaged_configs
 from tasks.wsd.config import load_wsd_config
 
 

@@ -13,7 +13,7 @@ import yaml
 from test_tasks_helpers import elmo_section, make_env, tagging_config
 from tasks.cli import main
 from elmo_features.util.threads import threads_per_job
-from tasks.parallel import JobFailedError, run_jobs
+from tasks.experiment.parallel import JobFailedError, run_jobs
 
 # what may differ between a serial and a parallel comparison: timings, folders, provenance
 VOLATILE = {"seconds", "run_dir", "seconds_per_run", "command", "wall_seconds", "finished", "machine", "jobs",

@@ -16,7 +16,7 @@ from elmo_features.util.errors import CheckpointError, TextInputError
 from elmo_features.util.text_input import iter_sentences, read_sentences
 from elmo_features.training.data import read_sentences as corpus_read
 from tasks.data.conll import read_conll2003
-from tasks.preflight import check_run_folder
+from tasks.experiment.preflight import check_run_folder
 from test_tasks_helpers import CONLL_TEST, TINY_OPTIONS, make_bilm, tagging_config
 
 # ------------------------------------------------------------------ text policy

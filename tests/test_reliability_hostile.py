@@ -124,7 +124,7 @@ def test_run_folders_never_mix_two_runs(tiny_config, tmp_path, capsys):
         assert main(["compare", str(tiny_config), "--resume", str(folder), "--runs-dir", str(tmp_path / "runs")]) == 2
         assert "not a comparison folder" in capsys.readouterr().err and (folder / "notes.txt").exists()
     # a comparison re-running an interrupted cell starts it clean, and says so
-    from tasks.experiment import clear_unfinished_run
+    from tasks.experiment.run import clear_unfinished_run
 
     cell = tmp_path / "cell"
     cell.mkdir()

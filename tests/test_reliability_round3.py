@@ -12,7 +12,7 @@ import yaml
 from test_reliability_training import SMALL, _text
 from test_tasks_helpers import make_env, tagging_config
 from tasks.cli import main
-from tasks.training import TaskModel
+from tasks.experiment.training import TaskModel
 
 
 def _one_line_error(capsys, *needles: str) -> str:
@@ -168,7 +168,7 @@ def _compare_config(tmp_path, name="tiny_ner"):
 
 def test_two_comparisons_never_share_a_results_folder(tmp_path, capsys):
     from elmo_features.util.locking import OutputLock
-    from tasks.preflight import RESULTS_LOCK
+    from tasks.experiment.preflight import RESULTS_LOCK
 
     res = tmp_path / "res"
     common = [*_compare_config(tmp_path), "--results-dir", str(res)]

@@ -60,7 +60,7 @@ def test_compare_writes_summary_with_measured_numbers(tmp_path, capsys):
 
 
 def test_single_seed_has_no_spread():
-    from tasks.summary import _pm, mean_std
+    from tasks.experiment.summary import _pm, mean_std
 
     assert mean_std([0.25]) == (0.25, None)
     assert _pm(dict(zip(("mean", "std"), mean_std([0.25])))) == "25.00 (1 seed)"

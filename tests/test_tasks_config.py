@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tasks.config import ConfigError, apply_override, load_config, resolve
+from tasks.experiment.config import ConfigError, apply_override, load_config, resolve
 from tasks.heads.crf_tagger import CrfTagger
 from tasks.registry import FEATURES, HEADS, Registry, RegistryError
 

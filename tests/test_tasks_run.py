@@ -9,9 +9,9 @@ import yaml
 
 from test_tasks_helpers import classification_config, elmo_section, make_env, tagging_config
 from tasks.cli import main
-from tasks.config import resolve
+from tasks.experiment.config import resolve
 from tasks.data.types import LabeledSentence, TaggedSentence
-from tasks.experiment import run_experiment
+from tasks.experiment.run import run_experiment
 from tasks.features.base import FeatureContext
 
 
@@ -135,7 +135,7 @@ def test_run_folder_being_written_by_another_process_is_refused(env, tmp_path, c
 
 def test_run_records_the_commit_it_started_with(env, tmp_path, monkeypatch):
     """HEAD may move while a long run trains: metrics.json names the code that ran, read at the start."""
-    import tasks.experiment as experiment
+    import tasks.experiment.run as experiment
     head = ["aaaaaaa"]
     train = experiment.train
 

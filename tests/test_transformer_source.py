@@ -170,7 +170,7 @@ def test_models_get_checks_the_sha256_and_writes_provenance(env, tmp_path, capsy
 
 
 def test_mix_weight_plot_takes_sources_with_different_layer_counts(tmp_path):
-    from tasks.plots import plot_mix_weights
+    from tasks.experiment.plots import plot_mix_weights
 
     summary = {"name": "x", "sources": [{"source": "elmo_mix", "mix_weights": [0.2, 0.5, 0.3], "gamma": 1.0},
                                         {"source": "minilm_mix", "mix_weights": [1 / 7] * 7, "gamma": 0.5},

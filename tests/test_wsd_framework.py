@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tasks.cli import main
-from tasks.data import wsd_framework as fw
-from tasks.data.wsd_framework import FrameworkSet, fetch_framework
-from tasks.data.wsd_reader import load_dataset
+from tasks.wsd.data import framework as fw
+from tasks.wsd.data.framework import FrameworkSet, fetch_framework
+from tasks.wsd.data.reader import load_dataset
 
 TOP = "WSD_Evaluation_Framework"
 KEYS = {"bank": ["bank%1:14:00::", "bank%1:17:01::"], "run": ["run%2:38:00::"], "fast": ["fast%3:00:01::"],

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import torch
 
-from tasks.data.wsd_examples import WsdSentence, WsdTarget
-from tasks.heads.wsd_linear import WsdLinear, WsdLinearConfig
+from tasks.wsd.data.examples import WsdSentence, WsdTarget
+from tasks.wsd.head import WsdLinear, WsdLinearConfig
 from tasks.registry import HEADS
 
 FIN, RIVER = "bank%1:14:00::", "bank%1:17:01::"

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.data.wsd_examples import WsdSentence, WsdTarget
-from tasks.data.wsd_reader import WsdFormatError
+from tasks.wsd.data.examples import WsdSentence, WsdTarget
+from tasks.wsd.data.reader import WsdFormatError
 from tasks.features.base import FeatureContext, FeatureSource
 from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
 from tasks.wsd.features import all_layers, instance_vectors

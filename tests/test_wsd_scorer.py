@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.data.wsd_scorer import merge_scores, read_key_file, score, write_key_file
+from tasks.wsd.data.scorer import merge_scores, read_key_file, score, write_key_file
 
 
 def test_counts_with_unanswered_and_multi_key_gold():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.data.wsd_examples import WsdTarget
+from tasks.wsd.data.examples import WsdTarget
 from tasks.wsd.senses import Candidates, Graph, answer, candidate_cosines, propagate
-from tasks.wsd.wordnet import WordNet
+from tasks.wsd.data.wordnet import WordNet
 
 # synsets (offset, lexfile, lemmas, hypernym pointers, gloss)
 NOUNS = [("00000010", "17", ["slope", "incline"], [], "an elevated geological formation"),

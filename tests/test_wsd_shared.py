@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO, shared_path
 
-from tasks.data.wsd_examples import all_targets, load_inventory, to_examples
-from tasks.data.wsd_reader import load_dataset
-from tasks.data.wsd_scorer import score
+from tasks.wsd.data.examples import all_targets, load_inventory, to_examples
+from tasks.wsd.data.reader import load_dataset
+from tasks.wsd.data.scorer import score
 from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
 
 # README "Baselines": (first-sense correct, SemCor-MFS correct, MFS back-offs, instances); F1 66.8 / 65.7 / 55.1

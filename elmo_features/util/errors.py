@@ -1,6 +1,6 @@
 """The project's error classes: every expected user error is an ``ElmoTasksError``.
 
-The ``elmo-tasks`` command catches ``ElmoTasksError`` once (``tasks/cli.py``) and prints
+The ``elmo-tasks`` command catches ``ElmoTasksError`` once (``tasks/cli/__init__.py``) and prints
 ``error: <message>`` with exit code 2; ``--debug`` or ``ELMO_TASKS_DEBUG=1`` shows the traceback instead.
 A message is one line that says what is wrong, where (file, key, line) and what to do.
 

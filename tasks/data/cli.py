@@ -9,7 +9,7 @@ from elmo_features.util.paths import check_input_file, check_output_dir
 
 from tasks.data.fetch import default_data_dir, fetch
 from tasks.data.sources import SOURCES
-from tasks.data.wsd_framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK, URL as FRAMEWORK_URL, fetch_framework
+from tasks.wsd.data.framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK, URL as FRAMEWORK_URL, fetch_framework
 
 NAMES = [*SOURCES, FRAMEWORK]  # the framework comes last: its keys are checked against wordnet-3.0
 REQUIRES = {FRAMEWORK: "wordnet-3.0"}

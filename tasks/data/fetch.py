@@ -11,7 +11,7 @@ from elmo_features.formats.download import check_replaceable, checked_package, f
 
 from tasks.data.archive import Archive
 from tasks.data.sources import SOURCES, Source, get_source
-from tasks.data.wsd_framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK_NAME
+from tasks.wsd.data.framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK_NAME
 
 
 def default_data_dir() -> Path:

@@ -1,6 +1,6 @@
 """The task-head contract shared by every head, and a BiLSTM encoder heads can reuse.
 
-A head is an ``nn.Module`` with a ``Config`` dataclass (its hyperparameters, checked by tasks.config) that
+A head is an ``nn.Module`` with a ``Config`` dataclass (its hyperparameters, checked by tasks.experiment.config) that
 turns features (B, T, D) + mask (B, T) into a loss and predictions. Everything that depends on the data set
 (the label set, a tag scheme) is the head's ``vocab``: a JSON-able dict built from the training data by
 ``build_vocab`` and saved next to the checkpoint, so a reloaded head is rebuilt exactly.

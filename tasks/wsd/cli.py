@@ -84,7 +84,7 @@ def cmd_senses(args) -> int:
     from elmo_features.util.threads import set_threads
 
     from tasks.features.base import FeatureContext
-    from tasks.preflight import check_feature_paths
+    from tasks.experiment.preflight import check_feature_paths
     from tasks.wsd.config import load_wsd_config
     from tasks.wsd.tagging import build_sense_file
 
@@ -169,7 +169,7 @@ def cmd_wsd(args) -> int:
 
     from tasks.data.fetch import fetch_hint, fetch_if_missing
     from tasks.features.base import FeatureContext, section_input_paths
-    from tasks.preflight import check_feature_paths, check_no_finished_runs, check_output_dirs, claim_results_folder
+    from tasks.experiment.preflight import check_feature_paths, check_no_finished_runs, check_output_dirs, claim_results_folder
     from tasks.wsd.config import load_wsd_config
     from tasks.wsd.run import run_wsd
 

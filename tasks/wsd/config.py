@@ -1,6 +1,6 @@
 """The WSD comparison config (``configs/wsd_semcor.yaml``): feature sources, 1-NN rows, the trained head.
 
-Unknown keys and unknown component names are errors listing the valid ones (tasks.config).
+Unknown keys and unknown component names are errors listing the valid ones (tasks.experiment.config).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from elmo_features.util.schema import List, Str, join_key, key
 
-from tasks.config import (ConfigError, TrainingConfig, apply_override, find_config, from_dict, load_raw, resolve_component,
+from tasks.experiment.config import (ConfigError, TrainingConfig, apply_override, find_config, from_dict, load_raw, resolve_component,
                       to_dict)
 from tasks.registry import FEATURES, HEADS
 

@@ -11,8 +11,8 @@ from typing import Sequence
 
 import numpy as np
 
-from tasks.data.wsd_examples import WsdSentence
-from tasks.data.wsd_reader import WsdFormatError
+from tasks.wsd.data.examples import WsdSentence
+from tasks.wsd.data.reader import WsdFormatError
 
 
 def all_layers(source, sentences: Sequence[Sequence[str]], split: str) -> list[np.ndarray]:

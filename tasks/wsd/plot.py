@@ -7,7 +7,7 @@ from pathlib import Path
 from elmo_features.util.provenance import write_bytes_atomic
 
 from tasks.wsd.table import PUBLISHED
-from tasks.plots import pyplot
+from tasks.experiment.plots import pyplot
 
 
 def plot_f1_per_layer(summary: dict, path: str | Path) -> None:

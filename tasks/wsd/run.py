@@ -16,13 +16,13 @@ import numpy as np
 
 from elmo_features.util.provenance import git_commit, machine
 
-from tasks.config import DataConfig, RunConfig
-from tasks.data.wsd_examples import WsdSentence, all_targets, load_inventory, to_examples, unknown_gold_keys
-from tasks.data.wsd_reader import POS_TAGS, WsdFormatError, load_dataset
-from tasks.data.wsd_scorer import Score, merge_scores, score, write_key_file
-from tasks.experiment import load_run, make_split, run_experiment, save_json
+from tasks.experiment.config import DataConfig, RunConfig
+from tasks.wsd.data.examples import WsdSentence, all_targets, load_inventory, to_examples, unknown_gold_keys
+from tasks.wsd.data.reader import POS_TAGS, WsdFormatError, load_dataset
+from tasks.wsd.data.scorer import Score, merge_scores, score, write_key_file
+from tasks.experiment.run import load_run, make_split, run_experiment, save_json
 from tasks.features.base import FeatureContext, build_features
-from tasks.training import predict
+from tasks.experiment.training import predict
 from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
 from tasks.wsd.config import WsdConfig
 from tasks.wsd.features import all_layers, instance_vectors

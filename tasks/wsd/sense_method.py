@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.data.wsd_examples import WsdSentence, all_targets
+from tasks.wsd.data.examples import WsdSentence, all_targets
 from tasks.features.base import FeatureContext, build_features, section_fingerprints
 from tasks.wsd.knn import SenseSums
 from tasks.wsd.senses import (POOLINGS, POS, PRIOR_GRID, STEPS, W_GRID, Graph, accuracy, answer, candidate_cosines, gloss_layers, mix,
                      propagate, wordnet_fingerprint)
-from tasks.wsd.wordnet import WordNet
+from tasks.wsd.data.wordnet import WordNet
 
 ROWS = ("senses", "senses_glosses", "senses_prior")
 

@@ -24,9 +24,9 @@ from typing import Sequence
 
 import numpy as np
 
-from tasks.data.wsd_examples import WsdTarget
+from tasks.wsd.data.examples import WsdTarget
 from tasks.wsd.knn import _unit
-from tasks.wsd.wordnet import WordNet
+from tasks.wsd.data.wordnet import WordNet
 
 STEPS = ("semcor", "synset", "hypernym", "lexfile")  # where a sense's context vector came from (-1: nowhere)
 W_GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)  # gloss weights tried on the held-out sentences

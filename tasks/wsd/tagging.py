@@ -21,13 +21,13 @@ from elmo_features.util.errors import StaleCacheError
 from elmo_features.util.provenance import atomic_path, git_commit
 
 from tasks.components import resolve_component
-from tasks.data.wsd_examples import all_targets, load_inventory, to_examples
-from tasks.data.wsd_reader import POS_TAGS, load_dataset
+from tasks.wsd.data.examples import all_targets, load_inventory, to_examples
+from tasks.wsd.data.reader import POS_TAGS, load_dataset
 from tasks.features.base import FeatureContext, build_features, section_fingerprints
 from tasks.registry import FEATURES
 from tasks.wsd.features import all_layers, instance_vectors
 from tasks.wsd.knn import SenseSums, _unit
-from tasks.wsd.morphy import Morphy
+from tasks.wsd.data.morphy import Morphy
 from tasks.wsd.sense_method import hold_out, load_graph, plan_senses
 from tasks.wsd.senses import propagate, wordnet_fingerprint
 

@@ -24,13 +24,13 @@ from elmo_features.util.provenance import git_commit, machine, timestamp
 from elmo_features.util.threads import cpu_cores, threads_per_job
 
 from tasks.components import ConfigError
-from tasks.config import RunConfig, load_raw
-from tasks.crossval import fold_indices, fold_split
-from tasks.experiment import read_examples, run_experiment
+from tasks.experiment.config import RunConfig, load_raw
+from tasks.experiment.crossval import fold_indices, fold_split
+from tasks.experiment.run import read_examples, run_experiment
 from tasks.features.base import FeatureContext, section_fingerprints
 from tasks.features.fingerprints import report_fingerprints
-from tasks.parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
-from tasks.summary import FROZEN_KINDS, find_in_report, summarize, write_summary
+from tasks.experiment.parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
+from tasks.experiment.summary import FROZEN_KINDS, find_in_report, summarize, write_summary
 from tasks.registry import HEADS
 
 
@@ -50,7 +50,7 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
                    resume: str | Path | None = None) -> dict:
     """Run every (source, seed[, fold]) of ``cfg.compare`` and write the summary; returns the summary dict.
     ``folds`` (default ``cfg.compare.folds``): K-fold cross-validation over all labelled sentences.
-    ``jobs`` > 1: the runs go to a local process pool (``tasks.parallel``) with ``threads`` torch threads per
+    ``jobs`` > 1: the runs go to a local process pool (``tasks.experiment.parallel``) with ``threads`` torch threads per
     job (default: cores // jobs); the summary is the same as a serial run's. ``resume``: the compare-STAMP
     folder of an interrupted comparison (its finished runs are reused). Ctrl-C: ``ComparisonInterrupted``."""
     t0 = time.perf_counter()

@@ -197,7 +197,7 @@ def _unshare(node: Any) -> Any:
     return node
 
 
-PACKAGED_CONFIGS = Path(__file__).resolve().parent / "configs"  # the task (and biLM training) configs that ship
+PACKAGED_CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # the task (and biLM training) configs that ship
 
 
 def packaged_configs() -> dict[str, Path]:

@@ -3,7 +3,7 @@
 Every sense key seen in training has a weight vector and a bias. A target (a span of tokens; a
 multiword target is the mean of its token features) is scored against the WordNet candidates of its
 lemma+pos that have weights; with none, the prediction is the WordNet first sense. Examples are
-``tasks.data.wsd_examples.WsdSentence`` (reader ``raganato``). Metrics follow the framework's scorer:
+``tasks.wsd.data.examples.WsdSentence`` (reader ``raganato``). Metrics follow the framework's scorer:
 precision, recall and F1 over targets (one answer each; targets without an answer are unanswered).
 """
 from __future__ import annotations
@@ -16,8 +16,8 @@ from torch import nn
 from elmo_features.util.schema import Num, key
 
 from tasks.data.types import DataFormatError
-from tasks.data.wsd_examples import WsdSentence, WsdTarget
-from tasks.data.wsd_scorer import score
+from tasks.wsd.data.examples import WsdSentence, WsdTarget
+from tasks.wsd.data.scorer import score
 from tasks.registry import HEADS
 from tasks.heads.base import Head
 

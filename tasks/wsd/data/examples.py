@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass, field
 
 from tasks.registry import READERS
-from tasks.data.wsd_inventory import SenseInventory
-from tasks.data.wsd_reader import WsdDataset, find_dataset_files, load_dataset
+from tasks.wsd.data.inventory import SenseInventory
+from tasks.wsd.data.reader import WsdDataset, find_dataset_files, load_dataset
 
 DEFAULT_WORDNET = os.environ.get("ELMO_TASKS_WORDNET", "data/wordnet-3.0")
 

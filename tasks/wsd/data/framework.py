@@ -23,8 +23,8 @@ from elmo_features.formats.download import (DownloadError, check_replaceable, de
                                             file_sha256, files_table)
 from elmo_features.util.errors import MissingPathError
 
-from tasks.data.wsd_inventory import InventoryError, SenseInventory, find_index_sense
-from tasks.data.wsd_reader import WsdFormatError, load_dataset
+from tasks.wsd.data.inventory import InventoryError, SenseInventory, find_index_sense
+from tasks.wsd.data.reader import WsdFormatError, load_dataset
 
 URL = "http://lcl.uniroma1.it/wsdeval/data/WSD_Evaluation_Framework.zip"
 URL_ENV = "ELMO_TASKS_WSD_FRAMEWORK_URL"  # a mirror (or a loopback server in tests)
@@ -182,7 +182,7 @@ def _source_md(url: str, origin: Path, digest: str | None, sets: list[dict], rea
              "SemCor (training) and the all-words test sets Senseval-2, Senseval-3, SemEval-2007, SemEval-2013 and "
              "SemEval-2015 with their union ALL, every sense a WordNet 3.0 sense key, in the framework's own format "
              "(NAME.data.xml + NAME.gold.key.txt), one folder per data set.", "",
-             f"Fetched with `elmo-tasks data get {NAME}` (module `tasks/data/wsd_framework.py`).", "",
+             f"Fetched with `elmo-tasks data get {NAME}` (module `tasks/wsd/data/framework.py`).", "",
              "## Source", "", f"* address: {url}",
              f"* read from: `{origin.name}`" + (f", sha256 `{digest}`" if digest else " (an unpacked folder)"),
              f"* cite: {CITATION}", "",

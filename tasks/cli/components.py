@@ -16,8 +16,8 @@ from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_docs import describe_keys, spec_text
 from elmo_features.util.schema import option_specs
 
-from tasks import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
-from tasks.config import packaged_configs, packaged_name
+import tasks.experiment.config  # noqa: F401  (fills the registries)
+from tasks.experiment.config import packaged_configs, packaged_name
 from tasks.plugins import add_include_argument
 from tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
 

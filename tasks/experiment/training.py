@@ -23,12 +23,12 @@ from elmo_features.util import stop
 from elmo_features.util.devices import module_device, move_to
 from elmo_features.util.errors import DivergedError
 
-from tasks.config import TrainingConfig
+from tasks.experiment.config import TrainingConfig
 from tasks.features.base import FeatureSource
 from tasks.heads.base import Head
 
 if TYPE_CHECKING:  # under torchrun (elmo-tasks run): a slice of every batch per rank
-    from tasks.data_parallel import DataParallel
+    from tasks.experiment.data_parallel import DataParallel
 
 
 @dataclass
@@ -205,7 +205,7 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
     """Train ``model`` in place; keep the state with the best dev ``head.primary_metric`` (the last one
     without a dev split). ``on_improve(epoch, dev_metrics)`` is called after each improvement (checkpoint).
 
-    With ``dist`` (torchrun, ``tasks.data_parallel``): ``cfg.batch_size`` is per rank; every rank trains on
+    With ``dist`` (torchrun, ``tasks.experiment.data_parallel``): ``cfg.batch_size`` is per rank; every rank trains on
     its slice of each global batch and takes the same steps and decisions; only rank 0 logs."""
     if len(train_split) == 0:
         raise ValueError("no training examples")

@@ -19,10 +19,10 @@ from elmo_features.util.errors import CheckpointError, OutputExistsError
 from elmo_features.util.locking import OutputLock
 
 from tasks.components import ConfigError
-from tasks.config import RunConfig
+from tasks.experiment.config import RunConfig
 from tasks.data.fetch import fetch_hint
 from tasks.data.registry import reader_path_kind
-from tasks.experiment import CHECKPOINT_FORMAT
+from tasks.experiment.run import CHECKPOINT_FORMAT
 from tasks.features.base import check_section_inputs, section_input_paths
 
 

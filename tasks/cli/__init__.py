@@ -37,8 +37,8 @@ COMMANDS = [
     "elmo_features.cli_embed",  # embed
     "elmo_features.training.cli",  # train-bilm, eval-bilm
     "elmo_features.encoders.cli",  # models get, models list
-    "tasks.cli_run",  # run, compare, predict
-    "tasks.cli_components",  # components
+    "tasks.cli.run",  # run, compare, predict
+    "tasks.cli.components",  # components
     "tasks.data.cli",  # data get
     "tasks.wsd.cli",  # wsd
 ]
@@ -118,6 +118,3 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signum, handler)
     return int(rc or 0)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

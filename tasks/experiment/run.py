@@ -22,17 +22,17 @@ from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
 from tasks.components import ConfigError, component_config
-from tasks.config import RunConfig, dump_yaml, load_raw, resolve
+from tasks.experiment.config import RunConfig, dump_yaml, load_raw, resolve
 from tasks.data import get_reader
 from tasks.data.types import DataFormatError, ReaderOptionError
 from tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
 from tasks.features.fingerprints import report_fingerprints
 from tasks.heads.base import Head
 from tasks.registry import HEADS
-from tasks.training import Split, TaskModel, evaluate, predict, set_seed, train
+from tasks.experiment.training import Split, TaskModel, evaluate, predict, set_seed, train
 
 if TYPE_CHECKING:
-    from tasks.data_parallel import DataParallel
+    from tasks.experiment.data_parallel import DataParallel
 
 CHECKPOINT_FORMAT = 1
 
@@ -123,7 +123,7 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
 
     ``examples`` ({"train": [...], "dev": [...], "test": [...]}) replaces reading cfg.data's files
     (programmatic use and tests); they are checked and empty ones dropped the same way.
-    With ``dist`` (torchrun): data-parallel training and evaluation (``tasks.data_parallel``); every rank
+    With ``dist`` (torchrun): data-parallel training and evaluation (``tasks.experiment.data_parallel``); every rank
     computes (or reads from the cache) the frozen features; rank 0 alone writes the run folder.
     """
     main = dist is None or dist.is_main

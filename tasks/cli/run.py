@@ -20,11 +20,11 @@ from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.text_input import read_sentences
 from elmo_features.util.threads import set_threads
 
-from tasks.config import ConfigError, check_seeds, load_config, load_raw
-from tasks.data_parallel import join
+from tasks.experiment.config import ConfigError, check_seeds, load_config, load_raw
+from tasks.experiment.data_parallel import join
 from tasks.features.base import FeatureContext
 from tasks.plugins import add_include_argument
-from tasks.preflight import (check_output_dirs, check_run_folder, check_run_inputs, claim_results_folder,
+from tasks.experiment.preflight import (check_output_dirs, check_run_folder, check_run_inputs, claim_results_folder,
                         relative_paths)
 
 
@@ -113,8 +113,8 @@ def command_line(args) -> str:
 
 
 def cmd_run(args) -> int:
-    from tasks.experiment import default_run_dir, run_experiment
-    from tasks.parallel import torchrun_ranks
+    from tasks.experiment.run import default_run_dir, run_experiment
+    from tasks.experiment.parallel import torchrun_ranks
 
     dist = None
     if torchrun_ranks() > 1:  # data-parallel: a slice of every batch per rank; rank 0 writes the run folder
@@ -160,7 +160,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from tasks.harness import ComparisonInterrupted, run_comparison
+    from tasks.experiment.compare import ComparisonInterrupted, run_comparison
 
     cfg = load_config(args.config, args.overrides)
     if cfg.compare is None:
@@ -187,7 +187,7 @@ def cmd_compare(args) -> int:
     check_run_inputs(cfg, args.config, features={f"compare.sources.{k}": v for k, v in cfg.compare.sources.items()
                                                  if sources is None or k in sources})
     check_output_dirs(results_dir=results_dir, runs_dir=args.runs_dir, cache_dir=_cache_dir(args))
-    from tasks.parallel import torchrun_ranks
+    from tasks.experiment.parallel import torchrun_ranks
 
     if (args.jobs > 1 or torchrun_ranks() > 1) and _cache_dir(args) is None:
         raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
@@ -234,7 +234,7 @@ def check_comparison_folder(folder: Path, name: str) -> None:
 
 def interrupted_compare_hint(args, e) -> str:
     """What finished, where the summary is, and the full command that continues the comparison (``e``: a
-    ``tasks.harness.ComparisonInterrupted``)."""
+    ``tasks.experiment.compare.ComparisonInterrupted``)."""
     saved = f"summary of the finished runs: {e.summary}" if e.summary else "no run finished, no summary written"
     args.resume = str(e.grid_dir)
     return (f"{e.finished} of {e.total} runs finished ({saved}); to continue (the finished runs are reused): "
@@ -242,7 +242,7 @@ def interrupted_compare_hint(args, e) -> str:
 
 
 def cmd_predict(args) -> int:
-    from tasks.experiment import load_run, predict_examples
+    from tasks.experiment.run import load_run, predict_examples
     from tasks.data import get_reader
 
     check_run_folder(args.run_dir)

@@ -12,7 +12,7 @@ from typing import Iterable, Mapping
 
 from elmo_features.util.provenance import write_text_atomic
 
-from tasks.data.wsd_reader import read_gold_keys
+from tasks.wsd.data.reader import read_gold_keys
 
 
 @dataclass(frozen=True)
