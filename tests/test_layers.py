@@ -18,7 +18,7 @@ LAYERS = [  # highest first; siblings in one layer
     {"cli"},
     {"wsd.cli"},
     {"wsd.run", "wsd.tagging", "wsd.sense_method", "wsd.table", "wsd.plot", "wsd.config", "wsd.knn", "wsd.senses",
-     "wsd.baselines", "wsd.features"},
+     "wsd.baselines", "wsd.vectors"},
     {"experiment.compare"},
     {"experiment.run", "experiment.parallel", "experiment.preflight"},
     {"experiment.training", "experiment.crossval", "experiment.plots", "experiment.summary"},

@@ -113,7 +113,7 @@ def test_run_predict_and_compare_with_transformer_rows(env, tmp_path, capsys):
 
 
 def test_wsd_one_nn_gets_every_hidden_state(env):
-    from tasks.wsd.features import all_layers
+    from tasks.wsd.vectors import all_layers
 
     src = build(section(env, layer=1))  # whatever its own layer setting, WSD takes every layer
     arrays = all_layers(src, SENTS, "train")

@@ -8,7 +8,7 @@ from tasks.wsd.data.examples import WsdSentence, WsdTarget
 from tasks.wsd.data.reader import WsdFormatError
 from tasks.features.base import FeatureContext, FeatureSource
 from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
-from tasks.wsd.features import all_layers, instance_vectors
+from tasks.wsd.vectors import all_layers, instance_vectors
 from tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
 
 FIN, RIVER, TILT = "bank%1:14:00::", "bank%1:17:01::", "bank%2:38:00::"
@@ -106,3 +106,30 @@ def test_first_sense_and_most_frequent_sense_with_ties_and_backoff():
     assert first_sense_answers(test) == {"t10": RIVER, "t11": TILT, "t12": "x%1:00:00::"}
     train.append(T(5, [FIN]))
     assert MostFrequentSense(train).answers([T(10)])[0] == {"t10": FIN}
+
+
+def test_instance_layers_in_chunks_equal_one_pass_and_hold_one_chunk():
+    """Chunked extraction (a source's per-word arrays asked for a few sentences at a time) gives the same (N, L, D)
+    vectors as one pass, in example order, and never asks for more than ``chunk`` sentences at once."""
+    from tasks.wsd.data.examples import WsdSentence, WsdTarget
+    from tasks.wsd.vectors import all_layers, instance_layers, instance_vectors
+
+    rng = np.random.default_rng(0)
+    table = {}
+
+    class Source:
+        asked: list[int] = []
+
+        def word_layers(self, sentences, split):
+            self.asked.append(len(sentences))
+            return [np.stack([table.setdefault(w, rng.normal(size=3).astype(np.float32)) for w in s], 0)[None]
+                    .repeat(2, 0) * np.arange(1, 3, dtype=np.float32)[:, None, None] for s in sentences]  # (2, n, 3)
+
+    examples = [WsdSentence([f"w{i}", f"v{i}", "x"],
+                            [WsdTarget(f"s{i}.t{j}", j, j + 1 + (j == 1), "w", "NOUN", [], []) for j in range(i % 3)],
+                            f"s{i}") for i in range(7)]
+    one = instance_vectors(examples, all_layers(Source(), [ex.tokens for ex in examples], "train"))
+    Source.asked = []
+    chunked = instance_layers(Source(), examples, "train", chunk=3)
+    assert Source.asked == [3, 3, 1] and chunked.shape == one.shape == (6, 2, 3)
+    np.testing.assert_array_equal(chunked, one)

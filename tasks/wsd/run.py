@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from tasks.features.base import FeatureContext, build_features
 from tasks.experiment.training import predict
 from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
 from tasks.wsd.config import WsdConfig
-from tasks.wsd.features import all_layers, instance_vectors
+from tasks.wsd.vectors import CHUNK, instance_layers
 from tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
 from tasks.wsd.plot import plot_f1_per_layer
 from tasks.wsd.sense_method import ROWS as SENSE_ROWS, HeldOut, hold_out, load_graph, plan_senses, sense_rows
@@ -211,19 +211,18 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
                  graph: Graph | None = None) -> None:
     """Every row of one feature source."""
     section = cfg.sources[name]
-    source = build_features(section, context)
+    # without a head nothing reads the per-word arrays again: embed chunk by chunk and keep none of them in memory
+    # (SemCor's arrays of a 13-layer encoder are ~30 GB); a head's training reuses them
+    chunk = None if cfg.head is not None else CHUNK
+    source = build_features(section, context if chunk is None else replace(context, memo=context.memo.streaming()))
     t0 = time.perf_counter()
-    train_vecs = instance_vectors(train_ex, all_layers(source, [ex.tokens for ex in train_ex], "train"))
-    if cfg.head is None:  # no head will read the training arrays again: free them (SemCor's: GBs) from the memo
-        context.memo.datasets.clear()
-        context.memo.sentences.clear()
+    train_vecs = instance_layers(source, train_ex, "train", chunk)
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
     want_dev = "dev_layer" in cfg.knn and train_vecs.shape[1] > 1
     held_out = hold_out(train_ex, train_vecs, cfg.head_dev_every) if graph is not None or want_dev else None
     del train_vecs
     dev_choice = dev_layer_choice(held_out) if want_dev else None
-    test_vecs = [instance_vectors(ts.examples, all_layers(source, [ex.tokens for ex in ts.examples], ts.name))
-                 for ts in report.tests]
+    test_vecs = [instance_layers(source, ts.examples, ts.name, chunk) for ts in report.tests]
     L = sums.sums.shape[1]
     print(f"{name}: {L} layer(s) of dim {sums.sums.shape[2]}, {len(sums.keys)} training senses "
           f"({time.perf_counter() - t0:.0f}s features)", flush=True)

@@ -25,7 +25,7 @@ from tasks.wsd.data.examples import all_targets, load_inventory, to_examples
 from tasks.wsd.data.reader import POS_TAGS, load_dataset
 from tasks.features.base import FeatureContext, build_features, section_fingerprints
 from tasks.registry import FEATURES
-from tasks.wsd.features import all_layers, instance_vectors
+from tasks.wsd.vectors import CHUNK, all_layers, instance_layers
 from tasks.wsd.knn import SenseSums, _unit
 from tasks.wsd.data.morphy import Morphy
 from tasks.wsd.sense_method import hold_out, load_graph, plan_senses
@@ -39,10 +39,10 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
     """Sense vectors of every WordNet sense from source ``name`` of ``cfg`` trained on ``train_dir``, written to
     ``out`` (atomically); returns the meta dict."""
     section = cfg.sources[name]
-    source = build_features(section, context)
+    source = build_features(section, replace(context, memo=context.memo.streaming()))  # keeps no per-word arrays
     inventory = load_inventory(cfg.wordnet)
     train_ex = to_examples(load_dataset(train_dir), inventory)
-    train_vecs = instance_vectors(train_ex, all_layers(source, [ex.tokens for ex in train_ex], "train"))
+    train_vecs = instance_layers(source, train_ex, "train", CHUNK)
     graph = load_graph(cfg.wordnet)
     plan = plan_senses(section, graph, hold_out(train_ex, train_vecs, cfg.head_dev_every), context, True, progress)
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)

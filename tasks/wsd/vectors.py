@@ -14,6 +14,8 @@ import numpy as np
 from tasks.wsd.data.examples import WsdSentence
 from tasks.wsd.data.reader import WsdFormatError
 
+CHUNK = 4096  # sentences embedded at a time where no per-word array is needed again
+
 
 def all_layers(source, sentences: Sequence[Sequence[str]], split: str) -> list[np.ndarray]:
     """Per-sentence float32 arrays (L, n_i, D) with every layer the source has (its ``word_layers``)."""
@@ -28,17 +30,42 @@ def instance_vectors(examples: Sequence[WsdSentence], layers: Sequence[np.ndarra
     """(N, L, D) float32: mean over each target's tokens, targets in example order."""
     if len(examples) != len(layers):
         raise ValueError(f"{len(examples)} examples but {len(layers)} feature arrays")
+    out = _empty(examples, layers[0].shape)
+    _fill(out, 0, examples, layers)
+    return out
+
+
+def instance_layers(source, examples: Sequence[WsdSentence], split: str, chunk: int | None = None) -> np.ndarray:
+    """(N, L, D) float32 instance vectors of every layer of ``source``, the sentences embedded ``chunk`` at a time
+    (None: all at once), so that only one chunk's per-word arrays are in memory (a 13-layer encoder's SemCor
+    arrays alone are ~30 GB). With a chunk size the disk cache holds one file per chunk."""
+    step = chunk or max(len(examples), 1)
+    out, row = None, 0
+    for i in range(0, len(examples), step):
+        part = examples[i:i + step]
+        layers = all_layers(source, [ex.tokens for ex in part], split)
+        if out is None:
+            out = _empty(examples, layers[0].shape)
+        row = _fill(out, row, part, layers)
+    if out is None:
+        raise ValueError("no WSD targets in these examples")
+    return out
+
+
+def _empty(examples: Sequence[WsdSentence], shape: tuple[int, ...]) -> np.ndarray:
     n = sum(len(ex.targets) for ex in examples)
     if n == 0:
         raise ValueError("no WSD targets in these examples")
-    L, _, D = layers[0].shape
-    out = np.zeros((n, L, D), dtype=np.float32)
-    row = 0
-    for ex, arr in zip(examples, layers):
+    return np.zeros((n, shape[0], shape[2]), dtype=np.float32)  # (N, L, D)
+
+
+def _fill(out: np.ndarray, row: int, examples: Sequence[WsdSentence], layers: Sequence[np.ndarray]) -> int:
+    """Write the examples' target vectors into ``out`` from ``row``; returns the next row."""
+    for ex, arr in zip(examples, layers, strict=True):
         if arr.shape[1] != len(ex.tokens):
             raise ValueError(f"sentence {ex.id or ex.tokens[:5]}: {len(ex.tokens)} tokens but features for "
                              f"{arr.shape[1]}")
         for t in ex.targets:
             out[row] = arr[:, t.start:t.end].mean(axis=1)  # (L, D)
             row += 1
-    return out
+    return row
