@@ -132,7 +132,8 @@ FULL = {  # every registry with every component of the code base
 # Fresh interpreters importing modules that look names up, in order: (module, the registries full afterwards;
 # the others must still be empty, i.e. nothing in a lower layer filled them by importing upwards).
 RUNS = [
-    [("tasks.data", {"READERS"}),  # get_reader
+    [("tasks.data", {"READERS": [r for r in FULL["READERS"] if r != "raganato"]}),  # get_reader; WSD's reader
+     ("tasks.wsd.data.examples", {"READERS"}),  # registers where WSD data lives
      ("tasks.features.base", {"READERS", "FEATURES", "FUSIONS"}),  # build_features, build_fusion
      ("tasks.heads.token_input", set(FULL))],  # a head's chars: section
     [("tasks.experiment.config", set(FULL))],  # resolve (configs name readers, sources, mixes, heads, char encoders)
@@ -155,4 +156,16 @@ def test_importing_a_lookup_module_fills_its_registries_and_no_more():
         lines = [json.loads(line) for line in stdout.splitlines()]
         assert [m for m, _ in lines] == [m for m, _ in run]
         for (module, full), (_, names) in zip(run, lines):
-            assert names == {k: FULL[k] if k in full else [] for k in FULL}, module
+            want = full if isinstance(full, dict) else {k: FULL[k] for k in full}
+            assert names == {k: want.get(k, []) for k in FULL}, module
+
+
+def test_every_data_module_imports_on_its_own():
+    """The data rooms (tasks/data, tasks/wsd/data) sit on one layer and import each other: each WSD data module
+    must import first in a fresh interpreter, with no circle through tasks/data/__init__."""
+    modules = ["tasks.data"] + [f"tasks.wsd.data.{p.stem}" for p in sorted((REPO / "tasks" / "wsd" / "data").glob("*.py"))
+                                if p.stem != "__init__"]
+    procs = {m: subprocess.Popen([sys.executable, "-c", f"import {m}"], cwd=REPO, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) for m in modules}
+    failed = {m: p.communicate(timeout=600)[1].strip().splitlines()[-1:] for m, p in procs.items()}
+    assert {m: e for m, e in failed.items() if procs[m].returncode != 0} == {}

@@ -6,7 +6,6 @@ from tasks.data.hf import to_hf_dataset
 from tasks.data.static_vectors import StaticVectors, load_static_vectors
 from tasks.data.tokenizer import tokenize
 from tasks.data import classification, conll, hf, sst  # noqa: F401  (each registers its readers)
-from tasks.wsd.data import examples as _wsd_examples  # noqa: F401  (registers raganato: WSD data lives with WSD)
 
 __all__ = ["DataFormatError", "LabeledSentence", "TaggedSentence", "READERS", "get_reader", "read_data",
            "reader_options", "to_hf_dataset", "StaticVectors", "load_static_vectors", "tokenize"]
