@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from elmo_features.embedding.embed_input import check_not_an_input, needs_spooling, spool_input
+from elmo_features.embedding.embed_input import needs_spooling, spool_input
 from elmo_features.embedding.embedder import Embedder
 from elmo_features.embedding.hdf5_output import FORMATS, InputError, embed_file  # noqa: F401 (re-exported)
 from elmo_features.formats.weights import load_bilm
@@ -30,7 +30,7 @@ from elmo_features.util.cli_types import add_progress_argument, add_threads_argu
 from elmo_features.util.threads import set_threads
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.errors import UsageError
-from elmo_features.util.paths import check_input_file, check_output_file
+from elmo_features.util.paths import check_input_file, check_not_an_input, check_output_file
 
 def _transformer_embedder(args: argparse.Namespace):
     """A TransformerEmbedder for ``--transformer`` (refuses biLM flags beside it)."""
@@ -56,11 +56,22 @@ def _load_bilm(args: argparse.Namespace):
     return resolve_bilm(args.model or "default", cache_dir=args.download_dir)
 
 
+def _model_files(args: argparse.Namespace) -> list:
+    """The biLM files this command reads: --options/--weights, or the folder --model (or the default) names."""
+    if args.transformer:
+        return []
+    if args.options or args.weights:
+        return [f for f in (args.options, args.weights) if f]
+    from elmo_features.formats.default_model import bilm_folder
+
+    return [bilm_folder(args.model or "default", cache_dir=args.download_dir)]
+
+
 def run(args: argparse.Namespace) -> int:
     """The ``embed`` sub-command (errors are reported by ``tasks.cli.main``). Input that can be read only once
     (``-`` for stdin, a pipe, a FIFO) is first copied to a temporary file beside OUTPUT (removed when done)."""
     output = check_output_file(args.output, "embed output")
-    check_not_an_input(output, [args.input] + [getattr(args, f) for f in ("options", "weights") if getattr(args, f)])
+    check_not_an_input(output, [args.input, *_model_files(args)], "embed output")
     if not needs_spooling(args.input):
         check_input_file(args.input, "embed input")
         return _run(args)

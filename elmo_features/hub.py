@@ -33,7 +33,8 @@ import torch
 from torch import nn
 
 from elmo_features.model.bilm import BiLM
-from elmo_features.model.char_ids import batch_to_ids
+from elmo_features.model.char_ids import checked_batch_to_ids
+from elmo_features.util.arguments import check_bool, check_sentences
 from elmo_features.util.errors import UsageError
 from elmo_features.model.scalar_mix import ScalarMix
 
@@ -49,6 +50,7 @@ class ElmoHub(nn.Module):
         super().__init__()
         from elmo_features.formats.default_model import resolve_bilm
 
+        trainable = check_bool(trainable, "trainable")
         bilm = resolve_bilm(model, cache_dir=cache_dir)
         if bilm.num_output_layers != 3:
             raise UsageError(f"ElmoHub needs a biLM with 3 output layers (token layer + 2 LSTM layers), like TF-Hub's; "
@@ -83,7 +85,7 @@ class ElmoHub(nn.Module):
         layers = torch.zeros(3, B, width, D, device=device)  # (L, B, T, D)
         if any(sentences):
             with torch.no_grad():
-                res = self.bilm(batch_to_ids(sentences).to(device))
+                res = self.bilm(checked_batch_to_ids(sentences).to(device))
             T = res.layers.shape[2]
             layers[:, :, :T] = res.layers.float()  # zero past each sentence (the biLM zeroes its padding)
         lengths = torch.tensor([len(s) for s in sentences], device=device)  # (B,)
@@ -125,8 +127,6 @@ def _sentences(inputs: Any, signature: str) -> tuple[list[list[str]], int]:
             n = int(n)  # NumPy integers included
             if not 0 <= n <= len(row):
                 raise UsageError(f"sequence_len[{i}] = {n} is not between 0 and the row's length {len(row)}")
-            if any(not isinstance(t, str) or not t for t in row[:n]):
-                raise UsageError(f"tokens[{i}] has an empty or non-string token within its sequence_len {n}")
             sentences.append(list(row[:n]))
-        return sentences, width
+        return check_sentences(sentences, row="tokens[{}]"), width  # within each sequence_len
     raise UsageError(f"unknown signature {signature!r}; valid: {', '.join(SIGNATURES)}")

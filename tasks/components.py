@@ -22,6 +22,11 @@ class ConfigError(ElmoTasksError, ValueError):
     """A config has an unknown key, an unknown component name or a value of the wrong type."""
 
 
+# upper bounds of the sizes a head or fusion declares: beyond them a model only exhausts memory or never finishes
+MAX_UNITS = 4096  # hidden sizes, embedding sizes, filter counts
+MAX_LAYERS = 8  # stacked BiLSTM layers
+
+
 # ---------------------------------------------------------------- checking (elmo_features.util.schema)
 
 def coerce(value: Any, tp: Any, where: str) -> Any:

@@ -63,7 +63,7 @@ def test_the_documented_commands_resolve_as_written():
     argv = shlex.split(loop.split("; do ")[1].split("; done")[0].replace("$s", "2"))
     wsd = load_wsd_config(REPO / options(argv, "--config")[0], options(argv, "--set"))
     base = load_wsd_config(REPO / "configs/wsd_semcor.yaml")
-    assert wsd.training.seed == 2 and wsd.vectors == list(FUSION_PARAMS) and not wsd.probes and wsd.knn == []
+    assert wsd.training.seed == 2 and wsd.features == list(FUSION_PARAMS) and not wsd.probes and wsd.knn == []
     assert (wsd.head, wsd.head_dev_every, {**vars(wsd.training), "seed": 1}) == \
         (base.head, base.head_dev_every, vars(base.training))
     assert cmds[-1] == "python scripts/fusion_summary.py results/fusion"

@@ -90,7 +90,7 @@ def test_bad_inputs_are_one_clear_error(hub):
         hub("the cat sat")
     with pytest.raises(UsageError, match="sequence_len\\[1\\]"):
         hub({"tokens": TOKENS, "sequence_len": [6, 7]}, signature="tokens")
-    with pytest.raises(UsageError, match="empty or non-string"):
+    with pytest.raises(UsageError, match="tokens\\[1\\] has an empty or whitespace-only token"):
         hub({"tokens": TOKENS, "sequence_len": [6, 6]}, signature="tokens")
     with pytest.raises(UsageError, match="unknown signature"):
         hub(TEXTS, signature="text")

@@ -98,8 +98,10 @@ def test_training_data_with_one_label_is_refused(tmp_path, capsys):
     env = make_env(tmp_path)
     one = tmp_path / "one.tsv"
     one.write_text("pos\ta fine film\npos\ta great cast\npos\tgood\n")
+    (tmp_path / "other.tsv").write_text("pos\ta film\nneg\ta bad cast\n")
     cfg = tagging_config(env)
-    cfg.update(data={"reader": "tsv", "train": str(one), "dev": str(one), "test": str(one)},
+    cfg.update(data={"reader": "tsv", "train": str(one), "dev": str(tmp_path / "other.tsv"),
+                     "test": str(tmp_path / "other.tsv")},
                head={"name": "sentence_classifier", "hidden_dim": 4})
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     assert main(["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "run"), "--cache-dir", "none"]) == 2

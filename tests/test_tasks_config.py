@@ -119,7 +119,7 @@ def test_shipped_configs_are_valid(name):
         assert set(cfg.compare.sources) == {"glove", "elmo_layer0", "elmo_layer1", "elmo_layer2", "elmo_mix",
                                             "glove+elmo_mix", "elmo_charonly_mix", "glove+elmo_charonly_mix",
                                             "minilm_mix", "glove+minilm_mix", *(f"minilm_layer{i}" for i in range(7)),
-                                            *(["mpnet_mix", "glove+mpnet_mix"] if name.startswith("ner_") else [])}
+                                            "mpnet_mix", "glove+mpnet_mix"}
         assert cfg.compare.sources["elmo_charonly_mix"]["bilm"] == "default_charonly"
         for k in range(7):  # the Transformer's per-layer rows: one seed each, hidden state k
             layer = cfg.compare.sources[f"minilm_layer{k}"]

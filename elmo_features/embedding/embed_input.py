@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import sys
 from array import array
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from elmo_features.util.errors import PathError, TextInputError
+from elmo_features.util.errors import TextInputError
 from elmo_features.util.paths import check_input_file
 from elmo_features.util.text_input import _open_binary, decode_line
 
@@ -43,19 +42,6 @@ def spool_input(path: str, dest: Path, stdin: BinaryIO | None = None) -> Path:
             src.close()
     return dest
 
-
-def check_not_an_input(output: Path, inputs: list[str | os.PathLike], what: str = "embed output") -> None:
-    """Refuse an output path (or its ``.partial``) that is one of the inputs: the same file, by any name."""
-    for candidate in (output, Path(str(output) + ".partial")):
-        for inp in inputs:
-            if inp == "-" or not Path(inp).expanduser().exists():
-                continue
-            src = Path(inp).expanduser()
-            same = os.path.realpath(candidate) == os.path.realpath(src) or (
-                candidate.exists() and os.path.samefile(candidate, src))  # hard links, bind mounts
-            if same:
-                raise PathError(f"{what}: {output} is the input file {inp}; writing it would destroy the input. "
-                                "Choose another output path")
 
 
 def _raw_lines(path: Path) -> Iterator[bytes]:

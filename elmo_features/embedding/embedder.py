@@ -14,18 +14,20 @@ Batching policy
 from __future__ import annotations
 
 import sys
-from typing import Iterator, Sequence
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from elmo_features.model.bilm import BiLM
-from elmo_features.model.char_ids import batch_to_ids
+from elmo_features.model.char_ids import checked_batch_to_ids
 from elmo_features.embedding.feature_cache import bilm_fingerprint
 from elmo_features.model.precision import set_precision
 from elmo_features.embedding.token_cache import TokenCache
 from elmo_features.util import stop
+from elmo_features.util.arguments import check_int, check_sentences
 
 AUTO_PROGRESS_MIN_SENTENCES = 1000
 
@@ -50,21 +52,6 @@ def plan_batches(lengths: Sequence[int], batch_size: int, max_tokens_per_batch: 
     if cur:
         batches.append(cur)
     return batches
-
-
-def _check_sentences(sentences) -> list[list[str]]:
-    if isinstance(sentences, str):
-        raise TypeError("expected a list of tokenized sentences (list[list[str]]), got a str")
-    out = []
-    for k, s in enumerate(sentences):
-        if isinstance(s, str):
-            raise TypeError(f"sentence {k} is a str ({s[:40]!r}); pass tokenized sentences (list[list[str]])")
-        s = list(s)
-        for tok in s:
-            if not isinstance(tok, str):
-                raise TypeError(f"sentence {k} has a token of type {type(tok).__name__}: {tok!r}")
-        out.append(s)
-    return out
 
 
 class SentenceEmbedder:
@@ -95,8 +82,22 @@ class SentenceEmbedder:
         return self.embed_sentences([sentence])[0]
 
 
+def _as_bilm(bilm) -> BiLM:
+    """A BiLM, or one named as ``resolve_bilm`` takes it (a model name, a folder, {"options", "weights"})."""
+    if isinstance(bilm, BiLM):
+        return bilm
+    if isinstance(bilm, (str, Path, Mapping)):
+        from elmo_features.formats.default_model import resolve_bilm
+
+        return resolve_bilm(bilm)
+    raise TypeError(f"bilm must be a BiLM (load_bilm / resolve_bilm), a model name or a folder, got "
+                    f"{type(bilm).__name__}: {repr(bilm)[:40]}")
+
+
 class Embedder(SentenceEmbedder):
     """Runs a frozen biLM over many sentences and returns per-sentence layer arrays.
+
+    bilm: a BiLM, or a spec ``resolve_bilm`` takes ("default", a preset, a folder, {"options", "weights"}).
 
     ``embed_sentences(sentences)`` -> list of float32 arrays (L, n_i, D) in input order.
     ``embed_batches(sentences)`` yields (indices, arrays) per batch as they are computed.
@@ -107,12 +108,12 @@ class Embedder(SentenceEmbedder):
     against the device the biLM is on; see ``elmo_features.model.precision``).
     """
 
-    def __init__(self, bilm: BiLM, batch_size: int = 64, max_tokens_per_batch: int = 4096,
+    def __init__(self, bilm: BiLM | str | Path, batch_size: int = 64, max_tokens_per_batch: int = 4096,
                  token_cache: bool | TokenCache = True, progress: bool | None = None,
                  sort: bool | None = None, cache_size: int = 100_000, precision: str | None = None):
-        if batch_size < 1 or max_tokens_per_batch < 1:
-            raise ValueError(f"batch_size and max_tokens_per_batch must be >= 1, got {batch_size}, "
-                             f"{max_tokens_per_batch}")
+        batch_size = check_int(batch_size, "batch_size")
+        max_tokens_per_batch = check_int(max_tokens_per_batch, "max_tokens_per_batch")
+        bilm = _as_bilm(bilm)
         if getattr(bilm, "keep_sentence_boundaries", False):
             raise ValueError("Embedder needs a BiLM built with keep_sentence_boundaries=False")
         if getattr(bilm, "stateful", False) and sort is not False:
@@ -154,7 +155,7 @@ class Embedder(SentenceEmbedder):
     def _run(self, batch: list[list[str]]) -> list[np.ndarray]:
         """One model call. batch: B non-empty sentences -> B arrays (L, n_b, D)."""
         device = next(self.bilm.parameters()).device
-        ids = batch_to_ids(batch).to(device)  # (B, T, 50)
+        ids = checked_batch_to_ids(batch).to(device)  # (B, T, 50)
         tok = self.token_cache.lookup(batch).to(device) if self.token_cache is not None else None  # (B, T, P)
         out = self.bilm(ids, token_embeddings=tok)
         layers = out.layers.float().cpu().numpy()  # (L, B, T, D)
@@ -162,7 +163,7 @@ class Embedder(SentenceEmbedder):
 
     def embed_batches(self, sentences: Sequence[Sequence[str]]) -> Iterator[tuple[list[int], list[np.ndarray]]]:
         """Yield (input indices, arrays (L, n_i, D)) per batch; empty sentences come first."""
-        sentences = _check_sentences(sentences)
+        sentences = check_sentences(sentences)
         lengths = [len(s) for s in sentences]
         empty = [i for i, n in enumerate(lengths) if n == 0]
         batches = plan_batches(lengths, self.batch_size, self.max_tokens_per_batch, self.sort)

@@ -21,10 +21,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from elmo_features.embedding.embedder import SentenceEmbedder, _check_sentences, plan_batches
+from elmo_features.embedding.embedder import SentenceEmbedder, plan_batches
 from elmo_features.encoders.loading import EncoderError, LoadedEncoder
 from elmo_features.encoders.pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
 from elmo_features.util import stop
+from elmo_features.util.arguments import check_int, check_sentences
 
 
 @dataclass
@@ -60,8 +61,8 @@ class TransformerEmbedder(SentenceEmbedder):
                  max_pieces_per_batch: int = 8192, progress: bool | None = None):
         if subword_pooling not in POOLINGS:
             raise EncoderError(f"subword_pooling: {subword_pooling!r} is not one of {', '.join(POOLINGS)}")
-        if batch_size < 1 or max_pieces_per_batch < 1:
-            raise EncoderError(f"batch_size and max_pieces_per_batch must be >= 1, got {batch_size}, {max_pieces_per_batch}")
+        batch_size = check_int(batch_size, "batch_size")
+        max_pieces_per_batch = check_int(max_pieces_per_batch, "max_pieces_per_batch")
         self.encoder = encoder
         self.pooling = subword_pooling
         n = encoder.num_hidden_states
@@ -191,7 +192,7 @@ class TransformerEmbedder(SentenceEmbedder):
 
     def embed_batches(self, sentences: Sequence[Sequence[str]]) -> Iterator[tuple[list[int], list[np.ndarray]]]:
         """Yield (input indices, arrays (L, n_i, D)) as sentences complete; empty sentences come first."""
-        sentences = _check_sentences(sentences)
+        sentences = check_sentences(sentences)
         L, D = self.num_output_layers, self.output_dim
         empty = [i for i, s in enumerate(sentences) if not s]
         pieces = self.plan(sentences)

@@ -170,6 +170,7 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
     if kind == "pickle" and not allow_pickle_weights:
         raise EncoderError(f"{folder}: the weights are pickled (pytorch_model.bin), which can run code when loaded; "
                            "convert them to safetensors, or set allow_pickle_weights: true if you trust the folder")
+    check_tokenizer_files(folder)
     tokenizer = _load_tokenizer(folder, kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -184,6 +185,7 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
             transformers.logging.set_verbosity(verbosity)
             transformers.logging.enable_progress_bar()
     check_loaded_weights(folder, config, model, info)
+    check_token_ids(folder, config, tokenizer, model)
     model.eval()
     for p in model.parameters():
         p.requires_grad_(False)
@@ -262,6 +264,33 @@ def _shape_mismatch(folder: Path, config: Any) -> str:
                     + (f" ({', '.join(keys)})" if keys else "") + "; fix config.json or give the folder the model "
                                                                    "came with")
     return ""
+
+
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json")  # or a sentencepiece *.model
+
+
+def check_tokenizer_files(folder: Path) -> None:
+    """A tokenizer to load: without its files transformers builds an empty-vocabulary one (every word [UNK])."""
+    names = {p.name for p in folder.iterdir()}
+    if not names.intersection(TOKENIZER_FILES) and not any(n.endswith((".model", ".spm")) for n in names):
+        raise EncoderError(f"{folder}: no tokenizer files ({', '.join(TOKENIZER_FILES[:3])} or a sentencepiece "
+                           ".model); give the folder the model came with, tokenizer included")
+
+
+def check_token_ids(folder: Path, config: Any, tokenizer: Any, model: Any) -> None:
+    """Every id the tokenizer gives has a row in the model's embedding matrix (else an IndexError when that word
+    occurs); checked once at load."""
+    try:
+        n = int(model.get_input_embeddings().num_embeddings)
+    except (AttributeError, NotImplementedError, TypeError):  # remote code without input embeddings: not checked
+        return
+    vocab = tokenizer.get_vocab()
+    word, top = max(vocab.items(), key=lambda kv: kv[1], default=("", -1))
+    if top >= n:
+        source = "tokenizer.json" if (folder / "tokenizer.json").is_file() else "the tokenizer"
+        raise EncoderError(f"{folder}: {source} has ids up to {top} ({word!r}) but the model has {n} embeddings "
+                           f"(config.json vocab_size {getattr(config, 'vocab_size', '?')}); give the tokenizer files "
+                           "the model came with")
 
 
 def _load_tokenizer(folder: Path, kw: dict) -> Any:

@@ -27,6 +27,20 @@ def default_model_paths() -> tuple[Path, Path]:
     return DEFAULT_MODEL_DIR / OPTIONS_NAME, DEFAULT_MODEL_DIR / WEIGHTS_NAME
 
 
+def bilm_folder(spec: str, cache_dir: str | Path | None = None) -> Path:
+    """The folder whose files ``resolve_bilm(spec)`` reads for a name or folder (nothing is loaded or downloaded)."""
+    s = str(spec)
+    if s == "default":
+        return DEFAULT_MODEL_DIR
+    embedded = embedded_models()
+    if s in embedded and s not in PRESETS:
+        return embedded[s]
+    if s in PRESETS:
+        cache = Path(cache_dir).expanduser() if cache_dir is not None else download.default_cache_dir()
+        return cache / download.get_preset(s).stem
+    return Path(s).expanduser()
+
+
 def load_default_bilm(**kw: Any) -> BiLM:
     """load_bilm on the default model's files (kw: stateful, keep_sentence_boundaries)."""
     options, weights = default_model_paths()
@@ -54,6 +68,10 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         return load_bilm(spec["options"], spec["weights"], **kw)
     if isinstance(spec, (str, Path)):
         s = str(spec)
+        if not s.strip():
+            raise UsageError(f"biLM spec {s!r} is empty (an unset variable?); give \"default\", a preset "
+                             f"({', '.join(PRESETS)}), a folder with {OPTIONS_NAME} + {WEIGHTS_NAME}, or "
+                             "{'options': path, 'weights': path}")
         if s == "default":
             return load_default_bilm(**kw)
         embedded = embedded_models()

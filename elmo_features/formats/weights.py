@@ -48,6 +48,14 @@ def _read(f: h5py.File, name: str, shape: tuple[int, ...], path: str) -> np.ndar
     return arr
 
 
+def _check_no_extra(f: h5py.File, path: str, name: str, n: int, option: str) -> None:
+    """Refuse dataset ``name.format(n)``: the file holds more of these layers than the options use (they would be
+    silently left out, e.g. a highway layer dropped by n_highway 0)."""
+    if name.format(n) in f:
+        raise WeightFileError(f"{path}: has dataset '{name.format(n)}', but the options say {option.format(n)} "
+                              "(that layer would be left out): use the options.json written with these weights")
+
+
 def _lstm_prefix(direction: int, layer: int) -> str:
     return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
 
@@ -98,33 +106,42 @@ def load_weights_into(bilm: BiLM, weight_file: str | Path) -> None:
                               "or not a weights file: download or export it again") from None
 
 
+def _read_char_cnn(f: h5py.File, bilm: BiLM, path: str, sd: dict) -> None:
+    """The character CNN's datasets into ``sd`` (and its token vectors into ``bilm``); extra layers refused."""
+    o = bilm.options
+    cnn = o.char_cnn
+    emb = _read(f, "char_embed", (cnn.n_characters - 1, cnn.embedding_dim), path)
+    sd["char_cnn.char_embedding.weight"] = np.concatenate([np.zeros((1, cnn.embedding_dim), np.float32), emb])
+    for i, (w, n) in enumerate(cnn.filters):
+        W = _read(f, f"CNN/W_cnn_{i}", (1, w, cnn.embedding_dim, n), path)
+        sd[f"char_cnn.convs.{i}.weight"] = np.transpose(W[0], (2, 1, 0))
+        sd[f"char_cnn.convs.{i}.bias"] = _read(f, f"CNN/b_cnn_{i}", (n,), path)
+    nf = cnn.n_filters + bilm.char_cnn.vector_dim
+    _check_no_extra(f, path, "CNN/W_cnn_{}", len(cnn.filters), "char_cnn.filters has {} entries")
+    _check_no_extra(f, path, "CNN_high_{}", cnn.n_highway, "char_cnn.n_highway is {}")
+    bilm.char_cnn.token_vectors = _read_token_vectors(f, o, path)
+    for k in range(cnn.n_highway):
+        g = f"CNN_high_{k}"
+        wt = _read(f, f"{g}/W_transform", (nf, nf), path).T
+        wc = -_read(f, f"{g}/W_carry", (nf, nf), path).T
+        bt = _read(f, f"{g}/b_transform", (nf,), path)
+        bc = -_read(f, f"{g}/b_carry", (nf,), path)
+        sd[f"char_cnn.highway.layers.{k}.weight"] = np.concatenate([wt, wc])
+        sd[f"char_cnn.highway.layers.{k}.bias"] = np.concatenate([bt, bc])
+    sd["char_cnn.projection.weight"] = _read(f, "CNN_proj/W_proj", (nf, o.projection_dim), path).T
+    sd["char_cnn.projection.bias"] = _read(f, "CNN_proj/b_proj", (o.projection_dim,), path)
+
+
 def _load_weights(bilm: BiLM, path: str) -> None:
     o = bilm.options
-    cnn, lo = o.char_cnn, o.lstm
+    lo = o.lstm
     sd: dict[str, torch.Tensor] = {}
     with h5py.File(path, "r") as f:
         held = _file_backbone(f)
         if held is not None and held != o.backbone:
             raise WeightFileError(f"{path}: holds a '{held}' backbone, but its options say backbone '{o.backbone}': "
                                   "use the options.json written with these weights")
-        emb = _read(f, "char_embed", (cnn.n_characters - 1, cnn.embedding_dim), path)
-        sd["char_cnn.char_embedding.weight"] = np.concatenate([np.zeros((1, cnn.embedding_dim), np.float32), emb])
-        for i, (w, n) in enumerate(cnn.filters):
-            W = _read(f, f"CNN/W_cnn_{i}", (1, w, cnn.embedding_dim, n), path)
-            sd[f"char_cnn.convs.{i}.weight"] = np.transpose(W[0], (2, 1, 0))
-            sd[f"char_cnn.convs.{i}.bias"] = _read(f, f"CNN/b_cnn_{i}", (n,), path)
-        nf = cnn.n_filters + bilm.char_cnn.vector_dim
-        bilm.char_cnn.token_vectors = _read_token_vectors(f, o, path)
-        for k in range(cnn.n_highway):
-            g = f"CNN_high_{k}"
-            wt = _read(f, f"{g}/W_transform", (nf, nf), path).T
-            wc = -_read(f, f"{g}/W_carry", (nf, nf), path).T
-            bt = _read(f, f"{g}/b_transform", (nf,), path)
-            bc = -_read(f, f"{g}/b_carry", (nf,), path)
-            sd[f"char_cnn.highway.layers.{k}.weight"] = np.concatenate([wt, wc])
-            sd[f"char_cnn.highway.layers.{k}.bias"] = np.concatenate([bt, bc])
-        sd["char_cnn.projection.weight"] = _read(f, "CNN_proj/W_proj", (nf, o.projection_dim), path).T
-        sd["char_cnn.projection.bias"] = _read(f, "CNN_proj/b_proj", (o.projection_dim,), path)
+        _read_char_cnn(f, bilm, path, sd)
         if o.backbone == "transformer":
             n_file = len([k for k in f["transformer/forward"].keys() if k.startswith("layer_")]) \
                 if "transformer/forward" in f else 0
@@ -174,9 +191,22 @@ def _read_token_vectors(f: h5py.File, o: BiLMOptions, path: str) -> TokenVectors
     words = [w.decode("utf-8") if isinstance(w, bytes) else str(w) for w in f["token_vectors/words"][...]]
     if len(words) != tv.n_words:
         raise WeightFileError(f"{path}: dataset 'token_vectors/words' has {len(words)} words, options say {tv.n_words}")
+    _check_unique_words(words, path)
     if not np.isfinite(W).all():
         raise WeightFileError(f"{path}: dataset 'token_vectors/W' holds NaN or Inf values")
     return TokenVectors(words, W, lowercase=tv.lowercase)
+
+
+def _check_unique_words(words: list[str], path: str) -> None:
+    """Each word once: a repeated word would take one row's vector and leave another word without its own."""
+    if len(set(words)) == len(words):
+        return
+    first: dict[str, int] = {}
+    for i, w in enumerate(words):
+        if w in first:
+            raise WeightFileError(f"{path}: dataset 'token_vectors/words' lists {w!r} twice (rows {first[w]} and {i}); "
+                                  "the file is damaged: export the biLM again")
+        first[w] = i
 
 
 def load_bilm(options_file: str | Path, weight_file: str | Path, stateful: bool = False,

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from elmo_features.model.char_cnn import CharCNN
-from elmo_features.model.char_ids import BOS_CHAR_IDS, EOS_CHAR_IDS
+from elmo_features.model.char_ids import BOS_CHAR_IDS, EOS_CHAR_IDS, N_CHARACTERS
 from elmo_features.model.lstm import ElmoLstm
 from elmo_features.model.options import BiLMOptions
 from elmo_features.model.precision import precision_of
@@ -31,6 +31,21 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor) -> to
     out[:, 0] = torch.tensor(BOS_CHAR_IDS, dtype=char_ids.dtype, device=dev)
     out[torch.arange(B, device=dev), lengths + 1] = torch.tensor(EOS_CHAR_IDS, dtype=char_ids.dtype, device=dev)
     return out
+
+
+def check_char_ids(char_ids) -> None:
+    """A (B, T, 50) integer tensor of ids in 0..261 (``batch_to_ids``); one min/max reduction, no per-id work."""
+    if not torch.is_tensor(char_ids):
+        raise TypeError(f"char_ids must be a tensor from batch_to_ids, got {type(char_ids).__name__}")
+    if char_ids.dim() != 3 or char_ids.shape[-1] != 50:
+        raise ValueError(f"char_ids must have shape (batch, tokens, 50), got {tuple(char_ids.shape)}")
+    if char_ids.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"char_ids must be an integer tensor (torch.long, from batch_to_ids), got {char_ids.dtype}")
+    if char_ids.numel():
+        low, high = (int(v) for v in torch.aminmax(char_ids))
+        if low < 0 or high >= N_CHARACTERS:
+            raise ValueError(f"char_ids must be in 0..{N_CHARACTERS - 1} (batch_to_ids' character ids), got "
+                             f"{low if low < 0 else high}")
 
 
 class BiLM(nn.Module):
@@ -108,8 +123,7 @@ class BiLM(nn.Module):
 
     def forward(self, char_ids: torch.Tensor, token_embeddings: torch.Tensor | None = None) -> BiLMOutput:
         """char_ids: (B, T, 50). token_embeddings: optional precomputed (B, T, P) (e.g. from a cache)."""
-        if char_ids.dim() != 3 or char_ids.shape[-1] != 50:
-            raise ValueError(f"char_ids must have shape (batch, tokens, 50), got {tuple(char_ids.shape)}")
+        check_char_ids(char_ids)
         B, T, _ = char_ids.shape
         mask = (char_ids > 0).any(dim=-1)  # (B, T)
         lengths = mask.sum(dim=1)  # (B,)

@@ -11,6 +11,8 @@ from typing import Sequence
 
 import torch
 
+from elmo_features.util.arguments import check_sentences
+
 MAX_WORD_LENGTH = 50
 BEGINNING_OF_SENTENCE_CHARACTER = 256  # <begin sentence>
 END_OF_SENTENCE_CHARACTER = 257  # <end sentence>
@@ -52,12 +54,15 @@ def word_to_char_ids(word: str) -> tuple[int, ...]:
 
 
 def batch_to_ids(sentences: Sequence[Sequence[str]]) -> torch.Tensor:
-    """Character ids for a batch of tokenized sentences.
+    """Character ids for a batch of tokenized sentences (checked: lists of non-empty strings).
 
     Returns a LongTensor (B, T, 50) with T the longest sentence; padding tokens are all zeros.
     """
-    if isinstance(sentences, str) or (sentences and isinstance(sentences[0], str)):
-        raise TypeError("batch_to_ids expects a list of tokenized sentences (list[list[str]])")
+    return checked_batch_to_ids(check_sentences(sentences))
+
+
+def checked_batch_to_ids(sentences: list[list[str]]) -> torch.Tensor:
+    """``batch_to_ids`` of sentences already checked by ``check_sentences`` (callers that checked them once)."""
     max_len = max((len(s) for s in sentences), default=0)
     out = torch.zeros(len(sentences), max_len, MAX_WORD_LENGTH, dtype=torch.long)  # (B, T, 50)
     for i, sentence in enumerate(sentences):

@@ -36,6 +36,12 @@ class CharCNNOptions:
         object.__setattr__(self, "filters", tuple((int(w), int(n)) for w, n in self.filters))
         object.__setattr__(self, "n_characters", 262)
 
+    def check(self, where: str) -> None:
+        for i, (width, _) in enumerate(self.filters):
+            if width > self.max_characters_per_token:  # the convolution runs over the token's character ids
+                raise SchemaError(f"{where}.filters[{i}]: width {width} > max_characters_per_token "
+                                  f"({self.max_characters_per_token})")
+
     @property
     def n_filters(self) -> int:
         return sum(n for _, n in self.filters)

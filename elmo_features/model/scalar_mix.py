@@ -14,6 +14,8 @@ from typing import Sequence
 import torch
 from torch import nn
 
+from elmo_features.util.arguments import check_bool, check_float, check_int
+
 LAYER_NORMS = (None, "batch", "token")
 BATCH_NORM_EPS = 1e-12  # AllenNLP ScalarMix._do_layer_norm
 TOKEN_NORM_EPS = 1e-5  # torch.nn.LayerNorm's default
@@ -32,18 +34,15 @@ class ScalarMix(nn.Module):
     def __init__(self, num_layers: int, initial: Sequence[float] | None = None, trainable: bool = True,
                  layer_norm: str | None = None, l2_coef: float = 0.0):
         super().__init__()
-        if num_layers < 1:
-            raise ValueError(f"ScalarMix needs num_layers >= 1, got {num_layers}")
+        num_layers = check_int(num_layers, "ScalarMix num_layers")
+        trainable = check_bool(trainable, "ScalarMix trainable")
         if layer_norm not in LAYER_NORMS:
             raise ValueError(f"unknown layer_norm {layer_norm!r}; valid: {LAYER_NORMS}")
-        if initial is None:
-            initial = [0.0] * num_layers
-        if len(initial) != num_layers:
-            raise ValueError(f"ScalarMix: initial has {len(initial)} weights, but num_layers is {num_layers}")
+        initial = _initial_weights(initial, num_layers)
         self.num_layers = num_layers
         self.layer_norm = layer_norm
-        self.l2_coef = float(l2_coef)
-        self.weights = nn.Parameter(torch.tensor([float(x) for x in initial]), requires_grad=trainable)  # (L,)
+        self.l2_coef = check_float(l2_coef, "ScalarMix l2_coef", minimum=0.0)
+        self.weights = nn.Parameter(torch.tensor(initial), requires_grad=trainable)  # (L,)
         self.gamma = nn.Parameter(torch.tensor(1.0), requires_grad=trainable)  # ()
 
     def extra_repr(self) -> str:
@@ -75,6 +74,20 @@ class ScalarMix(nn.Module):
         w = self.normalized_weights().to(layers.dtype)  # (L,)
         mixed = torch.tensordot(w, layers, dims=([0], [0]))  # (B, T, D)
         return self.gamma.to(layers.dtype) * mixed
+
+
+def _initial_weights(initial: Sequence[float] | None, num_layers: int) -> list[float]:
+    """The L raw weights as floats: zeros by default; each a finite number (NaN or Inf would make every output NaN)."""
+    if initial is None:
+        return [0.0] * num_layers
+    if hasattr(initial, "tolist"):  # a NumPy array or a tensor
+        initial = initial.tolist()
+    if isinstance(initial, (str, bytes)) or not hasattr(initial, "__len__"):
+        raise TypeError(f"ScalarMix initial must be a list of {num_layers} numbers, got {type(initial).__name__}: "
+                        f"{repr(initial)[:40]}")
+    if len(initial) != num_layers:
+        raise ValueError(f"ScalarMix: initial has {len(initial)} weights, but num_layers is {num_layers}")
+    return [check_float(x, f"ScalarMix initial[{k}]") for k, x in enumerate(initial)]
 
 
 def _batch_norm(layers: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -8,6 +8,7 @@ from typing import Any
 
 
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.model.char_ids import MAX_WORD_LENGTH as MAX_CHARACTERS
 from elmo_features.model.options import BACKBONES, BiLMOptions
 from elmo_features.util.config_files import read_config_file
 from elmo_features.util.schema import Bool, Int, List, Num, Str, build, key
@@ -96,6 +97,10 @@ class TrainConfig:
         """The Transformer backbone's keys together (run by ``build`` after each key is checked; the options parser
         checks the rest when the model is built)."""
         source = where.rstrip(":")
+        for i, (width, _) in enumerate(self.filters):
+            if width > MAX_CHARACTERS:  # the convolution runs over the 50 character ids of a token
+                raise TrainConfigError(f"{source}: filters[{i}]: width {width} > {MAX_CHARACTERS} characters per "
+                                       f"token; use widths of at most {MAX_CHARACTERS}")
         if self.backbone == "transformer":
             try:
                 BiLMOptions.from_dict(self.elmo_options(), source=source)

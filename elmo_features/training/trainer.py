@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from elmo_features.util import distributed as D
 from elmo_features.util.errors import (CheckpointError, DivergedError, MissingPathError, OutputExistsError,
-                                       StaleCacheError)
+                                       PathError, StaleCacheError)
 from elmo_features.util.locking import OutputLock
 from elmo_features.model.options import BiLMOptions
 from elmo_features.model.precision import check_precision
@@ -87,6 +87,18 @@ def build_language_model(cfg: TrainConfig, vocab: list[str]) -> tuple[BiLanguage
     return model, digest
 
 
+RUN_MARKERS = ("prep.json", "prep.npz", "checkpoint.pt")  # a train-bilm out_dir holds one of these (older: prep.npz)
+
+
+def check_out_dir_is_ours(out: Path) -> None:
+    """out_dir is empty or a train-bilm folder: any other folder's files (a task run's config.yaml) would be replaced."""
+    names = {p.name for p in out.iterdir()} - {"train.lock"} if out.is_dir() else set()
+    if names and not names.intersection(RUN_MARKERS):
+        shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+        raise PathError(f"out_dir {out} holds other files ({shown}) and is not a train-bilm folder (no "
+                                f"{' / '.join(RUN_MARKERS)}): choose an empty or new out_dir")
+
+
 # config keys a resumed run must share with its checkpoint: the model's shape (the training data is checked
 # by the prep cache key and the checkpoint's corpus digest)
 RESUME_FIXED = ("char_embedding_dim", "filters", "n_highway", "lstm_dim",
@@ -114,6 +126,7 @@ class Trainer:
         error = None
         try:
             if self.main:
+                check_out_dir_is_ours(self.out)
                 self._lock.acquire()
                 self._setup(resume)
         except BaseException as e:
@@ -374,6 +387,8 @@ class Trainer:
         if finished and self.heldout and (not st["history"] or st["history"][-1]["tokens"] != st["tokens"]):
             self._eval_point()
             self._save()
+        elif finished and not self.heldout and self.main:  # no held-out evaluations: export the finished model
+            export_model(self.model, self.vocab, self.out / "export")
         return {"finished": finished, **{k: st[k] for k in ("step", "tokens", "epoch", "elapsed")}}
 
     def _eval_point(self) -> None:

@@ -84,3 +84,30 @@ def check_input_path(path: str | os.PathLike, what: str = "input", hint: str = "
     if not os.access(p, os.R_OK):
         raise PathError(f"{what}: {p} is not readable (permission denied)")
     return p
+
+
+def _files_of(path: Path) -> list[Path]:
+    """``path`` itself (a file), or every file under it (a folder: a run folder, a WordNet dict, ...)."""
+    if not path.is_dir():
+        return [path]
+    return [Path(root) / n for root, _, names in os.walk(path) for n in names]
+
+
+def check_not_an_input(output: str | os.PathLike, inputs, what: str = "output",
+                       suffixes: tuple[str, ...] = (".partial",)) -> None:
+    """Refuse an output path (or the ``output + suffix`` files it is built in) that is one of the command's inputs,
+    by any name (symlinks, hard links, ``sub/..``); an input folder's files count as inputs (PathError naming both)."""
+    out = Path(output).expanduser()
+    candidates = [out] + [Path(str(out) + s) for s in suffixes]
+    real = {os.path.realpath(c) for c in candidates}  # symlinks, ``sub/..`` (even when ``sub`` is still to be made)
+    existing = [c for c in candidates if c.exists()]  # (and hard links: the same file by its inode)
+    for inp in inputs:
+        if inp is None or str(inp) == "-" or not Path(inp).expanduser().exists():
+            continue
+        src = Path(inp).expanduser()
+        for f in _files_of(src):
+            if os.path.realpath(f) in real or (f.exists() and any(os.path.samefile(c, f) for c in existing)):
+                where = (f"the input file {inp}" if f == src else
+                         f"the file {f.relative_to(src)} of the input folder {inp}")
+                raise PathError(f"{what}: {output} is {where}; writing it would destroy the input. "
+                                "Choose another output path")

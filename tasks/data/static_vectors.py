@@ -120,6 +120,16 @@ def _is_number(s: str) -> bool:
         return False
 
 
+def _parse_row(values: list[str], word: str, path: Path, lineno: int) -> np.ndarray:
+    """One vector as float32; a value beyond float32's range becomes inf silently (the finite check names it)."""
+    try:
+        with np.errstate(over="ignore"):
+            return np.array(values, dtype=np.float32)
+    except ValueError:
+        bad = next(x for x in values if not _is_number(x))
+        raise DataFormatError(f"non-numeric value {bad!r} in the vector of {word!r}", path, lineno) from None
+
+
 def _header(parts: list[str]) -> tuple[int, int] | None:
     if len(parts) == 2 and parts[0].isdigit() and parts[1].isdigit():
         return int(parts[0]), int(parts[1])
@@ -136,7 +146,7 @@ def _read_text(path: Path, max_vectors: int | None, progress: bool) -> tuple[lis
     size = path.stat().st_size
     bar = tqdm(total=None if gz else size, unit="B", unit_scale=True, desc=f"reading {path.name}",
                disable=not progress or size < 20_000_000)
-    with opener(path, "rt", encoding="utf-8", newline="\n") as f:
+    with opener(path, "rt", encoding="utf-8-sig", newline="\n") as f:  # a byte-order mark is dropped
         for lineno, line in enumerate(f, 1):
             if lineno % 10000 == 0:
                 bar.update(f.buffer.tell() - bar.n if not gz else 0)
@@ -162,11 +172,7 @@ def _read_text(path: Path, max_vectors: int | None, progress: bool) -> tuple[lis
             word = " ".join(parts[:len(parts) - d])
             if not word:
                 raise DataFormatError("empty word", path, lineno)
-            try:
-                rows.append(np.array(parts[len(parts) - d:], dtype=np.float32))
-            except ValueError:
-                bad = next(x for x in parts[len(parts) - d:] if not _is_number(x))
-                raise DataFormatError(f"non-numeric value {bad!r} in the vector of {word!r}", path, lineno) from None
+            rows.append(_parse_row(parts[len(parts) - d:], word, path, lineno))
             words.append(word)
             if max_vectors is not None and len(words) >= max_vectors:
                 break
@@ -217,7 +223,7 @@ def _read_npy(path: Path, words_path: Path | None, max_vectors: int | None) -> t
             raise FileNotFoundError(f"{path}: no words file found (tried {', '.join(str(c) for c in candidates)});"
                                     f" pass words_path=")
     matrix = np.load(path, mmap_mode="r")
-    with open(words_path, encoding="utf-8", newline="\n") as f:
+    with open(words_path, encoding="utf-8-sig", newline="\n") as f:  # a byte-order mark is dropped
         words = f.read().split("\n")
     if words and words[-1] == "":
         words.pop()
@@ -228,7 +234,8 @@ def _read_npy(path: Path, words_path: Path | None, max_vectors: int | None) -> t
         if not w:
             raise DataFormatError("empty word", words_path, i + 1)
     n = len(words) if max_vectors is None else min(len(words), max_vectors)
-    return words[:n], np.asarray(matrix[:n], dtype=np.float32)
+    with np.errstate(over="ignore"):  # float64 values beyond float32's range become inf: the finite check names them
+        return words[:n], np.asarray(matrix[:n], dtype=np.float32)
 
 
 def load_static_vectors(path: str | Path, format: str = "auto", words_path: str | Path | None = None,
@@ -264,7 +271,8 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
     bad = ~np.isfinite(vectors).all(axis=1)
     if bad.any():
         i = int(np.argmax(bad))
-        raise DataFormatError(f"{int(bad.sum())} vector(s) contain NaN/inf, first: {words[i]!r} (entry {i + 1})", path)
+        raise DataFormatError(f"{int(bad.sum())} vector(s) contain NaN/inf, first: {words[i]!r} (entry {i + 1}; a "
+                              "value beyond float32's range, +-3.4e38, is inf)", path)
     if lowercase is None:
         lowercase = not any(w != w.lower() for w in words)
     return StaticVectors(words, vectors, lowercase)

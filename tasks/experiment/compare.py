@@ -12,21 +12,25 @@ reused and only the others run; a finished run with another config is an error. 
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import time
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 
-from elmo_features.util.errors import CheckpointError, ElmoTasksError
-from elmo_features.util.provenance import git_commit, machine, timestamp
+from elmo_features.util.errors import CheckpointError, ElmoTasksError, OutputExistsError
+from elmo_features.formats.download import file_sha256
+from elmo_features.util.provenance import git_commit, machine, timestamp, write_text_atomic
 from elmo_features.util.threads import cpu_cores, threads_per_job
 
 from tasks.components import ConfigError
 from tasks.experiment.config import RunConfig, load_raw
-from tasks.experiment.crossval import fold_indices, fold_split
+from tasks.experiment.crossval import fold_indices, fold_split, pooled_splits
 from tasks.experiment.run import read_examples, run_experiment
+from tasks.data.registry import reader_path_kind
 from tasks.features.base import FeatureContext, section_fingerprints
 from tasks.features.fingerprints import report_fingerprints
 from tasks.experiment.parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
@@ -58,10 +62,9 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     context = context or FeatureContext()  # one memo for all runs: each sentence is embedded once
     names = sources or list(cfg.compare.sources)
     seeds_of = {n: list(seeds) if seeds else cfg.compare.seeds_of(n) for n in names}  # --seeds overrides the config
-    stamp = shared_value(datetime.now().strftime("%Y%m%d-%H%M%S"))  # rank 0's under torchrun
-    base = {k: v for k, v in cfg.to_dict().items() if k in ("head", "data", "training")}
+    identity = comparison_identity(cfg, sources, seeds, folds)
     info = {"name": cfg.name, "command": command, "git_commit": git_commit(), "machine": machine(),
-            "seeds": sorted({s for ss in seeds_of.values() for s in ss}), **base}
+            "seeds": sorted({s for ss in seeds_of.values() for s in ss}), **identity}
     own = {n: ss for n, ss in seeds_of.items() if ss != info["seeds"]}
     if own:
         info["seeds_by_source"] = own
@@ -74,14 +77,13 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
                               "test); give at most that many")
         info.update(folds=folds, fold_seed=cfg.compare.fold_seed, pool_size=len(pool))
     cells = [(n, s, f) for n in names for s in seeds_of[n] for f in (range(folds) if folds else [None])]
-    grid_dir = Path(resume) if resume is not None else Path(runs_dir) / cfg.name / f"compare-{stamp}"
-    dirs = [grid_dir / f"{n}-seed{s}" for n, s, _ in cells]
-    dirs = [d if k is None else d / f"fold{k}" for d, (_, _, k) in zip(dirs, cells)]
     fold_sets = fold_indices(len(pool), folds, cfg.compare.fold_seed) if folds else None
-    now_fps: dict[str, list[str]] = {}  # the biLM fingerprints each source would use now (for --resume)
-    fps = lambda n: now_fps.setdefault(n, section_fingerprints(cfg.compare.sources[n], context.memo))
-    reused = {i: rec for i, (n, s, k) in enumerate(cells)
-              if (rec := finished_record(cfg, n, s, k, dirs[i], pool, fold_sets, fps)) is not None}
+    reused = {} if resume is None else reused_runs(cfg, cells, cell_dirs(Path(resume), cells), pool, fold_sets,
+                                                   context)
+    check_results_replaceable(results_dir, identity)  # (after the --resume checks: they name the run folder)
+    grid_dir = Path(resume) if resume is not None else new_grid_dir(Path(runs_dir) / cfg.name)
+    dirs = cell_dirs(grid_dir, cells)
+    check_data_unchanged(cfg, grid_dir)  # --resume: the finished runs were trained on these very data files
     runs: dict[int, dict] = {}
     summary: dict = {}
 
@@ -113,6 +115,114 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     if summary:  # (under torchrun only rank 0 has it)
         write_summary(summary, results_dir)
     return summary
+
+
+def cell_dirs(grid_dir: Path, cells: list[tuple]) -> list[Path]:
+    """The run folder of each (source, seed, fold) cell: GRID/SOURCE-seedN[/foldK]."""
+    return [grid_dir / f"{n}-seed{s}" / (f"fold{k}" if k is not None else "") for n, s, k in cells]
+
+
+def reused_runs(cfg: RunConfig, cells: list[tuple], dirs: list[Path], pool: list, fold_sets: list | None,
+                context: FeatureContext) -> dict[int, dict]:
+    """cell index -> record of the runs of an interrupted comparison that finished with this config and model."""
+    now_fps: dict[str, list[str]] = {}  # the biLM fingerprints each source would use now
+
+    def fps(n: str) -> list[str]:
+        return now_fps.setdefault(n, section_fingerprints(cfg.compare.sources[n], context.memo))
+
+    return {i: rec for i, (n, s, k) in enumerate(cells)
+            if (rec := finished_record(cfg, n, s, k, dirs[i], pool, fold_sets, fps)) is not None}
+
+
+def new_grid_dir(parent: Path) -> Path:
+    """A new, empty RUNS_DIR/NAME/compare-STAMP[-N] folder, made by rank 0 (its name is shared with the other
+    ranks): two comparisons started in the same second get one each."""
+    name = None
+    if int(os.environ.get("RANK", "0") or 0) == 0:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        parent.mkdir(parents=True, exist_ok=True)
+        for n in range(1, 10000):
+            name = f"compare-{stamp}" + (f"-{n}" if n > 1 else "")
+            try:
+                (parent / name).mkdir()
+                break
+            except FileExistsError:
+                continue
+    return parent / shared_value(name)
+
+
+def comparison_identity(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None,
+                        folds: int | None) -> dict:
+    """What a comparison's summary.json records of the settings and the grid it measured (JSON values)."""
+    names = sources or list(cfg.compare.sources)
+    grid = {"sources": {n: cfg.compare.sources[n] for n in names},
+            "seeds": {n: list(seeds) if seeds else cfg.compare.seeds_of(n) for n in names},
+            "folds": cfg.compare.folds if folds is None else folds}
+    base = {k: v for k, v in cfg.to_dict().items() if k in ("head", "data", "training")}
+    return json.loads(json.dumps({**base, "grid": grid}))
+
+
+def check_results_replaceable(results_dir: Path, identity: dict) -> None:
+    """The summary.json in ``results_dir`` (a comparison of this config: ``claim_results_folder``) may be replaced
+    by this comparison's: same settings, and no source or seed of its table left out; else OutputExistsError."""
+    try:
+        saved = json.loads((results_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(saved, dict):
+        return
+    differ = [k for k in ("head", "data", "training") if k in saved and saved[k] != identity[k]]
+    old, new = saved.get("grid") or {}, identity["grid"]
+    if old and old.get("folds") != new["folds"]:
+        differ.append("folds")
+    lost = [f"{n} seed {s}" for n, ss in (old.get("seeds") or {}).items() for s in ss
+            if n not in new["sources"] or old["sources"].get(n) != new["sources"][n] or s not in new["seeds"][n]]
+    if differ or lost:
+        why = (f"other settings ({', '.join(differ)} differ)" if differ else
+               f"runs this command would drop from its table ({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''})")
+        raise OutputExistsError(f"--results-dir {results_dir}: holds a comparison with {why}; rerunning would replace "
+                                "it: choose another --results-dir, or give a grid that includes those runs with the "
+                                "same settings (--resume COMPARE_DIR reuses finished runs)")
+
+
+DATA_RECORD = ".data_sha256.json"  # in a comparison's runs folder: the data files its runs were trained on
+
+
+def data_fingerprints(cfg: RunConfig) -> dict[str, dict]:
+    """data.SPLIT -> {path, sha256 of the file's bytes (a folder: of its files' names and bytes)}; hub data sets are
+    not fingerprinted."""
+    out = {}
+    for split in ("train", "dev", "test"):
+        path = getattr(cfg.data, split)
+        if path is None or reader_path_kind(cfg.data.reader) not in ("file", "folder"):
+            continue
+        p = Path(path).expanduser()
+        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(f"{f.relative_to(p) if p.is_dir() else ''}\0{file_sha256(f)}\0".encode())
+        out[f"data.{split}"] = {"path": str(path), "sha256": digest.hexdigest()}
+    return out
+
+
+def check_data_unchanged(cfg: RunConfig, grid_dir: Path) -> None:
+    """Record the data files' fingerprints in ``grid_dir`` (new comparison), or refuse to resume one whose data
+    files changed since (ConfigError naming the file): old and new runs would mix two data sets."""
+    now, record = data_fingerprints(cfg), grid_dir / DATA_RECORD
+    try:
+        saved = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
+    except (OSError, ValueError):
+        saved = None
+    if isinstance(saved, dict):
+        changed = [k for k in now if isinstance(saved.get(k), dict) and saved[k].get("sha256") != now[k]["sha256"]]
+        if changed:
+            path = now[changed[0]]["path"]
+            raise ConfigError(f"--resume {grid_dir}: {changed[0]} {path} changed since its finished runs were "
+                              "trained (sha256 differs); their results would mix two data sets: drop --resume to "
+                              "run the comparison again")
+        return
+    grid_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(record, json.dumps(now, indent=1) + "\n")
 
 
 def _cell_label(cell: tuple, folds: int | None) -> str:
@@ -178,12 +288,12 @@ def run_record(name: str, seed: int, k: int | None, run_dir: Path, m: dict, pool
 
 
 def pooled_examples(cfg: RunConfig) -> list:
-    """Every labelled example of the config's train, dev and test files, in file order."""
+    """Every labelled example of the config's train, dev and test files, in file order (a file named by two
+    splits once)."""
     head_cls = HEADS.get(cfg.head["name"])
     pool: list = []
-    for split in ("train", "dev", "test"):
-        if getattr(cfg.data, split) is not None:
-            pool += read_examples(cfg, split, head_cls)[0]
+    for split in pooled_splits(cfg.data):
+        pool += read_examples(cfg, split, head_cls)[0]
     return pool
 
 

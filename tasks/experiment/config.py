@@ -42,6 +42,21 @@ class DataConfig:
     max_dev: int | None = key(Int(min=1, nullable=True), None, doc="keep the first N dev sentences (null: all)")
     max_test: int | None = key(Int(min=1, nullable=True), None, doc="keep the first N test sentences (null: all)")
 
+    def same_files(self) -> list[tuple[str, str]]:
+        """The pairs of splits (in train, dev, test order) that name one file or folder (links included)."""
+        splits = [s for s in ("train", "dev", "test") if getattr(self, s) is not None]
+        return [(a, b) for i, a in enumerate(splits) for b in splits[i + 1:]
+                if same_path(getattr(self, a), getattr(self, b))]
+
+
+def same_path(a: str | Path, b: str | Path) -> bool:
+    """``a`` and ``b`` name one file (the same inode: symlinks and hard links too), or one path when absent."""
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    try:
+        return pa.samefile(pb)
+    except OSError:
+        return pa.resolve() == pb.resolve()
+
 
 SEED_MAX = 2**32 - 1  # numpy's legacy seeding range
 SEED = Int(min=0, max=SEED_MAX)

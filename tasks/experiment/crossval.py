@@ -17,6 +17,13 @@ import numpy as np
 from scipy.stats import binomtest, bootstrap
 
 
+def pooled_splits(data) -> list[str]:
+    """The splits (of a ``DataConfig``) whose files are pooled: each file once, so that data.dev = data.train (a
+    common tiny setup) does not put every training sentence in the pool twice, in training and held-out folds."""
+    repeated = {b for _, b in data.same_files()}
+    return [s for s in ("train", "dev", "test") if getattr(data, s) is not None and s not in repeated]
+
+
 def fold_indices(n: int, k: int, seed: int = 0) -> list[np.ndarray]:
     """K disjoint, near-equal folds of range(n) from one fixed permutation."""
     if not 2 <= k <= n:

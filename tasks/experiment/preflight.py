@@ -9,6 +9,7 @@ checked the same way as the built-in ones.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -32,15 +33,31 @@ def check_feature_paths(section: Any, where: str) -> None:
         check_section_inputs(section, where)
 
 
-def relative_paths(section: Any) -> list[str]:
-    """The relative file/folder paths a resolved features section names (resolved against the current folder)."""
+def feature_input_paths(section: Any) -> list[str]:
+    """The file/folder paths a resolved features section names ([] for a section this version cannot read)."""
     if not isinstance(section, dict) or "name" not in section:
         return []
     try:
-        paths = section_input_paths(section)
+        return [p.path for p in section_input_paths(section)]
     except (ConfigError, KeyError, TypeError):  # a section this version cannot read: nothing to say about it
         return []
-    return [p.path for p in paths if not Path(p.path).expanduser().is_absolute()]
+
+
+def relative_paths(section: Any) -> list[str]:
+    """The relative file/folder paths a resolved features section names (resolved against the current folder)."""
+    return [p for p in feature_input_paths(section) if not Path(p).expanduser().is_absolute()]
+
+
+def check_given_once(values: Iterable[Any], where: str, what: str, key=lambda v: v) -> None:
+    """No value of a list given twice (``key``: what makes two the same, e.g. a resolved path): ConfigError naming
+    it, before any work (the second copy would be refused or counted twice only after the first ran)."""
+    seen: dict = {}
+    for v in values:
+        k = key(v)
+        if k in seen:
+            same = f" (the same as {seen[k]})" if str(seen[k]) != str(v) else ""
+            raise ConfigError(f"{where}: {what} {v} is given twice{same}; each runs once: drop the repeat")
+        seen[k] = v
 
 
 def check_data_path(reader: str, path: str, where: str) -> None:
@@ -52,10 +69,22 @@ def check_data_path(reader: str, path: str, where: str) -> None:
         check_input_file(path, where, fetch_hint(path))
 
 
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_config_name(name: str, source: str) -> None:
+    """A config name is one plain folder name (runs/NAME, results/NAME): letters, digits and ``._-``, no path."""
+    if not NAME_PATTERN.fullmatch(name):
+        raise ConfigError(f"{source}: name {name!r} is not a plain name (it names the folders runs/NAME and "
+                          "results/NAME); use letters, digits and . _ - only, e.g. my_ner; choose where outputs go "
+                          "with --out / --runs-dir / --results-dir")
+
+
 def check_run_inputs(cfg: RunConfig, source: str, splits: Iterable[str] = ("train", "dev", "test"),
                      features: dict[str, Any] | None = None) -> None:
-    """The data files of ``splits`` and every path of the features sections (name -> section; default:
-    ``{"features": cfg.features}``)."""
+    """The config's name (a folder name), the data files of ``splits`` and every path of the features sections
+    (name -> section; default: ``{"features": cfg.features}``)."""
+    check_config_name(cfg.name, source)
     for split in splits:
         path = getattr(cfg.data, split)
         if path is not None:

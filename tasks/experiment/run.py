@@ -1,7 +1,8 @@
 """One run end to end: read data, precompute features, train, evaluate, save; reload a run and predict.
 
 A run folder holds ``config.yaml`` (the resolved config), ``vocab.json`` (label set etc. from the data),
-``model.pt`` (the state_dict of the trainable mix + head only, loadable with ``weights_only=True``),
+``model.pt`` (the state_dict of the trainable mix + head only, loadable with ``weights_only=True``, and the sha256
+of vocab.json's content, checked on reload),
 ``metrics.json`` and ``predictions.json`` (dev/test predictions, used to check reloads).
 """
 from __future__ import annotations
@@ -83,6 +84,22 @@ def check_examples(examples: list, path: str | Path, split: str, head_cls: type[
     return kept, stats
 
 
+SHARED_FILE_NOTES = {  # (split, later split naming the same file) -> what it means for the scores
+    ("train", "test"): "test scores measure fit to the training data, not generalisation",
+    ("dev", "test"): "early stopping and the best epoch are chosen on the test set, so test scores are optimistic",
+}
+
+
+def warn_shared_files(cfg: RunConfig) -> None:
+    """One warning line when data.test is data.train's file, or data.dev is data.test's."""
+    pairs = cfg.data.same_files()
+    for (a, b), meaning in SHARED_FILE_NOTES.items():
+        if (a, b) in pairs:
+            print(f"warning: data.{a} and data.{b} are the same file ({getattr(cfg.data, b)}): {meaning}",
+                  file=sys.stderr, flush=True)
+            return
+
+
 def build_model(cfg: RunConfig, vocab: dict, context: FeatureContext) -> TaskModel:
     """Feature source + head from a resolved config and the head's vocab (seeded: deterministic init), on
     ``context.device``."""
@@ -108,10 +125,27 @@ def save_json(obj: Any, path: Path) -> None:
     write_text_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
 
 
+def vocab_digest(vocab: dict) -> str:
+    """sha256 of the head's vocab as vocab.json stores it (label order included), recorded in model.pt."""
+    return hashlib.sha256(json.dumps(vocab, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
 def save_state(model: TaskModel, path: Path) -> None:
     buf = io.BytesIO()
-    torch.save({"format": CHECKPOINT_FORMAT, "state_dict": model.state_dict()}, buf)
+    vocab = json.loads(json.dumps(model.head.vocab))  # as vocab.json holds it (tuples as lists, keys as strings)
+    torch.save({"format": CHECKPOINT_FORMAT, "state_dict": model.state_dict(), "vocab_sha256": vocab_digest(vocab)},
+               buf)
     write_bytes_atomic(path, buf.getvalue())
+
+
+def check_vocab_digest(run_dir: Path, vocab: dict, ckpt: dict) -> None:
+    """vocab.json is the vocab model.pt was trained with (its recorded digest; runs saved before it: unchecked)."""
+    recorded = ckpt.get("vocab_sha256")
+    if recorded is not None and recorded != vocab_digest(vocab):
+        raise CheckpointError(f"{run_dir / 'vocab.json'}: not the label vocabulary model.pt was trained with "
+                              f"(sha256 {vocab_digest(vocab)[:12]}, model.pt records {str(recorded)[:12]}: labels "
+                              "edited, reordered or copied from another run); restore the run's vocab.json, or "
+                              "rerun the run")
 
 
 # ---------------------------------------------------------------- run
@@ -152,13 +186,9 @@ def clear_unfinished_run(out_dir: Path) -> None:
             p.unlink()
 
 
-def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | None, progress: bool | None,
-                    command: str, examples: dict[str, list] | None, dist: DataParallel | None) -> dict:
-    main = dist is None or dist.is_main
-    t_start = time.perf_counter()
-    commit = git_commit()  # the code that runs: taken now, not when the run ends (HEAD may move meanwhile)
-    seconds: dict[str, float] = {}
-    context = context or FeatureContext()
+def read_run_data(cfg: RunConfig, examples: dict[str, list] | None, context: FeatureContext,
+                  main: bool) -> tuple[dict, dict, dict]:
+    """The run's checked examples per split, their stats and the head's vocab: every data check before any work."""
     head_cls = HEADS.get(cfg.head["name"])
     data, stats = {}, {}
     for split in ("train", "dev", "test"):
@@ -175,6 +205,22 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
         raise DataFormatError(f"every training example has the label {labels[0]!r}: a head trained on one label "
                               "measures nothing; check the data and the reader's options (the label column)",
                               cfg.data.train or "the training examples")
+    for split in ("dev", "test"):
+        if split in data:  # e.g. an NER set without entities: span F1 is undefined on it
+            head_cls.check_scored_examples(vocab, data[split], f"{stats[split]['path']} (data.{split})")
+    if examples is None and main:  # after the errors: a run that cannot start says only why
+        warn_shared_files(cfg)
+    return data, stats, vocab
+
+
+def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | None, progress: bool | None,
+                    command: str, examples: dict[str, list] | None, dist: DataParallel | None) -> dict:
+    main = dist is None or dist.is_main
+    t_start = time.perf_counter()
+    commit = git_commit()  # the code that runs: taken now, not when the run ends (HEAD may move meanwhile)
+    seconds: dict[str, float] = {}
+    context = context or FeatureContext()
+    data, stats, vocab = read_run_data(cfg, examples, context, main)
     seconds["data"] = round(time.perf_counter() - t_start, 2)
 
     t_feat = time.perf_counter()  # loading the biLM / vectors and computing (or reading) frozen features
@@ -235,13 +281,14 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
     cfg = resolve(load_raw(run_dir / "config.yaml"), source=str(run_dir / "config.yaml"))
     vocab = json.loads((run_dir / "vocab.json").read_text(encoding="utf-8"))
     context = context or FeatureContext()
+    ckpt = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
+    if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
+        found = ckpt.get("format") if isinstance(ckpt, dict) else type(ckpt).__name__
+        raise CheckpointError(f"{run_dir / 'model.pt'}: unknown checkpoint format {found!r}; rerun the run")
+    check_vocab_digest(run_dir, vocab, ckpt)
     changed = frozen_change(run_dir, cfg, context)
     try:
         model = build_model(cfg, vocab, context)
-        ckpt = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)
-        if ckpt.get("format") != CHECKPOINT_FORMAT:
-            raise CheckpointError(f"{run_dir / 'model.pt'}: unknown checkpoint format {ckpt.get('format')!r}; "
-                                  "rerun the run")
         model.load_state_dict(ckpt["state_dict"])
     except (RuntimeError, KeyError, TypeError, ValueError) as e:
         if not changed or isinstance(e, CheckpointError):

@@ -29,7 +29,7 @@ from elmo_features.util.devices import module_device
 from elmo_features.model.scalar_mix import _batch_norm, _token_norm
 from elmo_features.util.schema import Int, Num, key
 
-from tasks.components import ConfigError, component_config
+from tasks.components import MAX_UNITS, ConfigError, component_config
 from tasks.registry import FUSIONS, class_contract
 
 
@@ -51,9 +51,13 @@ def count_parameters(module: nn.Module) -> int:
 FUSIONS.set_contract(class_contract(nn.Module))
 
 
-def build_fusion(section: dict, num_layers: int, dim: int) -> nn.Module:
-    """A fusion from a resolved ``{name: ..., **hparams}`` section, for ``num_layers`` layers of size ``dim``."""
-    return FUSIONS.get(section["name"])(component_config(FUSIONS, section), num_layers, dim)
+def build_fusion(section: dict, num_layers: int, dim: int, where: str = "mix") -> nn.Module:
+    """A fusion from a resolved ``{name: ..., **hparams}`` section, for ``num_layers`` layers of size ``dim``; a
+    fusion class's optional ``check_layers(config, num_layers, where)`` refuses settings that do not fit them."""
+    cls, config = FUSIONS.get(section["name"]), component_config(FUSIONS, section)
+    if hasattr(cls, "check_layers"):
+        cls.check_layers(config, num_layers, where)
+    return cls(config, num_layers, dim)
 
 
 class Fusion(nn.Module):
@@ -225,7 +229,7 @@ class GatedFusion(Fusion):
 @dataclass
 class ConcatProjectConfig:
     layer_norm: Literal["batch", "token"] | None = None
-    output_dim: int | None = key(Int(min=1, nullable=True), None, doc="D' (default: the layer size D)")
+    output_dim: int | None = key(Int(min=1, max=MAX_UNITS, nullable=True), None, doc="D' (default: the layer size D)")
     l2_coef: float = key(Num(min=0), 0.0,
                          doc="l2_coef * (|W - W_avg|^2 + |c|^2) (only with D' = D: W_avg is the average's map)")
 

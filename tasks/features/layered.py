@@ -68,7 +68,7 @@ class FrozenLayerFeatures(FeatureSource):
                               f"0..{self.num_layers - 1}")
         self.mix = None
         if self.config.layer is None:
-            self.mix = build_fusion(self.config.mix, self.num_layers, self.dim)
+            self.mix = build_fusion(self.config.mix, self.num_layers, self.dim, "features.mix")
             self.output_dim = self.mix.output_dim
 
     def embed(self, sentences: list[list[str]]) -> list[np.ndarray]:

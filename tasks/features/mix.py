@@ -9,9 +9,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from elmo_features import ScalarMix
-from elmo_features.util.schema import Num, key
+from elmo_features.util.schema import List, Num, key
 
+from tasks.components import ConfigError
 from tasks.registry import FUSIONS
+
+
+INITIAL_MAX = 100.0  # |raw weight|: a gap of 200 already puts all weight on one layer; huge ones overflow (NaN mix)
 
 
 @dataclass
@@ -19,7 +23,9 @@ class ScalarMixConfig:
     layer_norm: Literal["batch", "token"] | None = key(default=None, doc="normalise each layer first (see ScalarMix)")
     l2_coef: float = key(Num(min=0), 0.0,
                          doc="L2 penalty on the raw mix weights (ELMo paper: 0.001 regularises toward an average)")
-    initial: list[float] | None = key(default=None, doc="raw pre-softmax weights; default zeros (equal weights)")
+    initial: list[float] | None = key(List(Num(min=-INITIAL_MAX, max=INITIAL_MAX, as_float=True, from_str=True),
+                                           nullable=True), None,
+                                      doc="raw pre-softmax weights, one per layer; default zeros (equal weights)")
     trainable: bool = True
 
 
@@ -37,6 +43,14 @@ class ScalarMixer(ScalarMix):
     @classmethod
     def parameter_count(cls, config: ScalarMixConfig, num_layers: int, dim: int) -> int:
         return num_layers + 1 if config.trainable else 0
+
+    @classmethod
+    def check_layers(cls, config: ScalarMixConfig, num_layers: int, where: str) -> None:
+        """``initial`` gives one raw weight per layer of the source (ConfigError naming ``where`` before any work)."""
+        initial = getattr(config, "initial", None)
+        if initial is not None and len(initial) != num_layers:
+            raise ConfigError(f"{where}.initial: {len(initial)} values, but this source has {num_layers} layers; give "
+                              f"{num_layers} raw weights (one per layer), or remove initial")
 
     def report(self) -> dict:
         w = [round(float(x), 6) for x in self.normalized_weights().detach()]

@@ -47,6 +47,10 @@ class Head(nn.Module, abc.ABC):
         """Raise ValueError with ``where`` in the message if the example is malformed."""
 
     @classmethod
+    def check_scored_examples(cls, vocab: dict, examples: list, where: str) -> None:
+        """Raise DataFormatError (naming ``where``) when the head's metrics are undefined on a dev/test set."""
+
+    @classmethod
     def build_vocab(cls, config: Any, train_examples: list, data_options: dict) -> dict:
         """Label set (sorted) from the training data; ``data_options`` are the reader options."""
         labels = sorted({lab for ex in train_examples for lab in cls.gold_labels(ex)})

@@ -22,7 +22,7 @@ from torch.nn.utils.rnn import pack_padded_sequence
 
 from elmo_features.util.schema import Int, Num, key
 
-from tasks.components import ConfigError
+from tasks.components import MAX_UNITS, ConfigError
 from tasks.registry import CHAR_ENCODERS, class_contract
 
 PAD, UNK = 0, 1
@@ -75,8 +75,8 @@ class CharIndexer:
 class CharCommonConfig:
     """Options shared by the character encoders."""
 
-    embedding_dim: int = key(Int(min=1), 30)
-    max_length: int = key(Int(min=1), 30,
+    embedding_dim: int = key(Int(min=1, max=MAX_UNITS), 30)
+    max_length: int = key(Int(min=1, max=MAX_UNITS), 30,
                           doc="longer tokens: first max_length - max_length // 2 + last max_length // 2 characters")
     min_count: int = key(Int(min=1), 1, doc="training characters seen fewer times share the unknown-character id")
     dropout: float = key(Num(min=0, lt=1), 0.0, doc="on the character embeddings")
@@ -86,8 +86,8 @@ class CharCommonConfig:
 class CharCNNConfig(CharCommonConfig):
     """Ma & Hovy (2016): char embeddings 30, dropout 0.5, 30 filters of width 3, max-pooling."""
 
-    filters: int = key(Int(min=1), 30)
-    width: int = key(Int(min=1), 3, doc="odd, so every position of the token has a filter centred on it")
+    filters: int = key(Int(min=1, max=MAX_UNITS), 30)
+    width: int = key(Int(min=1, max=MAX_UNITS), 3, doc="odd, so every position of the token has a filter centred on it")
     dropout: float = key(Num(min=0, lt=1), 0.5)
 
     def check(self, where: str) -> None:
@@ -99,8 +99,8 @@ class CharCNNConfig(CharCommonConfig):
 class CharLSTMConfig(CharCommonConfig):
     """Lample et al. (2016): char embeddings 25, a BiLSTM of 25 per direction, final states concatenated."""
 
-    embedding_dim: int = key(Int(min=1), 25)
-    hidden_dim: int = key(Int(min=1), 25)
+    embedding_dim: int = key(Int(min=1, max=MAX_UNITS), 25)
+    hidden_dim: int = key(Int(min=1, max=MAX_UNITS), 25)
 
 
 class CharEncoder(nn.Module):

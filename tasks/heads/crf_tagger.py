@@ -9,8 +9,9 @@ from torch import nn
 
 from elmo_features.util.schema import Int, Num, key
 
+from tasks.components import MAX_LAYERS, MAX_UNITS
 from tasks.data.tag_schemes import (END, START, TagSchemeError, allowed_transitions, check_scheme_name,
-                                detect_scheme, is_transition_allowed, scheme_tag)
+                                detect_scheme, is_transition_allowed, scheme_tag, tags_to_spans)
 from tasks.data.types import DataFormatError, TaggedSentence
 from tasks.metrics import span_f1, token_accuracy
 from tasks.registry import HEADS
@@ -23,9 +24,9 @@ from tasks.heads.token_input import TokenInputOptions, input_and_encoder, token_
 @dataclass
 class CrfTaggerConfig(TokenInputOptions):
     # + the strong-baseline options of TokenInputOptions (docs/strong_baselines.md), all off by default
-    hidden_dim: int = key(Int(min=0), 100,
+    hidden_dim: int = key(Int(min=0, max=MAX_UNITS), 100,
                           doc="BiLSTM hidden size per direction (0 = no LSTM: a linear-chain CRF on the features)")
-    num_layers: int = key(Int(min=1), 1)
+    num_layers: int = key(Int(min=1, max=MAX_LAYERS), 1)
     dropout: float = key(Num(min=0, lt=1), 0.5)
     scheme: Literal["auto", "BIO", "IOB1", "BIOES"] = key(default="auto",
                                                           doc="auto: the reader's scheme, else detected from the tags")
@@ -93,6 +94,13 @@ class CrfTagger(OutputMixOption, TaggingHead):
                                   "data's tag scheme") from None
         check_tag_transitions(train_examples, scheme)
         return {"labels": labels, "scheme": scheme, **token_input_vocab(config, train_examples)}
+
+    @classmethod
+    def check_scored_examples(cls, vocab: dict, examples: list, where: str) -> None:
+        """Strict span F1 needs gold entities: without any, precision and recall are undefined (not 0.0)."""
+        if not any(tags_to_spans(ex.tags, vocab["scheme"], strict=False) for ex in examples):
+            raise DataFormatError(f"{where} has no gold entities (every tag is O): span F1 is undefined on it; give a "
+                                  "file with entities (or check the reader's tag column)")
 
     @classmethod
     def demo_examples(cls) -> list:

@@ -29,7 +29,7 @@ class OutputMix(nn.Module):
             raise ConfigError(f"head.output_mix: feature source {type(features).__name__} has no layers to fuse; "
                               "use an elmo source (or a concat with one elmo member), or drop output_mix")
         num_layers, dim = shape
-        self.fusion = build_fusion(section, num_layers, dim)
+        self.fusion = build_fusion(section, num_layers, dim, "head.output_mix")
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(self.fusion.output_dim, num_outputs, bias=False)
 

@@ -10,6 +10,7 @@ from torch.nn import functional as F
 
 from elmo_features.util.schema import Int, Num, key
 
+from tasks.components import MAX_LAYERS, MAX_UNITS
 from tasks.data.types import DataFormatError, LabeledSentence
 from tasks.metrics import classification_scores
 from tasks.registry import HEADS
@@ -21,8 +22,9 @@ from tasks.heads.token_input import TokenInputOptions, input_and_encoder, token_
 @dataclass
 class SentenceClassifierConfig(TokenInputOptions):
     # + the strong-baseline options of TokenInputOptions (docs/strong_baselines.md), all off by default
-    hidden_dim: int = key(Int(min=0), 64, doc="BiLSTM hidden size per direction (0 = pool the features directly)")
-    num_layers: int = key(Int(min=1), 1)
+    hidden_dim: int = key(Int(min=0, max=MAX_UNITS), 64,
+                          doc="BiLSTM hidden size per direction (0 = pool the features directly)")
+    num_layers: int = key(Int(min=1, max=MAX_LAYERS), 1)
     dropout: float = key(Num(min=0, lt=1), 0.5)
     pooling: Literal["max", "mean"] = "max"
     output_mix: dict | None = key(default=None, meta={"component": "mix"},

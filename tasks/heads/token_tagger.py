@@ -9,6 +9,7 @@ from torch.nn import functional as F
 
 from elmo_features.util.schema import Int, Num, key
 
+from tasks.components import MAX_UNITS
 from tasks.data.types import TaggedSentence
 from tasks.metrics import token_accuracy
 from tasks.registry import HEADS
@@ -17,7 +18,8 @@ from tasks.heads.base import BiLSTMEncoder, TaggingHead
 
 @dataclass
 class TokenTaggerConfig:
-    hidden_dim: int = key(Int(min=0), 0, doc="BiLSTM hidden size per direction; 0 = a linear probe on the features")
+    hidden_dim: int = key(Int(min=0, max=MAX_UNITS), 0,
+                          doc="BiLSTM hidden size per direction; 0 = a linear probe on the features")
     dropout: float = key(Num(min=0, lt=1), 0.0)
 
 

@@ -1,6 +1,8 @@
 """``elmo-tasks wsd``: the ELMo paper's WSD comparison on any data sets in the Raganato framework format."""
 from __future__ import annotations
 
+import argparse
+import os
 import shlex
 import sys
 from datetime import datetime
@@ -79,12 +81,20 @@ def register(subparsers) -> None:
     t.set_defaults(func=cmd_tag)
 
 
+def wordnet_inputs(wordnet) -> list:
+    """The WordNet paths a command reads: the dict folder (for an index.sense file: it and its folder)."""
+    if wordnet is None:
+        return []
+    p = Path(wordnet).expanduser()
+    return [p, p.parent] if p.is_file() else [p]
+
+
 def cmd_senses(args) -> int:
-    from elmo_features.util.paths import check_input_dir, check_output_file
+    from elmo_features.util.paths import check_input_dir, check_not_an_input, check_output_file
     from elmo_features.util.threads import set_threads
 
     from tasks.features.base import FeatureContext
-    from tasks.experiment.preflight import check_feature_paths
+    from tasks.experiment.preflight import check_feature_paths, feature_input_paths
     from tasks.wsd.config import load_wsd_config
     from tasks.wsd.tagging import build_sense_file
 
@@ -96,6 +106,8 @@ def cmd_senses(args) -> int:
     check_input_dir(cfg.train, "train")
     check_feature_paths(cfg.sources[args.source], f"sources.{args.source}")
     check_output_file(args.out, "--out")
+    check_not_an_input(args.out, [*wordnet_inputs(cfg.wordnet), cfg.train,
+                                  *feature_input_paths(cfg.sources[args.source])], "--out")
     set_threads(args.threads)
     cache_dir = None if args.cache_dir.lower() == "none" else Path(args.cache_dir)
     context = FeatureContext(cache_dir=cache_dir, progress=progress_setting(args.progress),
@@ -103,6 +115,7 @@ def cmd_senses(args) -> int:
     command = ["elmo-tasks", "wsd", "senses", "--config", args.config, "--source", args.source, "--out", args.out]
     command += [f"--{k}={v}" for k in ("train", "wordnet") if (v := getattr(args, k))]
     command += [f"--set={o}" for o in args.overrides]
+    args.interrupt_hint = f"{args.out} was not written (it is written at the end); to run again: {shlex.join(command)}"
     meta = build_sense_file(cfg, args.source, cfg.train, args.out, context, context.progress,
                             command=shlex.join(command))
     print(f"wrote {args.out}: {sum(meta['steps'].values()):,} senses ({meta['steps']}), layers "
@@ -119,12 +132,18 @@ def cmd_tag(args) -> int:
     from elmo_features.util.threads import set_threads
 
     from tasks.features.base import FeatureContext
-    from tasks.wsd.tagging import SenseTagger
+    from tasks.wsd.tagging import SenseTagger, prior_weight, read_sense_meta
 
     check_input_file(args.senses, "--senses")
+    meta = read_sense_meta(args.senses)
+    if args.prior:
+        prior_weight(meta, args.senses)
     if args.out:
         check_output_file(args.out, "--out")
+        _check_tag_output(args, meta)
     set_threads(args.threads)
+    args.interrupt_hint = (f"{args.out} was not written (it is written at the end); " if args.out else "") + \
+        "to run again: the same command"
     if args.input == "-":  # stdin: one sentence per line
         sentences = [line.split() for line in sys.stdin.read().splitlines() if line.strip()]
     else:
@@ -138,6 +157,18 @@ def cmd_tag(args) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _check_tag_output(args, meta: dict) -> None:
+    """``wsd tag --out`` is none of the files the command reads: the text, the sense file, WordNet, the model."""
+    from elmo_features.util.paths import check_not_an_input
+
+    from tasks.experiment.preflight import feature_input_paths
+
+    section = meta.get("section") if isinstance(meta.get("section"), dict) else None
+    inputs = [args.input, args.senses, *wordnet_inputs(args.wordnet or meta.get("wordnet")),
+              *feature_input_paths(section)]
+    check_not_an_input(args.out, inputs, "--out")
 
 
 def command_line(args) -> str:
@@ -163,13 +194,23 @@ def command_line(args) -> str:
     return shlex.join(parts + (["--no-plot"] if args.no_plot else []))
 
 
+def interrupted_wsd_hint(args, out: Path, runs_dir: Path) -> str:
+    """What an interrupted ``wsd`` kept and the command that runs it again (its runs do not resume; with a
+    --runs-dir of its own the rerun gets a new, time-stamped heads folder)."""
+    rerun = command_line(argparse.Namespace(**{**vars(args), "runs_dir": None}))
+    return (f"the table in {out} was not written (an earlier table there is kept; the partial key files "
+            f"{out / '.keys.partial'} are removed by the next run); heads trained so far (if any) are in {runs_dir} "
+            f"and are not reused; to run it again: {rerun}")
+
+
 def cmd_wsd(args) -> int:
     from elmo_features.util.paths import check_input_dir, check_input_path
     from elmo_features.util.threads import set_threads
 
     from tasks.data.fetch import fetch_hint, fetch_if_missing
     from tasks.features.base import FeatureContext, section_input_paths
-    from tasks.experiment.preflight import check_feature_paths, check_no_finished_runs, check_output_dirs, claim_results_folder
+    from tasks.experiment.preflight import (check_feature_paths, check_given_once, check_no_finished_runs,
+                                           check_output_dirs, claim_results_folder)
     from tasks.wsd.config import load_wsd_config
     from tasks.wsd.run import run_wsd
 
@@ -177,6 +218,9 @@ def cmd_wsd(args) -> int:
     features = [] if args.features == ["none"] else args.features
     device = parse_device(args.device)
     cfg = load_wsd_config(args.config, overrides, features=features, bilm=args.bilm, train=args.train, test=args.test)
+    check_given_once(cfg.features, "--features" if args.features else "features", "the feature source")
+    check_given_once(cfg.test, "--test" if args.test else "test", "the test folder",
+                     key=lambda d: os.path.realpath(Path(d).expanduser()))
     # every input and output before any work (a missing vectors folder must not surface after training)
     check_input_dir(cfg.train, "--train" if args.train else "train", hint=fetch_hint(cfg.train))
     for d in cfg.test:
@@ -198,6 +242,7 @@ def cmd_wsd(args) -> int:
     context = FeatureContext(cache_dir=cache_dir, progress=progress, device=str(device))
     if not cfg.features:
         print("no feature sources to run: only the baselines are scored", file=sys.stderr)
+    args.interrupt_hint = interrupted_wsd_hint(args, out, runs_dir)
     with claim_results_folder(out, "scores.json", cfg.name, "--out"):  # one writer; a table of this config only
         summary = run_wsd(cfg, cfg.train, cfg.test, out, context, progress, command=command_line(args),
                           runs_dir=runs_dir, plot=not args.no_plot)

@@ -17,7 +17,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from elmo_features.util.errors import StaleCacheError
+from elmo_features.util.errors import StaleCacheError, UsageError
 from elmo_features.util.provenance import atomic_path, git_commit
 
 from tasks.components import resolve_component
@@ -81,6 +81,44 @@ is am are was were be been being do does did have has had will would shall shoul
 not there here""".split())
 
 
+def open_sense_file(path: str | Path) -> h5py.File:
+    """The sense file open for reading; a file that is not HDF5 is one StaleCacheError naming it."""
+    try:
+        return h5py.File(path, "r")
+    except OSError as e:
+        raise StaleCacheError(f"{path}: not a sense file (not HDF5: {' '.join(str(e).split())[:120]}); give a file "
+                              "written by `elmo-tasks wsd senses`, or make it again") from None
+
+
+def _sense_meta(f: h5py.File, path: str | Path) -> dict:
+    try:
+        meta = json.loads(f.attrs["meta"])
+    except (KeyError, TypeError, ValueError):
+        meta = {}
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise StaleCacheError(f"{path}: not a sense file of this version (format {found!r}); make it again with "
+                              "`elmo-tasks wsd senses`")
+    return meta
+
+
+def read_sense_meta(path: str | Path) -> dict:
+    """The ``meta`` of a sense file (checked: HDF5, this version's format)."""
+    with open_sense_file(path) as f:
+        return _sense_meta(f, path)
+
+
+def prior_weight(meta: dict, path: str | Path) -> float:
+    """The first-sense prior weight the file chose; UsageError when it holds none (--prior would change nothing)."""
+    weight = float(meta.get("prior") or 0.0)
+    if weight == 0.0:
+        why = ("weight 0 was best on its held-out SemCor sentences" if "prior" in (meta.get("held_out") or {}) else
+               "none was tuned when it was made")
+        raise UsageError(f"--prior: {path} holds no first-sense prior ({why}), so --prior would change nothing; "
+                         "drop --prior")
+    return weight
+
+
 class SenseTagger:
     """Disambiguates whitespace-tokenized text with a sense file: every content word whose form (by WordNet's morphy)
     has senses gets the one nearest its context vector (``context + w * gloss`` cosine, ``prior``: + the first-sense
@@ -90,16 +128,14 @@ class SenseTagger:
 
     def __init__(self, path: str | Path, wordnet: str | Path | None = None, context: FeatureContext | None = None,
                  prior: bool = False):
-        with h5py.File(path, "r") as f:
-            self.meta = json.loads(f.attrs["meta"])
-            if self.meta.get("format") != FORMAT:
-                raise StaleCacheError(f"{path}: not a sense file of this version (format {self.meta.get('format')!r})")
+        with open_sense_file(path) as f:
+            self.meta = _sense_meta(f, path)
             self.keys = [k.decode() if isinstance(k, bytes) else k for k in f["keys"][()]]
             self.context = _unit(f["context"][()].astype(np.float64))
             self.gloss = _unit(f["gloss"][()].astype(np.float64))
             self.has = f["step"][()] >= 0
             self.counts = f["counts"][()]
-        self.prior = float(self.meta.get("prior", 0.0)) if prior else 0.0
+        self.prior = prior_weight(self.meta, path) if prior else 0.0
         folder = Path(wordnet or self.meta["wordnet"])
         self.graph = load_graph(folder)
         now = wordnet_fingerprint(self.graph.wn)

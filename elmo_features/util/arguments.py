@@ -1,0 +1,75 @@
+"""Checks of Python API arguments, shared by ``batch_to_ids``, ``Embedder``, ``TransformerEmbedder``, ``ScalarMix`` and
+``ElmoHub``: a wrong type is a ``TypeError``, a wrong value a ``UsageError`` (a ``ValueError``), each naming the argument
+and the offending value, e.g. "sentence 0 has a token of type int: 5"."""
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from elmo_features.util.errors import UsageError
+
+FLOAT32_MAX = 3.4028234663852886e38  # a larger weight becomes inf in a float32 tensor
+
+
+def _show(value: Any) -> str:
+    return f"{type(value).__name__}: {str(value)[:40]!r}" if isinstance(value, (str, bytes)) else \
+        f"{type(value).__name__}: {repr(value)[:40]}"
+
+
+def _rows(value: Any, what: str) -> list:
+    """``value`` as a list (NumPy arrays through ``tolist``); a string or a non-iterable is a TypeError."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"{what} is a {type(value).__name__} ({value[:40]!r}); pass tokenized sentences "
+                        "(list[list[str]])")
+    try:
+        return list(value)
+    except TypeError:
+        raise TypeError(f"{what} is {_show(value)}, not a list; pass tokenized sentences (list[list[str]])") from None
+
+
+def check_sentences(sentences: Any, row: str = "sentence {}") -> list[list[str]]:
+    """Tokenized sentences as lists of non-empty strings (one pass over the tokens). ``row`` names sentence k in
+    messages ("sentence {}" or ElmoHub's "tokens[{}]")."""
+    out = []
+    for k, s in enumerate(_rows(sentences, "sentences")):
+        s = _rows(s, row.format(k))
+        for j, tok in enumerate(s):
+            if not isinstance(tok, str) or not tok or tok.isspace():
+                if not isinstance(tok, str):
+                    raise TypeError(f"{row.format(k)} has a token of type {type(tok).__name__}: {tok!r}")
+                raise UsageError(f"{row.format(k)} has an empty or whitespace-only token at position {j}: {tok!r}; "
+                                 "tokens must hold a character other than whitespace")
+        out.append(s)
+    return out
+
+
+def check_int(value: Any, name: str, minimum: int = 1) -> int:
+    """An integer (not a bool, not a float) >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {_show(value)}")
+    if value < minimum:
+        raise UsageError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """True or False (NumPy booleans included); "no" or 0 are TypeErrors."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {_show(value)}")
+    return bool(value)
+
+
+def check_float(value: Any, name: str, minimum: float | None = None) -> float:
+    """A finite real number that fits float32 (>= ``minimum`` if given)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {_show(value)}")
+    if not math.isfinite(value) or abs(value) > FLOAT32_MAX:
+        raise UsageError(f"{name} must be a finite number (within float32's range), got {value}")
+    if minimum is not None and value < minimum:
+        raise UsageError(f"{name} must be >= {minimum}, got {value}")
+    return float(value)
