@@ -108,10 +108,9 @@ HEADS = Registry("head")
 # Feature sources (tasks.features.base.FeatureSource subclasses), filled by tasks/features/.
 FEATURES = Registry("feature source")
 
-# Fusions of stacked layers (L, B, T, D) -> (B, T, D'), named under ``mix:`` by the "elmo" source and by the
-# heads' ``output_mix`` (tasks/features/mix.py and fusion.py, docs/fusion.md). MIXES is the older name.
-FUSIONS = Registry("mix")
-MIXES = FUSIONS
+# Fusions of stacked layers (L, B, T, D) -> (B, T, D'), named under a source's ``mix:`` key and a head's
+# ``output_mix`` key (the keys keep ELMo's word for the scalar mix; tasks/features/mix.py and fusion.py, docs/fusion.md).
+FUSIONS = Registry("fusion")
 
 # Character-level token encoders inside a head, named under ``chars:`` of crf_tagger / sentence_classifier
 # (tasks/heads/chars.py, docs/strong_baselines.md).

@@ -50,7 +50,7 @@ def test_defaults_are_filled_and_resolution_is_idempotent():
     (lambda c: c.pop("head"), "missing required section 'head'"),
     (lambda c: c["features"].pop("path"), "missing required key 'path'"),
     (lambda c: c.update(features={"name": "elmo", "layer": 1, "mix": {"name": "scalar"}}), "either layer"),
-    (lambda c: c.update(features={"name": "elmo", "mix": {"name": "softmax"}}), "unknown mix 'softmax'; valid mix"),
+    (lambda c: c.update(features={"name": "elmo", "mix": {"name": "softmax"}}), "unknown fusion 'softmax'; valid fusion"),
     (lambda c: c.update(features={"name": "elmo", "mix": {"name": "scalar", "l2": 1}}), "valid keys: layer_norm"),
     (lambda c: c.update(features={"name": "concat", "sources": [{"name": "static", "path": "v"}]}), "at least two"),
     (lambda c: c.update(features={"name": "concat", "sources": [{"name": "static", "path": "v"}, {"name": "x"}]}),

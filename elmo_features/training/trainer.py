@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
-from tqdm import tqdm
+from tqdm.auto import tqdm
 
 from elmo_features.util import distributed as D
 from elmo_features.util.errors import (CheckpointError, DivergedError, MissingPathError, OutputExistsError,
