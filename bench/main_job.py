@@ -71,7 +71,7 @@ def main(argv=None) -> None:
     work.mkdir(parents=True, exist_ok=True)
     log = work / "main_job.log"
     clone, venv = work / "clone", work / "venv"
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "ELMO_TASKS_CACHE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "ELMO_TASKS_FEATURE_CACHE", "ELMO_TASKS_DOWNLOAD_CACHE")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     steps: dict[str, float] = {}
 

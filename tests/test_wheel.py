@@ -47,7 +47,7 @@ def venv(tmp_path_factory) -> tuple[Path, dict]:
     py = venv / "bin" / "python"
     run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)], tmp, env)
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    env["ELMO_TASKS_CACHE"] = str(tmp / "cache")
+    env["ELMO_TASKS_DOWNLOAD_CACHE"] = str(tmp / "cache")
     return venv, env
 
 

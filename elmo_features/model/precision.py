@@ -14,7 +14,7 @@ Where it runs: CUDA devices, and CPUs with AVX512-BF16 or AMX (``amx_bf16``), wh
 faster than fp32 ones. Elsewhere ``set_precision(bilm, "bf16")`` raises ``PrecisionError`` (exit 2 in
 the CLI) instead of running slowly: without those instructions bf16 GEMMs are emulated and slower
 than fp32. For tests and error measurements, ``force_emulated=True`` or the environment variable
-``ELMO_FEATURES_BF16_EMULATE=1`` runs the *emulated* path on any CPU: operands rounded to bf16, an
+``ELMO_TASKS_BF16_EMULATE=1`` runs the *emulated* path on any CPU: operands rounded to bf16, an
 fp32 GEMM (a product of two bf16 numbers is exact in fp32, so this is a bf16 GEMM with fp32
 accumulation), the result rounded to bf16. It matches the hardware path up to fp32 summation order.
 
@@ -34,7 +34,7 @@ from elmo_features.util.errors import ElmoTasksError, UsageError
 from elmo_features.model.onednn import PackedLinear, pad_rows, padded_rows
 
 PRECISIONS = ("fp32", "bf16", "reference")  # reference: fp32 in AllenNLP's order of operations (reference_lstm.py)
-EMULATE_ENV = "ELMO_FEATURES_BF16_EMULATE"
+EMULATE_ENV = "ELMO_TASKS_BF16_EMULATE"
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
@@ -73,7 +73,7 @@ def bf16_cpu_support() -> tuple[bool, str]:
 
 
 def emulation_requested() -> bool:
-    """``ELMO_FEATURES_BF16_EMULATE`` is set to something other than "" or "0"."""
+    """``ELMO_TASKS_BF16_EMULATE`` is set to something other than "" or "0"."""
     return os.environ.get(EMULATE_ENV, "") not in ("", "0")
 
 

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Callable
+
+from elmo_features.util.env import feature_cache_default
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -56,10 +57,10 @@ def add_threads_argument(parser: argparse.ArgumentParser, default: str = "") -> 
                                            "torchrun launch") + ")")
 
 
-DEFAULT_CACHE = os.environ.get("ELMO_TASKS_CACHE", ".cache/features")
+DEFAULT_CACHE = feature_cache_default()
 
 
 def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
     """``--cache-dir DIR``: the frozen-feature cache (never downloads: those go to ``--download-dir``)."""
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE,
-                        help=f"frozen-feature cache folder (default: $ELMO_TASKS_CACHE or {DEFAULT_CACHE}); 'none' = off")
+                        help=f"frozen-feature cache folder (default: $ELMO_TASKS_FEATURE_CACHE or .cache/features: {DEFAULT_CACHE}); 'none' = off")

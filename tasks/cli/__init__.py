@@ -27,6 +27,7 @@ import signal
 import sys
 import threading
 
+from elmo_features.util.env import warn_retired
 from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
 
@@ -89,6 +90,7 @@ def error_message(e: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    warn_retired()
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
     try:  # before the parsers: a plugin's components are named in configs and listed by `components`

@@ -37,7 +37,7 @@ class ElmoConfig:
     cache_dtype: Literal["float32", "float16"] = key(default="float32", doc="on-disk precision of cached features")
     precision: Literal["fp32", "bf16", "reference"] = key(
         default="fp32", doc="the biLM's inference arithmetic (docs/precision.md): fp32; bf16 matmuls (a CPU with "
-                            "AVX512-BF16/AMX or CUDA, else one error line; ELMO_FEATURES_BF16_EMULATE=1: emulated, for "
+                            "AVX512-BF16/AMX or CUDA, else one error line; ELMO_TASKS_BF16_EMULATE=1: emulated, for "
                             "tests); reference: AllenNLP's order of operations, slower")
 
     def check(self, where: str) -> None:
