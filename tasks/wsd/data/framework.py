@@ -225,7 +225,7 @@ def fetch_framework(dest: str | Path, from_path: str | Path | None = None, force
     if (final / "SOURCE.md").is_file() and not force:
         print(f"{NAME}: already present in {final} (use --force to fetch again)")
         return final
-    check_replaceable(final, "data get", "fetch into another folder with --dest")
+    check_replaceable(final, "data get", "fetch into another folder with --download-dir")
     try:
         inventory = SenseInventory.from_path(find_index_sense(dest / "wordnet-3.0"))
     except InventoryError:
