@@ -58,7 +58,8 @@ def test_word2vec_binary(tmp_path):
 
 def test_npy_and_words(tmp_path):
     sv = StaticVectors(WORDS, VECS, lowercase=False)
-    sv.save_npy(tmp_path / "vectors.npy", tmp_path / "words.txt")
+    np.save(tmp_path / "vectors.npy", sv.vectors)  # the .npy + words-file form
+    (tmp_path / "words.txt").write_text("".join(w + "\n" for w in sv.words), encoding="utf-8")
     for path in (tmp_path, tmp_path / "vectors.npy"):
         back = load_static_vectors(path)
         assert back.words == WORDS

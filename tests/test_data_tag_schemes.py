@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from tasks.data.tag_schemes import (END, PREFIXES, START, TagSchemeError, bio_to_bioes, check_scheme_name,
-                                    convert_data, convert_tags, detect_scheme, iob1_to_bio, is_transition_allowed,
+from tasks.data.tag_schemes import (END, PREFIXES, START, TagSchemeError, check_scheme_name,
+                                    convert_data, convert_tags, detect_scheme, is_transition_allowed,
                                     scheme_tag, spans_to_tags, tags_to_spans)
 
 BIO = ["B-PER", "I-PER", "O", "B-LOC", "B-LOC", "I-LOC", "O", "B-ORG"]
@@ -26,8 +26,8 @@ def test_encode_round_trip(scheme, tags):
 
 
 def test_named_conversions():
-    assert iob1_to_bio(IOB1) == BIO
-    assert bio_to_bioes(BIO) == BIOES
+    assert convert_tags(IOB1, "IOB1", "BIO") == BIO
+    assert convert_tags(BIO, "BIO", "BIOES") == BIOES
     assert convert_tags(BIOES, "BIOES", "IOB1") == IOB1
     assert convert_tags(["O", "O"], "BIO", "BIOES") == ["O", "O"]
 

@@ -15,8 +15,8 @@ import torch
 from test_tasks_helpers import make_env
 from tasks.cli import main
 from tasks.experiment.config import load_config
-from tasks.wsd.data.toy import ToyInstance as I
-from tasks.wsd.data.toy import write_dataset, write_index_sense
+from wsd_toy import ToyInstance as I
+from wsd_toy import write_dataset, write_index_sense
 from tasks.wsd.config import load_wsd_config
 
 REPO = Path(__file__).resolve().parents[1]

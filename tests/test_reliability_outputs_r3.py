@@ -91,8 +91,8 @@ def test_embed_out_is_never_a_file_of_the_model_folder(tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def senses(tmp_path_factory):
-    from tasks.wsd.data.toy import ToyInstance as I
-    from tasks.wsd.data.toy import write_dataset
+    from wsd_toy import ToyInstance as I
+    from wsd_toy import write_dataset
 
     root = tmp_path_factory.mktemp("senses")
     write_wordnet(root / "wn")

@@ -12,7 +12,7 @@ import torch
 from elmo_features import load_bilm
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
 from tasks.components import resolve_component
-from tasks.data.tag_schemes import iob1_to_bio, tags_to_spans
+from tasks.data.tag_schemes import convert_tags, tags_to_spans
 from tasks.features.base import FeatureContext, build_features
 from tasks.metrics import classification_scores, span_f1, token_accuracy
 from tasks.registry import FEATURES
@@ -125,7 +125,7 @@ def test_span_f1_is_strict_and_scheme_aware():
     assert span_f1(gold, pred, "BIO") == pytest.approx({"precision": 1.0, "recall": 0.5, "f1": 2 / 3})
     bioes_gold = [["B-PER", "E-PER", "O", "S-LOC"]]
     assert span_f1(bioes_gold, [["B-PER", "I-PER", "O", "S-LOC"]], "BIOES")["recall"] == 0.5
-    assert iob1_to_bio(["I-PER", "I-PER", "B-PER", "O", "I-LOC"]) == ["B-PER", "I-PER", "B-PER", "O", "B-LOC"]
+    assert convert_tags(["I-PER", "I-PER", "B-PER", "O", "I-LOC"], "IOB1", "BIO") == ["B-PER", "I-PER", "B-PER", "O", "B-LOC"]
     assert span_f1([["I-PER", "B-PER"]], [["I-PER", "O"]], "IOB1")["f1"] == pytest.approx(2 / 3)
     assert span_f1([["I-PER", "B-PER"]], [["I-PER", "I-PER"]], "IOB1")["f1"] == 0.0  # one span, not two
     assert token_accuracy(gold, pred) == 0.75

@@ -10,8 +10,8 @@ import yaml
 from elmo_features import BiLM, BiLMOptions, save_bilm
 from tasks.cli import main
 from tasks.wsd.data.reader import read_gold_keys
-from tasks.wsd.data.toy import ToyInstance as I
-from tasks.wsd.data.toy import write_dataset, write_index_sense
+from wsd_toy import ToyInstance as I
+from wsd_toy import write_dataset, write_index_sense
 
 FIN, RIVER = "bank%1:14:00::", "bank%1:17:01::"
 FACTORY, FLORA = "plant%1:06:01::", "plant%1:03:00::"

@@ -8,7 +8,7 @@ from tasks.wsd.data.examples import WsdSentence, WsdTarget
 from tasks.wsd.data.reader import WsdFormatError
 from tasks.features.base import FeatureContext, FeatureSource
 from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
-from tasks.wsd.vectors import all_layers, instance_vectors
+from tasks.wsd.vectors import all_layers, instance_layers
 from tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
 
 FIN, RIVER, TILT = "bank%1:14:00::", "bank%1:17:01::", "bank%2:38:00::"
@@ -18,15 +18,25 @@ def T(i, gold=(), cands=(RIVER, FIN), lemma="bank", pos="NOUN", start=0, end=1):
     return WsdTarget(f"t{i}", start, end, lemma, pos, list(cands), list(gold))
 
 
+class Given:
+    """A feature source whose per-word arrays are given."""
+
+    def __init__(self, arrays):
+        self.arrays = arrays
+
+    def word_layers(self, sentences, split):
+        return self.arrays
+
+
 def test_multiword_target_is_the_mean_of_its_tokens():
     ex = [WsdSentence(["a", "river", "bank", "z"], [T(0, start=1, end=3), T(1, start=3, end=4)])]
     layers = [np.arange(2 * 4 * 3, dtype=np.float32).reshape(2, 4, 3)]  # (L=2, n=4, D=3)
-    v = instance_vectors(ex, layers)
+    v = instance_layers(Given(layers), ex, "test")
     assert v.shape == (2, 2, 3)
     np.testing.assert_allclose(v[0], layers[0][:, 1:3].mean(axis=1))
     np.testing.assert_allclose(v[1], layers[0][:, 3])
     with pytest.raises(ValueError, match="4 tokens but features for 3"):
-        instance_vectors(ex, [np.zeros((2, 3, 3), np.float32)])
+        instance_layers(Given([np.zeros((2, 3, 3), np.float32)]), ex, "test")
 
 
 def test_sense_sums_count_each_gold_key_and_mix_linearly():
@@ -112,7 +122,7 @@ def test_instance_layers_in_chunks_equal_one_pass_and_hold_one_chunk():
     """Chunked extraction (a source's per-word arrays asked for a few sentences at a time) gives the same (N, L, D)
     vectors as one pass, in example order, and never asks for more than ``chunk`` sentences at once."""
     from tasks.wsd.data.examples import WsdSentence, WsdTarget
-    from tasks.wsd.vectors import all_layers, instance_layers, instance_vectors
+    from tasks.wsd.vectors import instance_layers
 
     rng = np.random.default_rng(0)
     table = {}
@@ -128,7 +138,7 @@ def test_instance_layers_in_chunks_equal_one_pass_and_hold_one_chunk():
     examples = [WsdSentence([f"w{i}", f"v{i}", "x"],
                             [WsdTarget(f"s{i}.t{j}", j, j + 1 + (j == 1), "w", "NOUN", [], []) for j in range(i % 3)],
                             f"s{i}") for i in range(7)]
-    one = instance_vectors(examples, all_layers(Source(), [ex.tokens for ex in examples], "train"))
+    one = instance_layers(Source(), examples, "train")  # one pass
     Source.asked = []
     chunked = instance_layers(Source(), examples, "train", chunk=3)
     assert Source.asked == [3, 3, 1] and chunked.shape == one.shape == (6, 2, 3)

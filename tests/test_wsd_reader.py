@@ -6,7 +6,7 @@ import pytest
 from tasks.wsd.data.examples import to_examples
 from tasks.wsd.data.inventory import InventoryError, SenseInventory
 from tasks.wsd.data.reader import WsdFormatError, find_dataset_files, load_dataset, read_data_xml, read_gold_keys
-from tasks.wsd.data.toy import ToyInstance, write_dataset, write_index_sense
+from wsd_toy import ToyInstance, write_dataset, write_index_sense
 
 XML = """<?xml version="1.0" encoding="UTF-8"?>
 <corpus lang="en" source="toy">

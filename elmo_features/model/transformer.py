@@ -206,9 +206,6 @@ class TransformerBiEncoder(nn.Module):
         parts = [stack(x[i : i + rows], lengths[i : i + rows], dropout) for i in range(0, N, rows)]
         return [torch.cat(layer) for layer in zip(*parts)]
 
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
-
     def flops_per_token(self, context: float = 25.0) -> int:
         """Model FLOPs (2 x multiply-adds) per token, both directions, with ``context`` attended keys on average."""
         P, F_, L = self.opts.dim, self.opts.ff_dim, self.opts.n_layers

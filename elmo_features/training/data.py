@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 
-import gzip
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -17,23 +16,12 @@ import numpy as np
 import torch
 
 from elmo_features.model.char_ids import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
-from elmo_features.util.errors import CheckpointError, MissingPathError, TextInputError
+from elmo_features.util.errors import CheckpointError, TextInputError
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.text_input import iter_lines, iter_sentences
 
 UNK_TOKEN = "<UNK>"
 SPECIALS = [BOS_TOKEN, EOS_TOKEN, UNK_TOKEN]
-
-
-def open_text(path: str | Path):
-    """Open a plain or gzipped UTF-8 text file for reading (prefer ``read_sentences``: it applies the text
-    policy of ``elmo_features.util.text_input``)."""
-    path = Path(path)
-    if not path.exists():
-        raise MissingPathError(f"training file not found: {path}")
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8-sig")
-    return open(path, encoding="utf-8-sig")
 
 
 def read_sentences(paths: Iterable[str | Path]) -> Iterator[list[str]]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from elmo_features.formats.download import file_sha256
-from elmo_features.util.errors import MissingPathError, StaleCacheError
+from elmo_features.util.errors import MissingPathError, PathError, StaleCacheError
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.training.config import TrainConfig
 
@@ -150,3 +150,15 @@ def _adopt_legacy(cfg: TrainConfig, out: Path) -> None:
         key["vocab_size"] = saved["vocab_size"]
     write_prep_key(out, key)
     print(f"{out}: recorded the key of the cached corpus in {KEY_FILE} (written by an older version)", file=sys.stderr)
+
+
+RUN_MARKERS = ("prep.json", "prep.npz", "checkpoint.pt")  # a train-bilm out_dir holds one of these (older: prep.npz)
+
+
+def check_out_dir_is_ours(out: Path) -> None:
+    """out_dir is empty or a train-bilm folder: any other folder's files (a task run's config.yaml) would be replaced."""
+    names = {p.name for p in out.iterdir()} - {"train.lock"} if out.is_dir() else set()
+    if names and not names.intersection(RUN_MARKERS):
+        shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+        raise PathError(f"out_dir {out} holds other files ({shown}) and is not a train-bilm folder (no "
+                                f"{' / '.join(RUN_MARKERS)}): choose an empty or new out_dir")

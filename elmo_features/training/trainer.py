@@ -13,8 +13,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from elmo_features.util import distributed as D
-from elmo_features.util.errors import (CheckpointError, DivergedError, MissingPathError, OutputExistsError,
-                                       PathError, StaleCacheError)
+from elmo_features.util.errors import CheckpointError, DivergedError, MissingPathError, OutputExistsError, StaleCacheError
 from elmo_features.util.locking import OutputLock
 from elmo_features.model.options import BiLMOptions
 from elmo_features.model.precision import check_precision
@@ -25,7 +24,8 @@ from elmo_features.training.config import TrainConfig
 from elmo_features.training.ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
 from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, read_sentences, type_char_ids, type_targets
 from elmo_features.training.evaluate import perplexity
-from elmo_features.training.prep_cache import check_prep_key, corpus_digest, prep_key, write_prep_key
+from elmo_features.training.prep_cache import (check_out_dir_is_ours, check_prep_key, corpus_digest, prep_key,
+                                                 write_prep_key)
 from elmo_features.training.export import export_model
 from elmo_features.training.lm import BiLanguageModel
 from elmo_features.training.vectors import read_vector_table, table_digest
@@ -85,18 +85,6 @@ def build_language_model(cfg: TrainConfig, vocab: list[str]) -> tuple[BiLanguage
     model = BiLanguageModel(BiLMOptions.from_dict(cfg.elmo_options(block)), len(vocab), cfg.dropout)
     model.bilm.char_cnn.token_vectors = module
     return model, digest
-
-
-RUN_MARKERS = ("prep.json", "prep.npz", "checkpoint.pt")  # a train-bilm out_dir holds one of these (older: prep.npz)
-
-
-def check_out_dir_is_ours(out: Path) -> None:
-    """out_dir is empty or a train-bilm folder: any other folder's files (a task run's config.yaml) would be replaced."""
-    names = {p.name for p in out.iterdir()} - {"train.lock"} if out.is_dir() else set()
-    if names and not names.intersection(RUN_MARKERS):
-        shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
-        raise PathError(f"out_dir {out} holds other files ({shown}) and is not a train-bilm folder (no "
-                                f"{' / '.join(RUN_MARKERS)}): choose an empty or new out_dir")
 
 
 # config keys a resumed run must share with its checkpoint: the model's shape (the training data is checked
@@ -252,7 +240,7 @@ class Trainer:
             raise CheckpointError(f"{path}: does not fit this model ({first}); choose another out_dir") from None
         self.state = ckpt["state"]
 
-    def _on_signal(self, signum, frame) -> None:
+    def _on_signal(self, signum, _frame) -> None:
         self._stop = True
         self.stop_signal = signum  # (the command exits with 128 + signum after saving)
 

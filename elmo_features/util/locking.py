@@ -98,7 +98,7 @@ class OutputLock:
     def __enter__(self) -> "OutputLock":
         return self.acquire() if self.fd is None else self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *_exc) -> None:
         self.release()
 
     def __del__(self) -> None:

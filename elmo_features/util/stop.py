@@ -23,11 +23,6 @@ def clear() -> None:
     _REQUESTED.clear()
 
 
-def requested() -> int | None:
-    """The last signal that asked to stop, or None."""
-    return _REQUESTED[-1] if _REQUESTED else None
-
-
 def check() -> None:
     """Raise ``KeyboardInterrupt`` when a stop was requested (again, if an earlier one was swallowed)."""
     if _REQUESTED:

@@ -48,7 +48,7 @@ USER_ERROR = 2  # exit code of every user error (argparse uses it too)
 _SIGNAL = [signal.SIGINT]  # the last stop signal received (its number gives the exit code)
 
 
-def _on_stop_signal(signum, frame) -> None:
+def _on_stop_signal(signum, _frame) -> None:
     _SIGNAL[0] = signum
     stop.request(signum)  # kept: a KeyboardInterrupt that Python swallows is raised again by stop.check()
     raise KeyboardInterrupt(signal.Signals(signum).name)

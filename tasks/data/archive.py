@@ -58,5 +58,5 @@ class Archive:
     def __enter__(self) -> "Archive":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *_exc) -> None:
         self.close()

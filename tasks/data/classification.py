@@ -51,30 +51,8 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
         raise FileNotFoundError(f"data file not found: {path}")
     for _ in iter_lines(path):  # the text policy of elmo_features.util.text_input: UTF-8, no NUL (exact line on error)
         pass
-    rows: list[tuple[int, list[str]]] = []  # (line number, fields) of the non-blank rows
-    with open(path, encoding="utf-8-sig", newline="") as f:
-        reader = csv.reader(f, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE,
-                            strict=True)
-        line_start = 1
-        try:
-            for row in reader:
-                lineno, line_start = line_start, reader.line_num + 1
-                if row and any(c.strip() for c in row):
-                    rows.append((lineno, row))
-        except csv.Error as e:
-            raise DataFormatError(f"unparsable row: {e}", path, reader.line_num) from None
-    if not rows:
-        raise DataFormatError("no examples found (empty file?)", path)
-    counts = Counter(len(r) for _, r in rows)
-    # the row shape of most lines, so that the odd row is the one named; in a tie, the fewest fields that still hold
-    # the label and text columns (a tab typed inside a text adds a field)
-    need = max(c for c in (label_column, text_column) if isinstance(c, int)) + 1 if any(
-        isinstance(c, int) for c in (label_column, text_column)) else 1
-    n_fields = min(counts, key=lambda n: (-counts[n], n < need, n))
-    for lineno, row in rows:
-        if len(row) != n_fields:
-            raise DataFormatError(f"expected {n_fields} fields (delimiter {delimiter!r}) as on most lines, found "
-                                  f"{len(row)}: {row!r}", path, lineno)
+    rows = _csv_rows(path, delimiter, quoting)
+    n_fields = _row_width(rows, label_column, text_column, delimiter, path)
     first_line, first = rows[0]
     names = None
     if header is True or (header == "auto" and _looks_like_header(first, label_column, text_column)):
@@ -97,6 +75,41 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
     if not out:
         raise DataFormatError("no examples found (empty file?)", path)
     return out
+
+
+def _csv_rows(path: Path, delimiter: str, quoting: bool) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of the non-blank rows."""
+    rows: list[tuple[int, list[str]]] = []
+    with open(path, encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE,
+                            strict=True)
+        line_start = 1
+        try:
+            for row in reader:
+                lineno, line_start = line_start, reader.line_num + 1
+                if row and any(c.strip() for c in row):
+                    rows.append((lineno, row))
+        except csv.Error as e:
+            raise DataFormatError(f"unparsable row: {e}", path, reader.line_num) from None
+    if not rows:
+        raise DataFormatError("no examples found (empty file?)", path)
+    return rows
+
+
+def _row_width(rows: list[tuple[int, list[str]]], label_column: int | str, text_column: int | str, delimiter: str,
+               path: Path) -> int:
+    """The number of fields of most rows; a row with another number is an error naming its line."""
+    counts = Counter(len(r) for _, r in rows)
+    # the row shape of most lines, so that the odd row is the one named; in a tie, the fewest fields that still hold
+    # the label and text columns (a tab typed inside a text adds a field)
+    need = max(c for c in (label_column, text_column) if isinstance(c, int)) + 1 if any(
+        isinstance(c, int) for c in (label_column, text_column)) else 1
+    n_fields = min(counts, key=lambda n: (-counts[n], n < need, n))
+    for lineno, row in rows:
+        if len(row) != n_fields:
+            raise DataFormatError(f"expected {n_fields} fields (delimiter {delimiter!r}) as on most lines, found "
+                                  f"{len(row)}: {row!r}", path, lineno)
+    return n_fields
 
 
 @READERS.register("tsv")

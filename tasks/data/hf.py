@@ -122,27 +122,7 @@ def read_hf(path: str | Path, split: str = "train", config: str | None = None, k
     if kind == "auto":
         kind = "tagging" if tokens_c and tags_c else "classification"
     if kind == "tagging":
-        if not (tokens_c and tags_c):
-            raise DataFormatError(f"tagging needs a tokens and a tags column; columns: {', '.join(names)} "
-                                  "(set tokens_column= / tags_column=)", path)
-        decode = _decoder(getattr(ds.features[tags_c], "feature", None))
-        others = [c for c in names if c not in (tokens_c, tags_c)]
-        out_t, rows = [], []
-        for i, ex in enumerate(ds):
-            tokens = [str(t) for t in _cells(ex[tokens_c])]
-            if not tokens:
-                continue  # empty sentences are skipped, as in the CoNLL reader
-            tags = [decode(t) for t in _cells(ex[tags_c])]
-            if len(tags) != len(tokens):
-                raise DataFormatError(f"row {i}: {len(tokens)} tokens but {len(tags)} tags", path)
-            cols = {c: [str(v) for v in ex[c]] for c in others
-                    if isinstance(ex[c], list) and len(ex[c]) == len(tokens)}
-            out_t.append(TaggedSentence(tokens=tokens, tags=tags, columns=cols))
-            rows.append(i)
-        if not out_t:
-            raise DataFormatError("no examples found", path)
-        _convert_spans(out_t, rows, input_scheme, scheme, f"{path}: {tags_c} column")
-        return out_t
+        return _tagged_rows(ds, path, names, tokens_c, tags_c, input_scheme, scheme)
     text_c = _pick(names, text_column, TEXT_COLUMNS, "text_column")
     label_c = _pick(names, label_column, LABEL_COLUMNS, "label_column")
     if label_c is None or (text_c is None and tokens_c is None):
@@ -158,6 +138,32 @@ def read_hf(path: str | Path, split: str = "train", config: str | None = None, k
     if not out:
         raise DataFormatError("no examples found", path)
     return out
+
+
+def _tagged_rows(ds, path, names: list[str], tokens_c: str | None, tags_c: str | None, input_scheme: str,
+                 scheme: str) -> list[TaggedSentence]:
+    """The rows of a tagging data set, tags converted between span schemes; empty sentences skipped."""
+    if not (tokens_c and tags_c):
+        raise DataFormatError(f"tagging needs a tokens and a tags column; columns: {', '.join(names)} "
+                              "(set tokens_column= / tags_column=)", path)
+    decode = _decoder(getattr(ds.features[tags_c], "feature", None))
+    others = [c for c in names if c not in (tokens_c, tags_c)]
+    out_t, rows = [], []
+    for i, ex in enumerate(ds):
+        tokens = [str(t) for t in _cells(ex[tokens_c])]
+        if not tokens:
+            continue  # empty sentences are skipped, as in the CoNLL reader
+        tags = [decode(t) for t in _cells(ex[tags_c])]
+        if len(tags) != len(tokens):
+            raise DataFormatError(f"row {i}: {len(tokens)} tokens but {len(tags)} tags", path)
+        cols = {c: [str(v) for v in ex[c]] for c in others
+                if isinstance(ex[c], list) and len(ex[c]) == len(tokens)}
+        out_t.append(TaggedSentence(tokens=tokens, tags=tags, columns=cols))
+        rows.append(i)
+    if not out_t:
+        raise DataFormatError("no examples found", path)
+    _convert_spans(out_t, rows, input_scheme, scheme, f"{path}: {tags_c} column")
+    return out_t
 
 
 def to_hf_dataset(examples: Sequence[LabeledSentence] | Sequence[TaggedSentence]):

@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from elmo_features.util.provenance import atomic_open, write_text_atomic
 
 from tasks.data.types import DataFormatError
 
@@ -101,16 +100,6 @@ class StaticVectors:
         return {"tokens": n_tok, "oov_tokens": n_oov, "oov_rate": n_oov / n_tok if n_tok else 0.0,
                 "types": len(types), "oov_types": n_oov_types,
                 "oov_type_rate": n_oov_types / len(types) if types else 0.0}
-
-    def save_npy(self, vectors_path: str | Path, words_path: str | Path) -> None:
-        """Write the .npy + words-file form (atomically)."""
-        bad = [w for w in self.words if "\n" in w or "\r" in w or not w]
-        if bad:
-            raise ValueError(f"cannot write words containing line breaks or empty words: {bad[:3]!r}")
-        with atomic_open(vectors_path, "wb") as f:
-            np.save(f, self.vectors)
-        write_text_atomic(words_path, "".join(w + "\n" for w in self.words))
-
 
 def _is_number(s: str) -> bool:
     try:

@@ -146,16 +146,6 @@ def convert_tags(tags: Sequence[str], source: str, target: str) -> list[str]:
     return spans_to_tags(tags_to_spans(tags, source), len(tags), target)
 
 
-def iob1_to_bio(tags: Sequence[str]) -> list[str]:
-    """IOB1 -> BIO (IOB2)."""
-    return convert_tags(tags, "IOB1", "BIO")
-
-
-def bio_to_bioes(tags: Sequence[str]) -> list[str]:
-    """BIO (IOB2) -> BIOES."""
-    return convert_tags(tags, "BIO", "BIOES")
-
-
 def detect_scheme(sentences: Iterable[Sequence[str]]) -> str:
     """Guess the scheme of a data set: BIOES if any E-/S- tag, IOB1 if any chunk starts with I-, else BIO.
 

@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -60,8 +60,47 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     t0 = time.perf_counter()
     results_dir = Path(results_dir)
     context = context or FeatureContext()  # one memo for all runs: each sentence is embedded once
+    plan = plan_comparison(cfg, sources, seeds, folds, command)
+    cells = plan.cells
+    reused = {} if resume is None else reused_runs(cfg, cells, cell_dirs(Path(resume), cells), plan.pool,
+                                                   plan.fold_sets, context)
+    check_results_replaceable(results_dir, plan.identity)  # (after the --resume checks: they name the run folder)
+    grid_dir = Path(resume) if resume is not None else new_grid_dir(Path(runs_dir) / cfg.name)
+    dirs = cell_dirs(grid_dir, cells)
+    check_data_unchanged(cfg, grid_dir)  # --resume: the finished runs were trained on these very data files
+    table = SummaryTable(cfg, plan.info, results_dir, t0)
+    for i, record in reused.items():
+        print(f"== {cfg.name}: {_cell_label(cells[i], plan.folds)}: reusing the finished run {dirs[i]}", flush=True)
+        table.done(i, record)
+    todo = [i for i in range(len(cells)) if i not in reused]
+    try:
+        _execute(cfg, plan, todo, dirs, context, progress, command, jobs, threads, table.done)
+    except KeyboardInterrupt:  # (the pool's workers are terminated by now; finished runs are in the summary)
+        raise ComparisonInterrupted(grid_dir, len(table.runs), len(cells),
+                                    results_dir / "summary.md" if table.runs else None) from None
+    if table.summary:  # (under torchrun only rank 0 has it)
+        write_summary(table.summary, results_dir)
+    return table.summary
+
+
+@dataclass
+class ComparisonPlan:
+    """What a comparison runs: its (source, seed, fold) cells, the pooled examples and folds, the summary header."""
+
+    cells: list[tuple]
+    folds: int
+    pool: list
+    fold_sets: list | None
+    info: dict
+    identity: dict
+
+
+def plan_comparison(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None, folds: int | None,
+                    command: str) -> ComparisonPlan:
+    """The cells of the grid (``--sources``/``--seeds``/``--folds`` override the config) and the summary header;
+    with folds, the labelled sentences of every split pooled once."""
     names = sources or list(cfg.compare.sources)
-    seeds_of = {n: list(seeds) if seeds else cfg.compare.seeds_of(n) for n in names}  # --seeds overrides the config
+    seeds_of = {n: list(seeds) if seeds else cfg.compare.seeds_of(n) for n in names}
     identity = comparison_identity(cfg, sources, seeds, folds)
     info = {"name": cfg.name, "command": command, "git_commit": git_commit(), "machine": machine(),
             "seeds": sorted({s for ss in seeds_of.values() for s in ss}), **identity}
@@ -78,43 +117,37 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
         info.update(folds=folds, fold_seed=cfg.compare.fold_seed, pool_size=len(pool))
     cells = [(n, s, f) for n in names for s in seeds_of[n] for f in (range(folds) if folds else [None])]
     fold_sets = fold_indices(len(pool), folds, cfg.compare.fold_seed) if folds else None
-    reused = {} if resume is None else reused_runs(cfg, cells, cell_dirs(Path(resume), cells), pool, fold_sets,
-                                                   context)
-    check_results_replaceable(results_dir, identity)  # (after the --resume checks: they name the run folder)
-    grid_dir = Path(resume) if resume is not None else new_grid_dir(Path(runs_dir) / cfg.name)
-    dirs = cell_dirs(grid_dir, cells)
-    check_data_unchanged(cfg, grid_dir)  # --resume: the finished runs were trained on these very data files
-    runs: dict[int, dict] = {}
-    summary: dict = {}
+    return ComparisonPlan(cells, folds, pool, fold_sets, info, identity)
 
-    def done(i: int, record: dict) -> None:  # the summary, in grid order, rewritten after every finished run
-        nonlocal summary
-        runs[i] = record
-        info.update(wall_seconds=round(time.perf_counter() - t0, 1),
-                    finished=timestamp())
-        summary = summarize(cfg, [runs[j] for j in sorted(runs)], info)
-        write_summary(summary, results_dir, plots=False)  # kept up to date if the comparison is interrupted
 
-    for i, record in reused.items():
-        print(f"== {cfg.name}: {_cell_label(cells[i], folds)}: reusing the finished run {dirs[i]}", flush=True)
-        done(i, record)
-    todo = [i for i in range(len(cells)) if i not in reused]
-    try:
-        if todo and (jobs > 1 or torchrun_ranks() > 1):
-            context = replace(context or FeatureContext(), progress=False)  # no interleaved bars from the workers
-            _run_parallel(cfg, [cells[i] for i in todo], [dirs[i] for i in todo], context, command, folds, pool,
-                          jobs, threads, info, lambda j, record: done(todo[j], record))
-        else:
-            for i in todo:
-                name, seed, k = cells[i]
-                print(f"== {cfg.name}: {_cell_label(cells[i], folds)}", flush=True)
-                done(i, run_one(cfg, name, seed, k, dirs[i], context, progress, command, pool, fold_sets))
-    except KeyboardInterrupt:  # (the pool's workers are terminated by now; finished runs are in the summary)
-        raise ComparisonInterrupted(grid_dir, len(runs), len(cells),
-                                    results_dir / "summary.md" if runs else None) from None
-    if summary:  # (under torchrun only rank 0 has it)
-        write_summary(summary, results_dir)
-    return summary
+class SummaryTable:
+    """The finished runs of a comparison; the summary is rewritten, in grid order, after every finished run (kept
+    up to date if the comparison is interrupted)."""
+
+    def __init__(self, cfg: RunConfig, info: dict, results_dir: Path, t0: float):
+        self.cfg, self.info, self.results_dir, self.t0 = cfg, info, results_dir, t0
+        self.runs: dict[int, dict] = {}
+        self.summary: dict = {}
+
+    def done(self, i: int, record: dict) -> None:
+        self.runs[i] = record
+        self.info.update(wall_seconds=round(time.perf_counter() - self.t0, 1), finished=timestamp())
+        self.summary = summarize(self.cfg, [self.runs[j] for j in sorted(self.runs)], self.info)
+        write_summary(self.summary, self.results_dir, plots=False)
+
+
+def _execute(cfg: RunConfig, plan: ComparisonPlan, todo: list[int], dirs: list[Path], context: FeatureContext,
+             progress: bool | None, command: str, jobs: int, threads: int | None, done) -> None:
+    """Run the cells ``todo``: on a process pool or torchrun ranks, else one after the other."""
+    if todo and (jobs > 1 or torchrun_ranks() > 1):
+        context = replace(context, progress=False)  # no interleaved bars from the workers
+        _run_parallel(cfg, [plan.cells[i] for i in todo], [dirs[i] for i in todo], context, command, plan.folds,
+                      plan.pool, jobs, threads, plan.info, lambda j, record: done(todo[j], record))
+        return
+    for i in todo:
+        name, seed, k = plan.cells[i]
+        print(f"== {cfg.name}: {_cell_label(plan.cells[i], plan.folds)}", flush=True)
+        done(i, run_one(cfg, name, seed, k, dirs[i], context, progress, command, plan.pool, plan.fold_sets))
 
 
 def cell_dirs(grid_dir: Path, cells: list[tuple]) -> list[Path]:

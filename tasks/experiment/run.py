@@ -319,20 +319,6 @@ def frozen_change(run_dir: Path, cfg: RunConfig, context: FeatureContext) -> str
             f"{section_frozen_description(cfg.features)} (fingerprint {short(saved)} then, {short(now)} now)")
 
 
-def read_plain_sentences(path: str | Path) -> list[list[str]]:
-    """One whitespace-tokenized sentence per line; a blank line is an error naming file and line."""
-    sentences = []
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f, 1):
-            tokens = line.split()
-            if not tokens:
-                raise ValueError(f"{path}:{i}: empty line (give one non-empty sentence per line)")
-            sentences.append(tokens)
-    if not sentences:
-        raise ValueError(f"{path}: no sentences (empty file)")
-    return sentences
-
-
 def predict_examples(cfg: RunConfig, model: TaskModel, examples: list, progress: bool | None = None) -> list:
     """Predictions for examples (in order) with a loaded model."""
     return predict(model, make_split(model, "predict", examples), cfg.training.eval_batch_size, progress)

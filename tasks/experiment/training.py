@@ -210,7 +210,7 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
     if len(train_split) == 0:
         raise ValueError("no training examples")
     set_seed(cfg.seed)
-    world, main = (1, True) if dist is None else (dist.world_size, dist.is_main)
+    main = dist is None or dist.is_main
     if dist is not None:
         dist.seed_rank(cfg.seed)
         progress = progress if main else False
@@ -224,29 +224,15 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
     result = TrainResult(best_epoch=0, best_dev={})
     t0, c0 = time.perf_counter(), time.process_time()
     for epoch in range(1, cfg.max_epochs + 1):
-        # ---- one pass over the training data
         lr = epoch_lr(cfg, epoch, stopping.lr_scale)
         if lr != cfg.lr:
             for group in opt.param_groups:
                 group["lr"] = lr
-        model.train()
-        te, ce = time.perf_counter(), time.process_time()
-        total, n = 0.0, 0
-        bar = tqdm(make_batches(lengths, cfg.batch_size * world, rng), desc=f"epoch {epoch}", leave=False,
-                   disable=_disable(progress))
-        for idx in bar:
-            stop.check()  # a stop request whose KeyboardInterrupt was swallowed (elmo_features.util.stop)
-            total += train_step(model, train_split, idx, opt, params, cfg, dist) * len(idx)
-            n += len(idx)
-            bar.set_postfix(loss=f"{total / n:.4f}")
-        check_finite_parameters(model, epoch, cfg)
-        record = {"epoch": epoch, "train_loss": total / n, "train_seconds": round(time.perf_counter() - te, 2),
-                  "train_cpu_seconds": round(time.process_time() - ce, 2)}
+        record = _train_epoch(model, train_split, lengths, rng, opt, params, cfg, dist, epoch, progress)
         if lr != cfg.lr:
             record["lr"] = lr
-        # ---- dev evaluation and the stopping rule
         dev: dict = {}
-        if dev_split is not None and len(dev_split):
+        if dev_split is not None and len(dev_split):  # the dev evaluation, then the stopping rule
             td = time.perf_counter()
             dev, _ = evaluate(model, dev_split, cfg.eval_batch_size, progress, dist)
             record["dev"] = dev
@@ -267,6 +253,26 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
     result.seconds = round(time.perf_counter() - t0, 2)
     result.cpu_seconds = round(time.process_time() - c0, 2)
     return result
+
+
+def _train_epoch(model: TaskModel, train_split: Split, lengths: list[int], rng: np.random.Generator,
+                 opt: torch.optim.Optimizer, params: list, cfg: TrainingConfig, dist: DataParallel | None, epoch: int,
+                 progress: bool | None) -> dict:
+    """One pass over the training data (global batches of ``batch_size`` per rank); returns the epoch's record."""
+    world = 1 if dist is None else dist.world_size
+    model.train()
+    te, ce = time.perf_counter(), time.process_time()
+    total, n = 0.0, 0
+    bar = tqdm(make_batches(lengths, cfg.batch_size * world, rng), desc=f"epoch {epoch}", leave=False,
+               disable=_disable(progress))
+    for idx in bar:
+        stop.check()  # a stop request whose KeyboardInterrupt was swallowed (elmo_features.util.stop)
+        total += train_step(model, train_split, idx, opt, params, cfg, dist) * len(idx)
+        n += len(idx)
+        bar.set_postfix(loss=f"{total / n:.4f}")
+    check_finite_parameters(model, epoch, cfg)
+    return {"epoch": epoch, "train_loss": total / n, "train_seconds": round(time.perf_counter() - te, 2),
+            "train_cpu_seconds": round(time.process_time() - ce, 2)}
 
 
 def make_optimizer(params: list, cfg: TrainingConfig) -> torch.optim.Optimizer:

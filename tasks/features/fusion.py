@@ -42,11 +42,6 @@ def normalize_layers(layers: torch.Tensor, mask: torch.Tensor, layer_norm: str |
     return layers
 
 
-def count_parameters(module: nn.Module) -> int:
-    """Number of trainable scalars of a module."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
-
-
 # a fusion is a module built as cls(config, num_layers, dim) with a Config dataclass: (L, B, T, D) -> (B, T, D')
 FUSIONS.set_contract(class_contract(nn.Module))
 

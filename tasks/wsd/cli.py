@@ -41,14 +41,24 @@ def register(subparsers) -> None:
     p.add_argument("--runs-dir", help="where trained heads are saved (default: runs/wsd/heads/<OUT folder name>/<time "
                                       "stamp>, new for every run); a folder holding finished heads is refused")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
+    _run_options(p)
+    p.set_defaults(func=cmd_wsd)
+    sub = p.add_subparsers(dest="wsd_command", metavar="[senses | tag]")
+    sub.required = False  # without an action: the comparison table
+    _register_senses(sub)
+    _register_tag(sub)
+
+
+def _run_options(p) -> None:
+    """The options every WSD action that embeds shares: plugins, the feature cache, threads, progress, device."""
     add_include_argument(p)
     add_cache_dir_argument(p)
     add_threads_argument(p)
     add_progress_argument(p)
     add_device_argument(p)
-    p.set_defaults(func=cmd_wsd)
-    sub = p.add_subparsers(dest="wsd_command", metavar="[senses | tag]")
-    sub.required = False  # without an action: the comparison table
+
+
+def _register_senses(sub) -> None:
     s = sub.add_parser("senses", help="save sense vectors for every WordNet sense (with provenance) to an HDF5 file",
                        description="Sense vectors of every WordNet 3.0 sense from one feature source of a config "
                                    "(SemCor centroids, propagation, glosses; settings chosen on held-out SemCor "
@@ -59,12 +69,11 @@ def register(subparsers) -> None:
     s.add_argument("--wordnet", help="WordNet 3.0 dict folder (default: the config's)")
     s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE")
     s.add_argument("--out", required=True, help="the HDF5 file to write (e.g. senses.h5)")
-    add_include_argument(s)
-    add_cache_dir_argument(s)
-    add_threads_argument(s)
-    add_progress_argument(s)
-    add_device_argument(s)
+    _run_options(s)
     s.set_defaults(func=cmd_senses)
+
+
+def _register_tag(sub) -> None:
     t = sub.add_parser("tag", help="disambiguate plain text (one whitespace-tokenized sentence per line) with a sense "
                                    "file", description="Tag every token that has WordNet senses with the nearest one "
                                                        "(word/NOUN, /VERB, /ADJ or /ADV limits a token to that part "

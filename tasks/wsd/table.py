@@ -54,69 +54,7 @@ def _fmt(v) -> str:
     return "–" if v is None else f"{v:.1f}"
 
 
-def render_table(summary: dict) -> str:
-    """Markdown: provenance, the F1 table (ours and published), details (P/R/back-offs), notes."""
-    tests = [t["name"] for t in summary["tests"]]
-    cols = tests + (["ALL"] if len(tests) > 1 else [])
-    sources = summary["config"].get("sources", {})
-    bilm_rows = set(bilm_sources(sources))
-    used = set()
-    lines = [f"# WSD: the ELMo paper's Table 5 ({summary['name']})", "",
-             f"* Command: `{summary['command']}`",
-             f"* Git commit: `{summary['git_commit']}`; machine: {summary['machine'].get('cpu_cores')} CPU cores "
-             f"(torch threads {summary['machine'].get('torch_threads')}); wall time {summary['seconds'] / 60:.1f} min",
-             f"* Train: `{summary['train']['folder']}` ({summary['train']['instances']:,} instances); test: "
-             + ", ".join(f"`{t['folder']}` ({t['instances']:,})" for t in summary["tests"]),
-             f"* Sense inventory: `{summary['wordnet']}`" + _unknown_note(summary),
-             "", "F1 (%) as computed by the framework's scorer. The last column is **published, not ours**: "
-             "Peters et al. (2018), Table 5, F1 on the union of Senseval-2, Senseval-3, SemEval-2013 and "
-             "SemEval-2015 (the framework's release), with the original ELMo biLM.", "",
-             "| model | " + " | ".join(cols) + " | published F1 (paper, not ours) |",
-             "|---|" + "---|" * len(cols) + "---|"]
-    for row in summary["rows"]:
-        key = _published_key(row, bilm_rows)
-        pub = f"{_PUB[key][1]:.1f} ({_PUB[key][0]})" if key else ""
-        if key:
-            used.add(key)
-        cells = [_fmt(row["scores"].get(c, {}).get("F1")) for c in cols]
-        lines.append(f"| {row['label']} | " + " | ".join(cells) + f" | {pub} |")
-    for key, label, f1 in PUBLISHED:
-        if key not in used:
-            lines.append(f"| *{label} (published only)* | " + " | ".join("–" for _ in cols) + f" | {f1:.1f} |")
-    lines += _pos_table(summary, cols[-1] if cols else "")
-    lines += ["", "Details on ALL (or the only test set): precision, recall, answered / total instances, and how "
-              "many instances backed off to the WordNet first sense.", "",
-              "| model | P | R | F1 | answered / total | back-offs | notes |", "|---|---|---|---|---|---|---|"]
-    for row in summary["rows"]:
-        s = row["scores"].get(cols[-1]) if cols else None
-        if not s:
-            continue
-        notes = []
-        if row.get("weights") and row["group"] == "knn" and row["layer"] in ("average", "mix", "fixed_mix"):
-            notes.append("weights " + ", ".join(f"{w:.2f}" for w in row["weights"]))
-        head = row.get("head")
-        if head:
-            fr = head.get("features", {})
-            if fr.get("mix_weights"):
-                notes.append("learned mix " + ", ".join(f"{w:.2f}" for w in fr["mix_weights"])
-                             + f", gamma {fr.get('gamma', 0):.2f}")
-            notes.append(f"best epoch {head['best_epoch']}/{head['epochs_run']}")
-        if row.get("senses"):
-            sv = row["senses"]
-            notes.append("coverage " + ", ".join(f"{k} {v:,}" for k, v in sv["coverage"].items()))
-            if sv.get("w"):
-                notes.append(f"{sv['pooling']} pooling, w " + ", ".join(f"{k} {v:g}" for k, v in sv["w"].items()))
-            if sv.get("prior"):
-                notes.append(f"first-sense prior {sv['prior']:g} / sense number")
-            notes.append("chosen on held-out training sentences (scores.json: senses.held_out)")
-        if row.get("dev_choice"):
-            dc = row["dev_choice"]
-            notes.append(f"1-NN accuracy on {dc['instances']:,} held-out training instances (every {dc['every']}th "
-                         "sentence) by layer: " + ", ".join(f"{a * 100:.1f}" for a in dc["dev_accuracy"]))
-        answered = f"{s['answered']:g} / {s['total']}"
-        lines.append(f"| {row['label']} | {s['P']:.1f} | {s['R']:.1f} | {s['F1']:.1f} | {answered} | "
-                     f"{row.get('backoff', '') if row.get('backoff') is not None else ''} | {'; '.join(notes)} |")
-    lines += ["", "## Notes", "",
+_NOTES = [
               "* 1-NN (Peters et al. 2018, sec. 5.3): the average vector of each training sense; a test instance "
               "takes the nearest (cosine) of its lemma+pos's senses seen in training, else the WordNet first sense. "
               "Multiword instances average their tokens. Layer 0 is the biLM's token layer, 1 and 2 its LSTM layers; "
@@ -130,9 +68,94 @@ def render_table(summary: dict) -> str:
               "* The published ALL covers other test sets (with SemEval-2013/2015, without SemEval-2007) and the "
               "framework's release of the data; our ALL is the union of the test sets above. Compare trends, "
               "not decimals.",
-              "", "To fill the same table with the official ELMo weights (the paper's model):", "",
-              f"    {original_command(summary['command'])}", ""]
+]
+
+
+def render_table(summary: dict) -> str:
+    """Markdown: provenance, the F1 table (ours and published), the POS table, details (P/R/back-offs), notes."""
+    tests = [t["name"] for t in summary["tests"]]
+    cols = tests + (["ALL"] if len(tests) > 1 else [])
+    lines = _header(summary, cols) + _f1_rows(summary, cols) + _pos_table(summary, cols[-1] if cols else "")
+    lines += _details(summary, cols)
+    lines += ["", "## Notes", "", *_NOTES, "", "To fill the same table with the official ELMo weights (the paper's "
+              "model):", "", f"    {original_command(summary['command'])}", ""]
     return "\n".join(lines)
+
+
+def _header(summary: dict, cols: list[str]) -> list[str]:
+    """Provenance lines and the F1 table's heading."""
+    return [f"# WSD: the ELMo paper's Table 5 ({summary['name']})", "",
+            f"* Command: `{summary['command']}`",
+            f"* Git commit: `{summary['git_commit']}`; machine: {summary['machine'].get('cpu_cores')} CPU cores "
+            f"(torch threads {summary['machine'].get('torch_threads')}); wall time {summary['seconds'] / 60:.1f} min",
+            f"* Train: `{summary['train']['folder']}` ({summary['train']['instances']:,} instances); test: "
+            + ", ".join(f"`{t['folder']}` ({t['instances']:,})" for t in summary["tests"]),
+            f"* Sense inventory: `{summary['wordnet']}`" + _unknown_note(summary),
+            "", "F1 (%) as computed by the framework's scorer. The last column is **published, not ours**: "
+            "Peters et al. (2018), Table 5, F1 on the union of Senseval-2, Senseval-3, SemEval-2013 and "
+            "SemEval-2015 (the framework's release), with the original ELMo biLM.", "",
+            "| model | " + " | ".join(cols) + " | published F1 (paper, not ours) |",
+            "|---|" + "---|" * len(cols) + "---|"]
+
+
+def _f1_rows(summary: dict, cols: list[str]) -> list[str]:
+    """One line per row (with the paper's figure where it has one), then the published-only rows."""
+    bilm_rows = set(bilm_sources(summary["config"].get("sources", {})))
+    lines, used = [], set()
+    for row in summary["rows"]:
+        key = _published_key(row, bilm_rows)
+        pub = f"{_PUB[key][1]:.1f} ({_PUB[key][0]})" if key else ""
+        if key:
+            used.add(key)
+        cells = [_fmt(row["scores"].get(c, {}).get("F1")) for c in cols]
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + f" | {pub} |")
+    for key, label, f1 in PUBLISHED:
+        if key not in used:
+            lines.append(f"| *{label} (published only)* | " + " | ".join("–" for _ in cols) + f" | {f1:.1f} |")
+    return lines
+
+
+def _details(summary: dict, cols: list[str]) -> list[str]:
+    """P, R, answered, back-offs and notes of each row on ALL (or the only test set)."""
+    lines = ["", "Details on ALL (or the only test set): precision, recall, answered / total instances, and how "
+             "many instances backed off to the WordNet first sense.", "",
+             "| model | P | R | F1 | answered / total | back-offs | notes |", "|---|---|---|---|---|---|---|"]
+    for row in summary["rows"]:
+        s = row["scores"].get(cols[-1]) if cols else None
+        if not s:
+            continue
+        answered = f"{s['answered']:g} / {s['total']}"
+        lines.append(f"| {row['label']} | {s['P']:.1f} | {s['R']:.1f} | {s['F1']:.1f} | {answered} | "
+                     f"{row.get('backoff', '') if row.get('backoff') is not None else ''} | "
+                     f"{'; '.join(_row_notes(row))} |")
+    return lines
+
+
+def _row_notes(row: dict) -> list[str]:
+    """What a row's details column says: weights, the head's mix and epochs, sense-vector choices, the dev layer."""
+    notes = []
+    if row.get("weights") and row["group"] == "knn" and row["layer"] in ("average", "mix", "fixed_mix"):
+        notes.append("weights " + ", ".join(f"{w:.2f}" for w in row["weights"]))
+    head = row.get("head")
+    if head:
+        fr = head.get("features", {})
+        if fr.get("mix_weights"):
+            notes.append("learned mix " + ", ".join(f"{w:.2f}" for w in fr["mix_weights"])
+                         + f", gamma {fr.get('gamma', 0):.2f}")
+        notes.append(f"best epoch {head['best_epoch']}/{head['epochs_run']}")
+    if row.get("senses"):
+        sv = row["senses"]
+        notes.append("coverage " + ", ".join(f"{k} {v:,}" for k, v in sv["coverage"].items()))
+        if sv.get("w"):
+            notes.append(f"{sv['pooling']} pooling, w " + ", ".join(f"{k} {v:g}" for k, v in sv["w"].items()))
+        if sv.get("prior"):
+            notes.append(f"first-sense prior {sv['prior']:g} / sense number")
+        notes.append("chosen on held-out training sentences (scores.json: senses.held_out)")
+    if row.get("dev_choice"):
+        dc = row["dev_choice"]
+        notes.append(f"1-NN accuracy on {dc['instances']:,} held-out training instances (every {dc['every']}th "
+                     "sentence) by layer: " + ", ".join(f"{a * 100:.1f}" for a in dc["dev_accuracy"]))
+    return notes
 
 
 POS_NAMES = (("NOUN", "nouns"), ("VERB", "verbs"), ("ADJ", "adjectives"), ("ADV", "adverbs"))

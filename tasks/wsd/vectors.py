@@ -26,15 +26,6 @@ def all_layers(source, sentences: Sequence[Sequence[str]], split: str) -> list[n
     return [a[None] if a.ndim == 2 else a for a in arrays]  # (n, D) -> (1, n, D)
 
 
-def instance_vectors(examples: Sequence[WsdSentence], layers: Sequence[np.ndarray]) -> np.ndarray:
-    """(N, L, D) float32: mean over each target's tokens, targets in example order."""
-    if len(examples) != len(layers):
-        raise ValueError(f"{len(examples)} examples but {len(layers)} feature arrays")
-    out = _empty(examples, layers[0].shape)
-    _fill(out, 0, examples, layers)
-    return out
-
-
 def instance_layers(source, examples: Sequence[WsdSentence], split: str, chunk: int | None = None) -> np.ndarray:
     """(N, L, D) float32 instance vectors of every layer of ``source``, the sentences embedded ``chunk`` at a time
     (None: all at once), so that only one chunk's per-word arrays are in memory (a 13-layer encoder's SemCor

@@ -77,11 +77,6 @@ def all_targets(examples: list[WsdSentence]) -> list[WsdTarget]:
     return [t for ex in examples for t in ex.targets]
 
 
-def gold_map(examples: list[WsdSentence]) -> dict[str, list[str]]:
-    """instance id -> gold keys (instances without gold left out)."""
-    return {t.id: t.gold for t in all_targets(examples) if t.gold}
-
-
 def load_inventory(wordnet: str | os.PathLike) -> SenseInventory:
     """The sense inventory of a WordNet 3.0 folder or index.sense file (callers keep it: no module cache)."""
     return SenseInventory.from_path(wordnet)

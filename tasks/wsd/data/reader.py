@@ -97,70 +97,83 @@ def read_data_xml(path: str | os.PathLike) -> list[Sentence]:
     """Parse a ``NAME.data.xml`` file into sentences (streaming; errors carry file and line)."""
     path = Path(path)
     parser = xml.parsers.expat.ParserCreate(encoding="utf-8")
-    sentences: list[Sentence] = []
-    state: dict = {"sentence": None, "elem": None, "text": [], "attrs": None, "ids": set()}
-
-    def fail(msg: str) -> None:
-        raise WsdFormatError(f"{path}:{parser.CurrentLineNumber}: {msg}")
-
-    def start(tag: str, attrs: dict) -> None:
-        if tag == "sentence":
-            if state["sentence"] is not None:
-                fail("nested <sentence>")
-            sid = attrs.get("id")
-            if not sid:
-                fail("<sentence> without an id attribute")
-            state["sentence"] = Sentence(sid)
-        elif tag in ("wf", "instance"):
-            if state["sentence"] is None:
-                fail(f"<{tag}> outside a <sentence>")
-            if state["elem"] is not None:
-                fail(f"<{tag}> nested inside <{state['elem']}>")
-            if tag == "instance":
-                for a in ("id", "lemma", "pos"):
-                    if not attrs.get(a):
-                        fail(f"<instance> without a {a} attribute")
-                if attrs["pos"] not in POS_TAGS:
-                    fail(f"<instance id={attrs['id']!r}> has pos {attrs['pos']!r}; expected one of {POS_TAGS}")
-                if attrs["id"] in state["ids"]:
-                    fail(f"duplicate instance id {attrs['id']!r}")
-                state["ids"].add(attrs["id"])
-            state["elem"], state["attrs"], state["text"] = tag, attrs, []
-        elif tag not in ("corpus", "text"):
-            fail(f"unexpected element <{tag}>; expected corpus, text, sentence, wf or instance")
-
-    def chars(data: str) -> None:
-        if state["elem"] is not None:
-            state["text"].append(data)
-
-    def end(tag: str) -> None:
-        if tag == "sentence":
-            sentences.append(state["sentence"])
-            state["sentence"] = None
-        elif tag in ("wf", "instance"):
-            sent: Sentence = state["sentence"]
-            words = "".join(state["text"]).split()
-            if not words:
-                fail(f"empty <{tag}> element")
-            begin = len(sent.tokens)
-            sent.tokens.extend(words)
-            if tag == "instance":
-                a = state["attrs"]
-                sent.instances.append(Instance(a["id"], a["lemma"].lower(), a["pos"], begin, len(sent.tokens)))
-            state["elem"] = None
-
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = chars
+    handler = _DataXml(path, parser)
+    parser.StartElementHandler = handler.start
+    parser.EndElementHandler = handler.end
+    parser.CharacterDataHandler = handler.chars
     parser.buffer_text = True
     try:
         with open(path, "rb") as f:
             parser.ParseFile(f)
     except xml.parsers.expat.ExpatError as e:
         raise WsdFormatError(f"{path}:{e.lineno}: malformed XML: {xml.parsers.expat.ErrorString(e.code)}") from None
-    if not sentences:
+    if not handler.sentences:
         raise WsdFormatError(f"{path}: no <sentence> elements found")
-    return sentences
+    return handler.sentences
+
+
+class _DataXml:
+    """The expat handlers of ``read_data_xml``: sentences of <wf> and <instance> tokens, checked as they stream."""
+
+    def __init__(self, path: Path, parser) -> None:
+        self.path, self.parser = path, parser
+        self.sentences: list[Sentence] = []
+        self.sentence: Sentence | None = None
+        self.elem: str | None = None
+        self.attrs: dict | None = None
+        self.text: list[str] = []
+        self.ids: set[str] = set()
+
+    def fail(self, msg: str) -> None:
+        raise WsdFormatError(f"{self.path}:{self.parser.CurrentLineNumber}: {msg}")
+
+    def start(self, tag: str, attrs: dict) -> None:
+        if tag == "sentence":
+            if self.sentence is not None:
+                self.fail("nested <sentence>")
+            if not attrs.get("id"):
+                self.fail("<sentence> without an id attribute")
+            self.sentence = Sentence(attrs["id"])
+        elif tag in ("wf", "instance"):
+            if self.sentence is None:
+                self.fail(f"<{tag}> outside a <sentence>")
+            if self.elem is not None:
+                self.fail(f"<{tag}> nested inside <{self.elem}>")
+            if tag == "instance":
+                self._check_instance(attrs)
+            self.elem, self.attrs, self.text = tag, attrs, []
+        elif tag not in ("corpus", "text"):
+            self.fail(f"unexpected element <{tag}>; expected corpus, text, sentence, wf or instance")
+
+    def _check_instance(self, attrs: dict) -> None:
+        for a in ("id", "lemma", "pos"):
+            if not attrs.get(a):
+                self.fail(f"<instance> without a {a} attribute")
+        if attrs["pos"] not in POS_TAGS:
+            self.fail(f"<instance id={attrs['id']!r}> has pos {attrs['pos']!r}; expected one of {POS_TAGS}")
+        if attrs["id"] in self.ids:
+            self.fail(f"duplicate instance id {attrs['id']!r}")
+        self.ids.add(attrs["id"])
+
+    def chars(self, data: str) -> None:
+        if self.elem is not None:
+            self.text.append(data)
+
+    def end(self, tag: str) -> None:
+        if tag == "sentence":
+            self.sentences.append(self.sentence)
+            self.sentence = None
+        elif tag in ("wf", "instance"):
+            sent = self.sentence
+            words = "".join(self.text).split()
+            if not words:
+                self.fail(f"empty <{tag}> element")
+            begin = len(sent.tokens)
+            sent.tokens.extend(words)
+            if tag == "instance":
+                a = self.attrs
+                sent.instances.append(Instance(a["id"], a["lemma"].lower(), a["pos"], begin, len(sent.tokens)))
+            self.elem = None
 
 
 def read_gold_keys(path: str | os.PathLike, check_keys: bool = True) -> dict[str, list[str]]:

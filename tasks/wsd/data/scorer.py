@@ -12,7 +12,6 @@ from typing import Iterable, Mapping
 
 from elmo_features.util.provenance import write_text_atomic
 
-from tasks.wsd.data.reader import read_gold_keys
 
 
 @dataclass(frozen=True)
@@ -64,11 +63,6 @@ def merge_scores(scores: Iterable[Score]) -> Score:
     """Score of the union of disjoint test sets (the framework's ALL)."""
     scores = list(scores)
     return Score(sum(s.correct for s in scores), sum(s.answered for s in scores), sum(s.total for s in scores))
-
-
-def read_key_file(path: str | os.PathLike) -> dict[str, list[str]]:
-    """Read an answer/gold key file (``instance_id key [key ...]``, the gold format); repeated ids are merged."""
-    return read_gold_keys(path, check_keys=False)
 
 
 def write_key_file(path: str | os.PathLike, answers: Mapping[str, str | Iterable[str]], order: Iterable[str]) -> None:
