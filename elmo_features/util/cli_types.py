@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Callable
 
 from elmo_features.util.env import feature_cache_default
@@ -60,7 +61,13 @@ def add_threads_argument(parser: argparse.ArgumentParser, default: str = "") -> 
 DEFAULT_CACHE = feature_cache_default()
 
 
+def cache_dir_of(args: argparse.Namespace):
+    """The parsed ``--cache-dir``: a Path, or None for 'none' (the cache off)."""
+    return None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir)
+
+
 def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
     """``--cache-dir DIR``: the frozen-feature cache (never downloads: those go to ``--download-dir``)."""
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE,
-                        help=f"frozen-feature cache folder (default: $ELMO_TASKS_FEATURE_CACHE or .cache/features: {DEFAULT_CACHE}); 'none' = off")
+                        help=f"frozen-feature cache folder (default: {DEFAULT_CACHE}, from $ELMO_TASKS_FEATURE_CACHE "
+                             "if set); 'none' = off")

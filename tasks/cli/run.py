@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 
-from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, add_progress_argument,
+from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, cache_dir_of, add_progress_argument,
                                           add_threads_argument, positive_int, progress_setting)
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
@@ -30,7 +30,7 @@ from tasks.experiment.preflight import (check_given_once, check_output_dirs, che
 
 
 def _cache_dir(args) -> str | None:
-    return None if str(args.cache_dir).lower() == "none" else args.cache_dir
+    return cache_dir_of(args)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -86,7 +86,7 @@ def _setup(args) -> tuple[FeatureContext, bool | None]:
     device = parse_device(args.device)
     set_threads(args.threads, default=1)
     progress = progress_setting(args.progress)
-    cache = None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir)
+    cache = cache_dir_of(args)
     return FeatureContext(cache_dir=cache, progress=progress, device=str(device)), progress
 
 

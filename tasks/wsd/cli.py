@@ -8,7 +8,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, add_progress_argument,
+from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, cache_dir_of, add_progress_argument,
                                           add_threads_argument, progress_setting)
 from elmo_features.util.devices import add_device_argument, parse_device
 
@@ -118,7 +118,7 @@ def cmd_senses(args) -> int:
     check_not_an_input(args.out, [*wordnet_inputs(cfg.wordnet), cfg.train,
                                   *feature_input_paths(cfg.sources[args.source])], "--out")
     set_threads(args.threads)
-    cache_dir = None if args.cache_dir.lower() == "none" else Path(args.cache_dir)
+    cache_dir = cache_dir_of(args)
     context = FeatureContext(cache_dir=cache_dir, progress=progress_setting(args.progress),
                              device=str(parse_device(args.device)))
     command = ["elmo-tasks", "wsd", "senses", "--config", args.config, "--source", args.source, "--out", args.out]
@@ -242,7 +242,7 @@ def cmd_wsd(args) -> int:
     out = Path(args.out)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")  # the heads of every run in a folder of their own
     runs_dir = Path(args.runs_dir) if args.runs_dir else Path("runs", "wsd", "heads", out.name, stamp)
-    cache_dir = None if args.cache_dir.lower() == "none" else Path(args.cache_dir)
+    cache_dir = cache_dir_of(args)
     check_output_dirs(out=out, runs_dir=runs_dir, cache_dir=cache_dir)
     if cfg.head is not None:
         check_no_finished_runs(runs_dir, "--runs-dir")
