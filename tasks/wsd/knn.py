@@ -37,10 +37,13 @@ class SenseSums:
         self.counts = counts
 
     @classmethod
-    def from_targets(cls, targets: Sequence[WsdTarget], vectors: np.ndarray, chunk: int = 8192) -> "SenseSums":
-        """Sum vectors (N, L, D) per gold key of the targets (each key of a target once), chunk rows at a time."""
-        if len(targets) != vectors.shape[0]:
-            raise ValueError(f"{len(targets)} targets but {vectors.shape[0]} vectors")
+    def from_targets(cls, targets: Sequence[WsdTarget], vectors: np.ndarray, chunk: int = 8192,
+                     rows_of: np.ndarray | None = None) -> "SenseSums":
+        """Sum vectors (N, L, D) per gold key of the targets (each key of a target once), chunk rows at a time.
+        ``rows_of``: target i's vector is ``vectors[rows_of[i]]`` (a subset without copying the whole array)."""
+        n = vectors.shape[0] if rows_of is None else len(rows_of)
+        if len(targets) != n:
+            raise ValueError(f"{len(targets)} targets but {n} vectors")
         keys = sorted({k for t in targets for k in t.gold})
         if not keys:
             raise ValueError("the training targets have no gold keys")
@@ -55,7 +58,8 @@ class SenseSums:
         sums = np.zeros((len(keys), L, D), dtype=np.float64)  # (K, L, D)
         for start in range(0, len(targets), chunk):
             sel = (rows_a >= start) & (rows_a < start + chunk)
-            block = np.asarray(vectors[start:start + chunk], dtype=np.float64)  # (c, L, D)
+            part = vectors[start:start + chunk] if rows_of is None else vectors[rows_of[start:start + chunk]]
+            block = np.asarray(part, dtype=np.float64)  # (c, L, D)
             c = block.shape[0]
             assign = sparse.csr_matrix((np.ones(int(sel.sum())), (cols_a[sel], rows_a[sel] - start)),
                                        shape=(len(keys), c))  # (K, c) 0/1

@@ -56,7 +56,8 @@ def hold_out(train_ex: list[WsdSentence], train_vecs: np.ndarray, every: int) ->
     is_dev = np.concatenate([np.full(len(ex.targets), i % every == every - 1) for i, ex in enumerate(train_ex)])
     fit = [t for t, d in zip(targets, is_dev) if not d]
     held_rows = np.flatnonzero(is_dev & np.array([bool(t.gold) for t in targets]))
-    return HeldOut(every, SenseSums.from_targets(fit, train_vecs[~is_dev]), [targets[i] for i in held_rows],
+    return HeldOut(every, SenseSums.from_targets(fit, train_vecs, rows_of=np.flatnonzero(~is_dev)),
+                   [targets[i] for i in held_rows],
                    np.ascontiguousarray(train_vecs[held_rows]))
 
 
