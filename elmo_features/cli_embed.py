@@ -23,14 +23,15 @@ from pathlib import Path
 
 from elmo_features.embedding.embed_input import needs_spooling, spool_input
 from elmo_features.embedding.embedder import Embedder
-from elmo_features.embedding.hdf5_output import FORMATS, InputError, embed_file  # noqa: F401 (re-exported)
+from elmo_features.embedding.hdf5_output import (FORMATS, InputError, check_embed_output,  # noqa: F401 (re-exported)
+                                                 embed_file)
 from elmo_features.formats.weights import load_bilm
 from elmo_features.model.precision import PRECISIONS, check_precision
 from elmo_features.util.cli_types import add_progress_argument, add_threads_argument, positive_int, progress_setting
 from elmo_features.util.threads import set_threads
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.errors import UsageError
-from elmo_features.util.paths import check_input_file, check_not_an_input, check_output_file
+from elmo_features.util.paths import check_flags_given, check_input_file, check_not_an_input, check_output_file
 
 def _transformer_embedder(args: argparse.Namespace):
     """A TransformerEmbedder for ``--transformer`` (refuses biLM flags beside it)."""
@@ -70,8 +71,10 @@ def _model_files(args: argparse.Namespace) -> list:
 def run(args: argparse.Namespace) -> int:
     """The ``embed`` sub-command (errors are reported by ``tasks.cli.main``). Input that can be read only once
     (``-`` for stdin, a pipe, a FIFO) is first copied to a temporary file beside OUTPUT (removed when done)."""
-    output = check_output_file(args.output, "embed output")
-    check_not_an_input(output, [args.input, *_model_files(args)], "embed output")
+    check_flags_given(args, "options", "weights", "download_dir")
+    check_flags_given(args, "model", "transformer", what="name or path")
+    check_not_an_input(check_output_file(args.output, "embed output"), [args.input, *_model_files(args)], "embed output")
+    output = check_embed_output(args.output)
     if not needs_spooling(args.input):
         check_input_file(args.input, "embed input")
         return _run(args)

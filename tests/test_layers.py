@@ -20,7 +20,7 @@ LAYERS = [  # highest first; siblings in one layer
     {"wsd.run", "wsd.tagging", "wsd.sense_method", "wsd.table", "wsd.plot", "wsd.config", "wsd.knn", "wsd.senses",
      "wsd.baselines", "wsd.vectors"},
     {"experiment.compare"},
-    {"experiment.run", "experiment.parallel", "experiment.preflight"},
+    {"experiment.run", "experiment.parallel", "experiment.preflight", "experiment.compare_checks"},
     {"experiment.training", "experiment.crossval", "experiment.plots", "experiment.summary"},
     {"experiment.data_parallel"},
     {"experiment.config"},

@@ -130,8 +130,9 @@ def test_run_folders_never_mix_two_runs(tiny_config, tmp_path, capsys):
     cell.mkdir()
     for name in ("config.yaml", "model.pt", "predictions.json"):  # no metrics.json (written last): unfinished
         (cell / name).write_text("old")
+    (cell / ".unfinished").touch()  # the mark a run leaves until its metrics.json is written
     clear_unfinished_run(cell)
-    assert not any(cell.iterdir()) and "removing an earlier unfinished run's" in capsys.readouterr().err
+    assert [p.name for p in cell.iterdir()] == [".unfinished"] and "removing an earlier unfinished run's" in capsys.readouterr().err
     (cell / "metrics.json").write_text("{}")  # a finished run is never deleted as "unfinished"
     with pytest.raises(OutputExistsError, match="holds a finished run"):
         clear_unfinished_run(cell)

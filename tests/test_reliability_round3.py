@@ -213,12 +213,16 @@ def test_a_wsd_rerun_never_mixes_key_files_or_deletes_a_finished_head(tmp_path, 
     assert main([*base, "--runs-dir", str(tmp_path / "heads")]) == 2  # a finished head is never deleted
     _one_line_error(capsys, "holds finished runs (a-wsd_linear, b-wsd_linear)")
     assert head.read_bytes() == before
-    assert main([*base, "--features", "a"]) == 0  # fewer sources, heads in a new time-stamped folder
+    assert main([*base, "--features", "a"]) == 2  # fewer sources would drop rows of the table: refused
+    _one_line_error(capsys, "would drop or change (b)")
+    assert main(base) == 0  # the same settings, heads in a new time-stamped folder
     assert {p.name for p in (tmp_path / "o" / "keys").iterdir()} == {"wn_first_sense", "mfs", "a-knn-layer0",
-                                                                     "a-wsd_linear"}  # no stale key folders
+                                                                     "a-wsd_linear", "b-knn-layer0",
+                                                                     "b-wsd_linear"}  # no stale key folders
     assert head.read_bytes() == before
     rows = json.loads((tmp_path / "o" / "scores.json").read_text())["rows"]
-    assert {r["id"] for r in rows} == {"wn_first_sense", "mfs", "a-knn-layer0", "a-wsd_linear"}
+    assert {r["id"] for r in rows} == {"wn_first_sense", "mfs", "a-knn-layer0", "a-wsd_linear", "b-knn-layer0",
+                                       "b-wsd_linear"}
 
 
 def test_eval_bilm_refuses_a_vocabulary_in_another_order_and_train_bilm_one_word(tmp_path, capsys):

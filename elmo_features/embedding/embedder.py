@@ -70,7 +70,10 @@ class SentenceEmbedder:
         return n > AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
 
     def embed_sentences(self, sentences: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """Float32 arrays (L, n_i, D), one per sentence, in input order."""
+        """Float32 arrays (L, n_i, D), one per sentence, in input order (``sentences``: any iterable of token
+        lists, e.g. a generator)."""
+        if not isinstance(sentences, (str, bytes)) and not hasattr(sentences, "__len__"):
+            sentences = check_sentences(sentences)  # (a generator read once; a non-iterable named)
         out: list[np.ndarray | None] = [None] * len(sentences)
         for idx, arrays in self.embed_batches(sentences):
             for i, a in zip(idx, arrays):

@@ -25,8 +25,8 @@ from elmo_features.embedding.embedder import SentenceEmbedder
 from elmo_features.embedding.feature_cache import embedder_fingerprint
 from elmo_features.util.errors import TextInputError, UsageError
 from elmo_features.util.locking import OutputLock, lock_path_for
-from elmo_features.util.paths import check_output_file
-from elmo_features.util.provenance import commit_file
+from elmo_features.util.paths import check_output_file, check_own_output
+from elmo_features.util.provenance import commit_file, real_output
 
 FORMATS = ("all", "top", "average")
 PARTIAL_SUFFIX = ".partial"
@@ -43,6 +43,24 @@ def _select(a: np.ndarray, output_format: str) -> np.ndarray:
     if output_format == "average":
         return a.mean(axis=0)
     return a
+
+
+def is_embed_output(path: Path) -> bool:
+    """An HDF5 file holding only what ``embed`` writes (datasets "0", "1", ... and "sentence_to_index")."""
+    try:
+        with h5py.File(path, "r") as f:
+            return all(k.isdigit() or k == "sentence_to_index" for k in f.keys())
+    except OSError:
+        return False
+
+
+def check_embed_output(output_path: str | Path) -> Path:
+    """The file ``embed`` writes (a symlink's target) is absent or an ``embed`` output: anything else (a run's
+    model.pt, a weights file) is refused, never replaced (OUTPUT.partial may be anything: a killed writer's half file
+    is started over). Returns the path written."""
+    output_path = real_output(check_output_file(output_path, "embed output"))
+    check_own_output(output_path, "embed output", "an HDF5 file written by embed", is_embed_output)
+    return output_path
 
 
 def write_chunk(f: h5py.File, c0: int, chunk: list[list[str]], embedder: SentenceEmbedder, output_format: str,
@@ -89,7 +107,7 @@ def embed_file(input_path: str | Path, output_path: str | Path, embedder: Senten
         raise UsageError(f"unknown output format {output_format!r}; valid: {FORMATS}")
     if chunk_size < 1:
         raise UsageError(f"chunk_size must be >= 1, got {chunk_size}")
-    output_path = check_output_file(output_path, "embed output")
+    output_path = check_embed_output(output_path)
     source = EmbedInput(input_path)  # checked in one streaming pass; sentences are streamed again below
     output_path.parent.mkdir(parents=True, exist_ok=True)
     with OutputLock(lock_path_for(output_path), f"the embed output {output_path}"):

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from elmo_features.formats.default_model import check_spec_not_empty
 from elmo_features.util.errors import ElmoTasksError
 
 # files of a model folder that do not change its outputs (left out of the content hash)
@@ -136,6 +137,21 @@ def check_encoder_config(config: Any, where: str) -> None:
                                                 and mt not in MODEL_FOR_MASKED_LM_MAPPING_NAMES):
         raise EncoderError(f"{where}: {mt!r} is a decoder-only (causal) model; give an encoder (BERT, RoBERTa, "
                            "MiniLM, ...)")
+    check_architectures(config, where)
+
+
+def check_architectures(config: Any, where: str) -> None:
+    """config.json's ``architectures`` belong to its ``model_type`` (each class's own config type): else the weights
+    of one model would be read as another's (BERT weights as RoBERTa: every feature wrong, no error)."""
+    import transformers
+
+    mt = getattr(config, "model_type", None)
+    for name in getattr(config, "architectures", None) or ():
+        cls = getattr(transformers, str(name), None) if str(name).isidentifier() else None
+        own = getattr(getattr(cls, "config_class", None), "model_type", None)
+        if mt and isinstance(own, str) and own and own != mt:
+            raise EncoderError(f"{where}/config.json: model_type {mt} but architectures {name} (a {own} model); "
+                               "fix config.json or give the folder the model came with")
 
 
 def _weights_kind(folder: Path) -> str:
@@ -150,6 +166,8 @@ def _weights_kind(folder: Path) -> str:
 def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weights: bool = False,
                  cache_dir: str | Path | None = None) -> LoadedEncoder:
     """Load a frozen encoder and its fast tokenizer from a spec (see the module docstring)."""
+    check_spec_not_empty(spec, "encoder", "a folder with config.json, a packaged name or a hub id (owner/name)",
+                         EncoderError)
     folder = resolve_folder(str(spec), cache_dir)
     if not (folder / "config.json").is_file():
         raise EncoderError(f"{folder}: no config.json; is this a Hugging Face model folder?")

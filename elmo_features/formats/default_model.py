@@ -54,6 +54,16 @@ def load_default_bilm(**kw: Any) -> BiLM:
     return load_bilm(options, weights, **kw)
 
 
+BILM_SPEC_FORMS = (f"\"default\", a preset ({', '.join(PRESETS)}), a folder with {OPTIONS_NAME} + {WEIGHTS_NAME}, or "
+                   "{'options': path, 'weights': path}")
+
+
+def check_spec_not_empty(spec: Any, what: str, forms: str, error: type[Exception] = UsageError) -> None:
+    """An empty or blank spec (an unset variable) is refused by name, not read as the current folder."""
+    if isinstance(spec, (str, Path)) and not str(spec).strip():
+        raise error(f"{what} spec {str(spec)!r} is empty (an unset variable?); give {forms}")
+
+
 def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> BiLM:
     """A BiLM from a spec: "default" | another embedded model's name | a preset name | a folder holding options.json + weights.hdf5 |
     {"options": path, "weights": path} | a BiLM (returned as is). kw go to ``load_bilm``."""
@@ -68,10 +78,7 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         return load_bilm(spec["options"], spec["weights"], **kw)
     if isinstance(spec, (str, Path)):
         s = str(spec)
-        if not s.strip():
-            raise UsageError(f"biLM spec {s!r} is empty (an unset variable?); give \"default\", a preset "
-                             f"({', '.join(PRESETS)}), a folder with {OPTIONS_NAME} + {WEIGHTS_NAME}, or "
-                             "{'options': path, 'weights': path}")
+        check_spec_not_empty(s, "biLM", BILM_SPEC_FORMS)
         if s == "default":
             return load_default_bilm(**kw)
         embedded = embedded_models()

@@ -154,6 +154,9 @@ def cmd_eval(args) -> int:
         if getattr(args, flag):
             check_input_file(getattr(args, flag), "FILE" if flag == "file" else f"--{flag}")
     set_threads(args.threads)
+    command = ["elmo-tasks", "eval-bilm", args.file] + [f"--{k.replace('_', '-')}={v}" for k in (
+        "options", "weights", "vocab", "softmax", "max_sentences", "threads") if (v := getattr(args, k))]
+    args.interrupt_hint = f"nothing was written (eval-bilm only prints its result); to run again: {shlex.join(command)}"
     model, vocab = load_language_model(args.options, args.weights, args.vocab, args.softmax)
     sentences = list(read_sentences([args.file]))
     if args.max_sentences:

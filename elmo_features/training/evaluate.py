@@ -2,11 +2,31 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import torch
 
-from elmo_features.training.data import make_batch, type_char_ids, type_targets
+from elmo_features.training.data import make_batch, read_sentences, type_char_ids, type_targets
+from elmo_features.util.paths import same_file
+
+
+def read_heldout(cfg, warn: bool = True) -> list[list[str]]:
+    """The held-out sample of a TrainConfig (its first ``eval_sentences``, cut to ``max_sentence_length``); with
+    ``warn``, one warning line when the held-out file is a training file (the curve then measures fit)."""
+    if warn and any(same_file(cfg.heldout_file, f) for f in cfg.train_files):
+        print(f"warning: heldout_file {cfg.heldout_file} is one of the train_files: the held-out perplexity measures "
+              "fit to the training data, not generalisation; give a separate held-out file", file=sys.stderr)
+    sample = zip(range(cfg.eval_sentences), read_sentences([cfg.heldout_file]))
+    return [s[: cfg.max_sentence_length] for _, s in sample]
+
+
+def exp_or_inf(x: float) -> float:
+    """``math.exp(x)``, inf where it would overflow (the perplexity of a diverged model)."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
 
 
 @torch.no_grad()
@@ -45,10 +65,10 @@ def perplexity(model, sentences: list[list[str]], vocab: list[str], batch_tokens
         n += len(y_f); n_known += int(known.sum())
         start = end
     model.train(was_training)
-    f, b = math.exp(-tot["f"] / n), math.exp(-tot["b"] / n)
     return {
-        "forward": f, "backward": b, "mean": math.exp(-(tot["f"] + tot["b"]) / (2 * n)),
-        "forward_no_unk": math.exp(-tot["f_k"] / max(1, n_known)),
-        "backward_no_unk": math.exp(-tot["b_k"] / max(1, n_known)),
+        "forward": exp_or_inf(-tot["f"] / n), "backward": exp_or_inf(-tot["b"] / n),
+        "mean": exp_or_inf(-(tot["f"] + tot["b"]) / (2 * n)),
+        "forward_no_unk": exp_or_inf(-tot["f_k"] / max(1, n_known)),
+        "backward_no_unk": exp_or_inf(-tot["b_k"] / max(1, n_known)),
         "predictions": n, "unk_rate": 1 - n_known / n,
     }

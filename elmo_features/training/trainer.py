@@ -22,8 +22,8 @@ from elmo_features.util.text_input import iter_lines
 from elmo_features.util.threads import set_threads
 from elmo_features.training.config import TrainConfig
 from elmo_features.training.ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
-from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, read_sentences, type_char_ids, type_targets
-from elmo_features.training.evaluate import perplexity
+from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, type_char_ids, type_targets
+from elmo_features.training.evaluate import exp_or_inf, perplexity, read_heldout
 from elmo_features.training.prep_cache import (check_out_dir_is_ours, check_prep_key, corpus_digest, prep_key,
                                                  write_prep_key)
 from elmo_features.training.export import export_model
@@ -162,10 +162,7 @@ class Trainer:
         self.gen = torch.Generator().manual_seed(cfg.seed)
         self.state = {"step": 0, "tokens": 0, "epoch": 0, "batch_in_epoch": 0, "elapsed": 0.0,
                       "history": [], "next_eval": cfg.eval_every_tokens}
-        self.heldout = None
-        if cfg.heldout_file:
-            self.heldout = [s[: cfg.max_sentence_length] for _, s in zip(range(cfg.eval_sentences),
-                                                                          read_sentences([cfg.heldout_file]))]
+        self.heldout = read_heldout(cfg, warn=self.main) if cfg.heldout_file else None
         if cfg.init_from and not resume:
             counts = np.bincount(self.targets.numpy(), weights=self.corpus.counts, minlength=len(self.vocab))  # (V,)
             counts[:2] = len(self.corpus.sentences)  # <S>, </S>: one target per sentence and direction
@@ -329,7 +326,7 @@ class Trainer:
         bar = tqdm(total=cfg.max_train_tokens, initial=st["tokens"], unit="tok", unit_scale=True,
                    disable=not self.progress, desc="train-bilm", smoothing=0.05)
         ema = None
-        ok = diverged = False
+        ok = self.diverged = False
         try:
             while st["tokens"] < cfg.max_train_tokens and not self._stop:
                 batches = batches_for_epoch(self.lengths, cfg.batch_tokens * self.world, cfg.seed, st["epoch"])
@@ -340,17 +337,14 @@ class Trainer:
                         _, loss, n, save_now, self._stop = reduce_step(0, loss, n, save_now and self.main,
                                                                         self._stop)
                     if not math.isfinite(loss):  # nothing of a diverged model is saved (the last checkpoint stays)
-                        diverged = True
-                        raise DivergedError(f"training diverged at step {st['step'] + 1}: the loss is {loss} (lr "
-                                            f"{cfg.lr:g} may be too large); no checkpoint or export was written after "
-                                            "it: lower lr and --resume from the last checkpoint, or start again")
+                        raise self._diverged(st["step"] + 1, f"the loss is {loss}")
                     st["batch_in_epoch"] += 1
                     st["step"] += 1
                     st["tokens"] += n
                     st["elapsed"] = time.time() - t0
                     ema = loss if ema is None else 0.98 * ema + 0.02 * loss
                     bar.update(n)
-                    bar.set_postfix(loss=f"{ema:.3f}", sampled_ppl=f"{math.exp(ema):.0f}", epoch=st["epoch"],
+                    bar.set_postfix(loss=f"{ema:.3f}", sampled_ppl=f"{exp_or_inf(ema):.0f}", epoch=st["epoch"],
                                     refresh=False)
                     if self.heldout and st["tokens"] >= st["next_eval"]:
                         self._eval_point()
@@ -363,21 +357,27 @@ class Trainer:
                     if st["batch_in_epoch"] >= len(batches):
                         st["epoch"] += 1
                         st["batch_in_epoch"] = 0
+            finished = st["tokens"] >= cfg.max_train_tokens
+            if finished and self.heldout and (not st["history"] or st["history"][-1]["tokens"] != st["tokens"]):
+                self._eval_point()  # (before the final checkpoint: it records this point)
             ok = True
         finally:
             bar.close()
             st["elapsed"] = time.time() - t0
-            if (ok or self.world == 1) and not diverged:  # under torchrun a failed rank cannot join the others' save
+            if (ok or self.world == 1) and not self.diverged:  # (a failed torchrun rank cannot join the others' save)
                 self._save()
             for s, h in old.items():
                 signal.signal(s, h)
-        finished = st["tokens"] >= cfg.max_train_tokens
-        if finished and self.heldout and (not st["history"] or st["history"][-1]["tokens"] != st["tokens"]):
-            self._eval_point()
-            self._save()
-        elif finished and not self.heldout and self.main:  # no held-out evaluations: export the finished model
+        if finished and not self.heldout and self.main:  # no held-out evaluations: export the finished model
             export_model(self.model, self.vocab, self.out / "export")
         return {"finished": finished, **{k: st[k] for k in ("step", "tokens", "epoch", "elapsed")}}
+
+    def _diverged(self, step: int, what: str) -> DivergedError:
+        """The one-line error of a diverged training (``what``: the non-finite value seen); nothing more is saved."""
+        self.diverged = True
+        return DivergedError(f"training diverged at step {step}: {what} (lr {self.cfg.lr:g} may be too large); no "
+                             "checkpoint or export was written after it: lower lr and --resume from the last "
+                             "checkpoint, or start again")
 
     def _eval_point(self) -> None:
         st = self.state
@@ -386,6 +386,8 @@ class Trainer:
             st["next_eval"] = st["tokens"] + self.cfg.eval_every_tokens
             return
         ppl = self.evaluate()
+        if not math.isfinite(ppl["mean"]):  # nothing of it is written: the last checkpoint and export stay
+            raise self._diverged(st["step"], f"the held-out perplexity is {ppl['mean']}")
         st["history"].append({"tokens": st["tokens"], "step": st["step"], "elapsed": st["elapsed"], **ppl})
         st["next_eval"] = st["tokens"] + self.cfg.eval_every_tokens
         write_text_atomic(self.out / "curve.json", json.dumps(st["history"], indent=2) + "\n")

@@ -2,13 +2,14 @@
 
 HDF5's own file locking is often switched off on cluster file systems (``HDF5_USE_FILE_LOCKING=FALSE``),
 and it does not cover a resumable ``.partial`` file or a folder of checkpoints, so outputs take this lock
-instead: ``embed`` locks ``OUTPUT.lock``, ``train-bilm`` locks ``OUT_DIR/train.lock``, the feature cache
+instead: ``embed``, ``predict``, ``wsd tag`` and ``wsd senses`` lock ``OUTPUT.lock``, ``train-bilm`` locks ``OUT_DIR/train.lock``, the feature cache
 locks ``KEY.hdf5.lock`` while it computes an entry. The lock file holds the writer's PID and host, for
 the refusal message; it is removed when the lock is released. A crashed writer's lock is released by the
 kernel, so a stale lock file never blocks anyone.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -24,6 +25,16 @@ def lock_path_for(target: str | os.PathLike) -> Path:
     """``target`` + ".lock" (in the same folder)."""
     target = Path(target)
     return target.with_name(target.name + ".lock")
+
+
+def lock_output_file(path: str | os.PathLike | None, flag: str):
+    """Take the lock of the output file ``path`` now (``OUTPUT.lock`` beside the file, a symlink's target's) as
+    ``embed`` does: a second writer of it gets a LockError. A context manager that releases it; a no-op for None
+    (stdout)."""
+    if path is None:
+        return contextlib.nullcontext()
+    real = Path(os.path.realpath(Path(path).expanduser()))
+    return OutputLock(lock_path_for(real), f"{flag} {path}").acquire()
 
 
 def _holder(fd: int) -> str:

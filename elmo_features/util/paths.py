@@ -111,3 +111,62 @@ def check_not_an_input(output: str | os.PathLike, inputs, what: str = "output",
                          f"the file {f.relative_to(src)} of the input folder {inp}")
                 raise PathError(f"{what}: {output} is {where}; writing it would destroy the input. "
                                 "Choose another output path")
+
+
+RUN_FOLDER_FILES = ("config.yaml", "model.pt", "vocab.json", "metrics.json")  # what `elmo-tasks run` writes
+
+
+def check_flags_given(args, *names: str, what: str = "path") -> None:
+    """Options given as ``""`` (e.g. ``--out ""``): one PathError each, never taken as 'not given'."""
+    for name in names:
+        value = getattr(args, name, None)
+        if any(not str(v).strip() for v in (value if isinstance(value, list) else [value]) if v is not None):
+            raise PathError(f"--{name.replace('_', '-')}: empty {what}; give one or leave the option out")
+
+
+def is_text_file(path: Path) -> bool:
+    """UTF-8 text without NUL bytes (a prediction or JSON lines output), judged by its first 64 KiB."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        if e.start < len(head) - 4:  # (a multi-byte character cut at the 64 KiB boundary is fine)
+            return False
+    return b"\0" not in head
+
+
+def check_own_output(path: str | os.PathLike, what: str, kind: str, is_own) -> None:
+    """An existing output file is replaced only when it is this command's own kind (``is_own(path)``, ``kind``
+    describes it) and not a file of a run folder; else a PathError naming the file and what it is."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        return
+    run_files = [n for n in RUN_FOLDER_FILES if (p.parent / n).is_file()]
+    if len(run_files) >= 2:
+        raise PathError(f"{what}: {p} is a file of the run folder {p.parent} (beside {', '.join(run_files)}); "
+                        "writing it would destroy the run: choose another path")
+    try:
+        own = is_own(p)
+    except OSError:
+        own = False
+    if not own:
+        raise PathError(f"{what}: {p} exists and is not {kind}; it would be replaced: choose another path, or "
+                        "remove it first")
+
+
+def check_text_output(out: str | os.PathLike | None, what: str = "--out") -> None:
+    """A text output (predictions, JSON lines; None: stdout): a writable file that is none of a run folder's files
+    and, when it exists, a text file (an earlier output), never e.g. a model or an HDF5 file."""
+    if out is not None:
+        check_output_file(out, what)
+        check_own_output(out, what, "a text file (an earlier output of this command)", is_text_file)
+
+
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """``a`` and ``b`` name one file (the same inode: symlinks and hard links too), or one path when absent."""
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    try:
+        return pa.samefile(pb)
+    except OSError:
+        return pa.resolve() == pb.resolve()

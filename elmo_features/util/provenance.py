@@ -1,7 +1,7 @@
 """How outputs are written: atomically, and stamped with where they came from.
 
 Atomic: the bytes go to a temporary file in the destination's folder, are flushed and fsync'ed, then
-``os.replace``d onto the destination (and the folder entry fsync'ed), so a reader sees the old file or the
+``os.replace``d onto the destination (and the folder entry fsync'ed; a symlink's target, the link is kept), so a reader sees the old file or the
 complete new one, never a half-written one. On any failure the temporary file is removed and the old file
 is left as it was. Every output of elmo_features, tasks, bench and scripts goes through this module.
 
@@ -49,9 +49,17 @@ def _fsync_file(path: Path) -> None:
         os.fsync(f.fileno())
 
 
+def real_output(path: str | os.PathLike) -> Path:
+    """Where writing ``path`` goes: a symlink (even a dangling one) is followed, so its target is written and the
+    link kept."""
+    path = Path(path).expanduser()
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
 def commit_file(src: str | os.PathLike, dest: str | os.PathLike) -> None:
-    """fsync the finished file ``src`` and rename it onto ``dest`` (same folder), durably."""
-    src, dest = Path(src), Path(dest)
+    """fsync the finished file ``src`` and rename it onto ``dest`` (same folder; a symlink: onto its target),
+    durably."""
+    src, dest = Path(src), real_output(dest)
     _fsync_file(src)
     os.replace(src, dest)
     _fsync_dir(dest.parent)
@@ -62,9 +70,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """A temporary path next to ``path`` to write to (e.g. with h5py or torch.save by name).
 
     When the block ends normally the file is fsync'ed and renamed onto ``path``; when it raises, the
-    temporary file is removed and ``path`` is untouched. The parent folder is created if needed.
+    temporary file is removed and ``path`` is untouched. The parent folder is created if needed. A symlink is
+    followed: its target is replaced (the temporary file is made in the target's folder) and the link kept.
     """
-    path = Path(path)
+    path = real_output(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)

@@ -13,9 +13,10 @@ from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument,
                                           add_threads_argument, positive_int, progress_setting)
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
-from elmo_features.util.locking import OutputLock
+from elmo_features.util.locking import OutputLock, lock_output_file
 from elmo_features.util.errors import CheckpointError, ElmoTasksError, PathError, UsageError
-from elmo_features.util.paths import check_input_dir, check_input_file, check_not_an_input, check_output_file
+from elmo_features.util.paths import (check_flags_given, check_input_dir, check_input_file, check_not_an_input,
+                                      check_text_output)
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.text_input import read_sentences
 from elmo_features.util.threads import set_threads
@@ -116,6 +117,7 @@ def cmd_run(args) -> int:
     from tasks.experiment.run import default_run_dir, run_experiment
     from tasks.experiment.parallel import torchrun_ranks
 
+    check_flags_given(args, "out", "runs_dir")
     dist = None
     if torchrun_ranks() > 1:  # data-parallel: a slice of every batch per rank; rank 0 writes the run folder
         dist = join()
@@ -162,6 +164,7 @@ def cmd_run(args) -> int:
 def cmd_compare(args) -> int:
     from tasks.experiment.compare import ComparisonInterrupted, run_comparison
 
+    check_flags_given(args, "results_dir", "runs_dir", "resume")
     cfg = load_config(args.config, args.overrides)
     if cfg.compare is None:
         raise ConfigError(f"{args.config}: no 'compare' section (name the feature-source variants to compare)")
@@ -242,18 +245,27 @@ def interrupted_compare_hint(args, e) -> str:
             f"{command_line(args)}")
 
 
-def cmd_predict(args) -> int:
-    from tasks.experiment.run import load_run, predict_examples
-    from tasks.data import get_reader
+def predict_command(args) -> str:
+    """The ``predict`` command as typed (for the interrupt message)."""
+    parts = ["elmo-tasks", "predict", args.run_dir, args.input] + (["--out", args.out] if args.out else [])
+    parts += ["--reader"] if args.reader else []
+    for m in getattr(args, "include", []):
+        parts += ["--include", m]
+    if args.cache_dir != DEFAULT_CACHE:
+        parts += ["--cache-dir", str(args.cache_dir)]
+    parts += ["--device", args.device] if args.device != "cpu" else []
+    return shlex.join(parts)
 
+
+def cmd_predict(args) -> int:
+    check_flags_given(args, "out")
     check_run_folder(args.run_dir)
     check_input_file(args.input, "predict input")
-    if args.out:
-        check_output_file(args.out, "--out")
     check_output_dirs(cache_dir=_cache_dir(args))
     saved = load_raw(Path(args.run_dir) / "config.yaml")
     if args.out:  # the run folder, the input and the frozen model / vectors files it names are read, never replaced
         check_not_an_input(args.out, [args.input, args.run_dir, *feature_input_paths(saved.get("features"))], "--out")
+    check_text_output(args.out)
     rel = relative_paths(saved.get("features"))
     if rel:  # the run's config names them relative to the folder it ran in; here they resolve against this one
         where = f"the current folder {Path.cwd()}"
@@ -263,6 +275,17 @@ def cmd_predict(args) -> int:
                             f"{where}, where they do not exist; run predict from the folder the run was made in")
         print(f"note: the run's features name relative paths ({', '.join(rel)}), resolved against {where}",
               file=sys.stderr)
+    args.interrupt_hint = ((f"{args.out} was not written (it is written at the end; an earlier file there is kept); "
+                            if args.out else "") + f"to run again: {predict_command(args)}")
+    with lock_output_file(args.out, "--out"):  # one writer per output file
+        return _predict(args)
+
+
+def _predict(args) -> int:
+    """``predict``'s work, once its inputs and output are checked (holding the output's lock)."""
+    from tasks.experiment.run import load_run, predict_examples
+    from tasks.data import get_reader
+
     context, progress = _setup(args)
     try:
         cfg, model = load_run(args.run_dir, context)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
 from elmo_features.util.errors import UsageError
@@ -34,12 +35,24 @@ def _get(args: argparse.Namespace) -> int:
         if need and need not in names and not (dest / need / "SOURCE.md").is_file():
             raise UsageError(f"data get {name}: needs {need} in {dest} (its keys are checked against it); run "
                              f"`elmo-tasks data get {need} {name}`")
+    args.interrupt_hint = lambda: _interrupted_hint(names, dest, local, args.force)
     for name in names:
         if name == FRAMEWORK:
             fetch_framework(dest, from_path=local, force=args.force)
         else:
             fetch(name, dest=dest, force=args.force, package_file=local)
     return 0
+
+
+def _interrupted_hint(names: list[str], dest: Path, local: str | None, force: bool) -> str:
+    """What an interrupted ``data get`` kept (the data sets finished before it, each with its SOURCE.md; a partial
+    download is never left as a data set) and the command that fetches the rest."""
+    done = [n for n in names if (dest / (FRAMEWORK_FOLDER if n == FRAMEWORK else n) / "SOURCE.md").is_file()]
+    rest = [n for n in names if n not in done] or names
+    command = ["elmo-tasks", "data", "get", *rest, "--download-dir", str(dest)]
+    command += (["--from", local] if local else []) + (["--force"] if force else [])
+    kept = f"finished and kept in {dest}: {', '.join(done)}" if done else f"no data set finished in {dest}"
+    return f"{kept}; to fetch the rest: {shlex.join(command)}"
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 
-from elmo_features.util.errors import CheckpointError, ElmoTasksError, OutputExistsError
+from elmo_features.util.errors import CheckpointError, ElmoTasksError
 from elmo_features.formats.download import file_sha256
 from elmo_features.util.provenance import git_commit, machine, timestamp, write_text_atomic
 from elmo_features.util.threads import cpu_cores, threads_per_job
@@ -30,6 +30,8 @@ from tasks.components import ConfigError
 from tasks.experiment.config import RunConfig, load_raw
 from tasks.experiment.crossval import fold_indices, fold_split, pooled_splits
 from tasks.experiment.run import read_examples, run_experiment
+from tasks.experiment.compare_checks import (check_comparison_args, check_results_replaceable, claim_results,
+                                             comparison_identity)
 from tasks.data.registry import reader_path_kind
 from tasks.features.base import FeatureContext, section_fingerprints
 from tasks.features.fingerprints import report_fingerprints
@@ -56,10 +58,24 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     ``folds`` (default ``cfg.compare.folds``): K-fold cross-validation over all labelled sentences.
     ``jobs`` > 1: the runs go to a local process pool (``tasks.experiment.parallel``) with ``threads`` torch threads per
     job (default: cores // jobs); the summary is the same as a serial run's. ``resume``: the compare-STAMP
-    folder of an interrupted comparison (its finished runs are reused). Ctrl-C: ``ComparisonInterrupted``."""
+    folder of an interrupted comparison (its finished runs are reused). Ctrl-C: ``ComparisonInterrupted``.
+    The arguments and ``results_dir`` are checked first, as ``elmo-tasks compare`` does (``compare_checks``)."""
     t0 = time.perf_counter()
     results_dir = Path(results_dir)
-    context = context or FeatureContext()  # one memo for all runs: each sentence is embedded once
+    check_comparison_args(cfg, sources, seeds, folds)
+    lock = claim_results(results_dir, cfg.name)
+    try:
+        return _run_comparison(cfg, results_dir, runs_dir, context or FeatureContext(), progress, sources, seeds,
+                               command, folds, jobs, threads, resume, t0)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _run_comparison(cfg: RunConfig, results_dir: Path, runs_dir: str | Path, context: FeatureContext,
+                    progress: bool | None, sources: list[str] | None, seeds: list[int] | None, command: str,
+                    folds: int | None, jobs: int, threads: int | None, resume: str | Path | None, t0: float) -> dict:
+    """``run_comparison`` once its checks passed and the results folder is this process's."""
     plan = plan_comparison(cfg, sources, seeds, folds, command)
     cells = plan.cells
     reused = {} if resume is None else reused_runs(cfg, cells, cell_dirs(Path(resume), cells), plan.pool,
@@ -182,40 +198,6 @@ def new_grid_dir(parent: Path) -> Path:
             except FileExistsError:
                 continue
     return parent / shared_value(name)
-
-
-def comparison_identity(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None,
-                        folds: int | None) -> dict:
-    """What a comparison's summary.json records of the settings and the grid it measured (JSON values)."""
-    names = sources or list(cfg.compare.sources)
-    grid = {"sources": {n: cfg.compare.sources[n] for n in names},
-            "seeds": {n: list(seeds) if seeds else cfg.compare.seeds_of(n) for n in names},
-            "folds": cfg.compare.folds if folds is None else folds}
-    base = {k: v for k, v in cfg.to_dict().items() if k in ("head", "data", "training")}
-    return json.loads(json.dumps({**base, "grid": grid}))
-
-
-def check_results_replaceable(results_dir: Path, identity: dict) -> None:
-    """The summary.json in ``results_dir`` (a comparison of this config: ``claim_results_folder``) may be replaced
-    by this comparison's: same settings, and no source or seed of its table left out; else OutputExistsError."""
-    try:
-        saved = json.loads((results_dir / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if not isinstance(saved, dict):
-        return
-    differ = [k for k in ("head", "data", "training") if k in saved and saved[k] != identity[k]]
-    old, new = saved.get("grid") or {}, identity["grid"]
-    if old and old.get("folds") != new["folds"]:
-        differ.append("folds")
-    lost = [f"{n} seed {s}" for n, ss in (old.get("seeds") or {}).items() for s in ss
-            if n not in new["sources"] or old["sources"].get(n) != new["sources"][n] or s not in new["seeds"][n]]
-    if differ or lost:
-        why = (f"other settings ({', '.join(differ)} differ)" if differ else
-               f"runs this command would drop from its table ({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''})")
-        raise OutputExistsError(f"--results-dir {results_dir}: holds a comparison with {why}; rerunning would replace "
-                                "it: choose another --results-dir, or give a grid that includes those runs with the "
-                                "same settings (--resume COMPARE_DIR reuses finished runs)")
 
 
 DATA_RECORD = ".data_sha256.json"  # in a comparison's runs folder: the data files its runs were trained on

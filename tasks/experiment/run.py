@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from elmo_features.util.errors import CheckpointError, OutputExistsError, StaleCacheError
+from elmo_features.util.errors import CheckpointError, OutputExistsError, PathError, StaleCacheError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
@@ -171,19 +171,26 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
 
 
 RUN_FILES = ("config.yaml", "vocab.json", "model.pt", "predictions.json", "metrics.json")
+UNFINISHED = ".unfinished"  # in a run folder from a run's start until its metrics.json is written
 
 
 def clear_unfinished_run(out_dir: Path) -> None:
     """Remove the files an earlier, unfinished run left in ``out_dir`` (a comparison re-running an interrupted
-    cell), saying so: a run folder never mixes two runs' files."""
+    cell), saying so: a run folder never mixes two runs' files. Only a folder that a run marked as its own
+    (``UNFINISHED``) is cleared; any other non-empty folder is refused (PathError), as ``run --out`` does."""
     if (out_dir / "metrics.json").exists():  # never delete a finished run (metrics.json is written last)
         raise OutputExistsError(f"{out_dir}: holds a finished run (metrics.json); give another folder, or delete it")
+    others = [p.name for p in out_dir.iterdir() if p.name not in (UNFINISHED, "run.lock")] if out_dir.is_dir() else []
+    if others and not (out_dir / UNFINISHED).exists():
+        raise PathError(f"{out_dir}: the folder is not empty ({', '.join(sorted(others)[:3])}; a run folder holds "
+                        "one run, and its files would mix with this one's); choose a new folder or remove it")
     stale = [out_dir / n for n in RUN_FILES if (out_dir / n).exists()]
     if stale:
         print(f"{out_dir}: removing an earlier unfinished run's {', '.join(p.name for p in stale)} before this run",
               file=sys.stderr)
         for p in stale:
             p.unlink()
+    (out_dir / UNFINISHED).touch()
 
 
 def read_run_data(cfg: RunConfig, examples: dict[str, list] | None, context: FeatureContext,
@@ -267,6 +274,7 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
         return metrics
     save_json(predictions, out_dir / "predictions.json")
     save_json(metrics, out_dir / "metrics.json")
+    (out_dir / UNFINISHED).unlink(missing_ok=True)
     return metrics
 
 
@@ -320,5 +328,22 @@ def frozen_change(run_dir: Path, cfg: RunConfig, context: FeatureContext) -> str
 
 
 def predict_examples(cfg: RunConfig, model: TaskModel, examples: list, progress: bool | None = None) -> list:
-    """Predictions for examples (in order) with a loaded model."""
-    return predict(model, make_split(model, "predict", examples), cfg.training.eval_batch_size, progress)
+    """Predictions for examples (in order) with a loaded model: examples of the run's reader (with ``.tokens``), or
+    token lists (made into the head's unlabelled examples)."""
+    return predict(model, make_split(model, "predict", as_examples(model, examples)), cfg.training.eval_batch_size,
+                   progress)
+
+
+def as_examples(model: TaskModel, examples: list) -> list:
+    """``examples`` with each token list made an unlabelled example of the head; TypeError naming anything else."""
+    if isinstance(examples, (str, bytes)) or not hasattr(examples, "__iter__"):
+        raise TypeError(f"examples: expected a list of examples or of token lists, got {type(examples).__name__}")
+    out = []
+    for i, ex in enumerate(examples):
+        if isinstance(ex, (list, tuple)) and all(isinstance(t, str) for t in ex):
+            ex = model.head.blank_example(list(ex))
+        elif not isinstance(getattr(ex, "tokens", None), (list, tuple)):
+            raise TypeError(f"examples[{i}]: expected an example of the run's data reader (with .tokens) or a list "
+                            f"of token strings (e.g. {'great film'.split()!r}), got {type(ex).__name__} {ex!r:.60}")
+        out.append(ex)
+    return out

@@ -14,7 +14,8 @@ from typing import Literal
 import torch
 
 from elmo_features import Embedder, bilm_fingerprint, resolve_bilm
-from elmo_features.formats.default_model import OPTIONS_NAME, WEIGHTS_NAME, default_model_paths, embedded_models
+from elmo_features.formats.default_model import (BILM_SPEC_FORMS, OPTIONS_NAME, WEIGHTS_NAME, check_spec_not_empty,
+                                                 default_model_paths, embedded_models)
 from elmo_features.formats.presets import PRESETS
 from elmo_features.util.paths import check_input_dir, check_input_file
 from elmo_features.util.schema import key
@@ -47,6 +48,7 @@ class ElmoConfig:
             raise ConfigError(f"{where}: give either bilm or options_file + weights_file, not both")
         if self.options_file is None and self.bilm is None:
             self.bilm = "default"
+        check_spec_not_empty(self.bilm, f"{where}.bilm: biLM", BILM_SPEC_FORMS, ConfigError)
         check_layer_or_mix(self, where)
 
 

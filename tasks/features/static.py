@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from typing import Literal
 
@@ -11,8 +12,11 @@ import torch
 from elmo_features.util.schema import Int, key
 
 from tasks.data.static_vectors import load_static_vectors
+from tasks.data.types import DataFormatError
 from tasks.registry import FEATURES
 from tasks.features.base import FeatureContext, FeatureSource, InputPath, Memo, pad_tokens
+
+OOV_WARN_RATE = 0.5  # a training OOV rate above it is warned about
 
 
 @dataclass
@@ -54,6 +58,10 @@ class StaticFeatures(FeatureSource):
     def __init__(self, config: StaticConfig, context: FeatureContext):
         super().__init__(config, context)
         self.vectors = load_vectors(config, context.memo)
+        matrix = self.vectors.vectors  # (V, d)
+        if not (matrix[:1024].any() or matrix.any()):
+            raise DataFormatError("every vector is zero: the features would carry no information; give other "
+                                  "vectors", config.path)
         self.output_dim = int(self.vectors.dim)
         self.oov: dict[str, dict[str, int]] = {}  # split -> {"oov": n, "tokens": n}
 
@@ -65,7 +73,19 @@ class StaticFeatures(FeatureSource):
             n_oov += int(k)
             n_tok += len(s)
         self.oov[split] = {"oov": n_oov, "tokens": n_tok}
+        if split == "train":
+            self._check_train_oov(n_oov, n_tok)
         return out
+
+    def _check_train_oov(self, n_oov: int, n_tok: int) -> None:
+        """No training word in the vocabulary is an error (zero features); more than half of them is a warning."""
+        if n_tok and n_oov == n_tok:
+            raise DataFormatError(f"no word of the training data ({n_tok} tokens) is in the vocabulary (OOV rate "
+                                  "100%): the features would all be zero; give vectors for this language/casing",
+                                  self.config.path)
+        if n_tok and n_oov / n_tok > OOV_WARN_RATE:
+            print(f"warning: {self.config.path}: {n_oov / n_tok:.0%} of the training tokens ({n_oov} of {n_tok}) "
+                  "are not in the vocabulary (zero vectors)", file=sys.stderr)
 
     def collate(self, items: list[np.ndarray], T: int) -> torch.Tensor:
         return pad_tokens(items, T)  # (B, T, d)

@@ -99,14 +99,17 @@ def wordnet_inputs(wordnet) -> list:
 
 
 def cmd_senses(args) -> int:
-    from elmo_features.util.paths import check_input_dir, check_not_an_input, check_output_file
+    from elmo_features.util.locking import lock_output_file
+    from elmo_features.util.paths import (check_flags_given, check_input_dir, check_not_an_input, check_output_file,
+                                          check_own_output)
     from elmo_features.util.threads import set_threads
 
     from tasks.features.base import FeatureContext
     from tasks.experiment.preflight import check_feature_paths, feature_input_paths
     from tasks.wsd.config import load_wsd_config
-    from tasks.wsd.tagging import build_sense_file
+    from tasks.wsd.tagging import build_sense_file, is_sense_file
 
+    check_flags_given(args, "out", "train", "wordnet", "config")
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
     cfg = load_wsd_config(args.config, overrides, features=[args.source] if args.source else None, train=args.train)
     if args.source not in cfg.sources:
@@ -117,6 +120,7 @@ def cmd_senses(args) -> int:
     check_output_file(args.out, "--out")
     check_not_an_input(args.out, [*wordnet_inputs(cfg.wordnet), cfg.train,
                                   *feature_input_paths(cfg.sources[args.source])], "--out")
+    check_own_output(args.out, "--out", "a sense file written by `elmo-tasks wsd senses`", is_sense_file)
     set_threads(args.threads)
     cache_dir = cache_dir_of(args)
     context = FeatureContext(cache_dir=cache_dir, progress=progress_setting(args.progress),
@@ -125,8 +129,9 @@ def cmd_senses(args) -> int:
     command += [f"--{k}={v}" for k in ("train", "wordnet") if (v := getattr(args, k))]
     command += [f"--set={o}" for o in args.overrides]
     args.interrupt_hint = f"{args.out} was not written (it is written at the end); to run again: {shlex.join(command)}"
-    meta = build_sense_file(cfg, args.source, cfg.train, args.out, context, context.progress,
-                            command=shlex.join(command))
+    with lock_output_file(args.out, "--out"):  # one writer per output file
+        meta = build_sense_file(cfg, args.source, cfg.train, args.out, context, context.progress,
+                                command=shlex.join(command))
     print(f"wrote {args.out}: {sum(meta['steps'].values()):,} senses ({meta['steps']}), layers "
           f"{meta['layer_choice']}, glosses pooled by {meta['pooling']}, w {meta['w']}")
     return 0
@@ -135,7 +140,9 @@ def cmd_senses(args) -> int:
 def cmd_tag(args) -> int:
     import json
 
-    from elmo_features.util.paths import check_input_file, check_output_file
+    from elmo_features.util.errors import TextInputError
+    from elmo_features.util.locking import lock_output_file
+    from elmo_features.util.paths import check_flags_given, check_input_file, check_text_output
     from elmo_features.util.provenance import write_text_atomic
     from elmo_features.util.text_input import read_sentences
     from elmo_features.util.threads import set_threads
@@ -143,28 +150,31 @@ def cmd_tag(args) -> int:
     from tasks.features.base import FeatureContext
     from tasks.wsd.tagging import SenseTagger, prior_weight, read_sense_meta
 
+    check_flags_given(args, "out", "wordnet", "senses")
     check_input_file(args.senses, "--senses")
     meta = read_sense_meta(args.senses)
     if args.prior:
         prior_weight(meta, args.senses)
     if args.out:
-        check_output_file(args.out, "--out")
         _check_tag_output(args, meta)
+    check_text_output(args.out)
     set_threads(args.threads)
     args.interrupt_hint = (f"{args.out} was not written (it is written at the end); " if args.out else "") + \
         "to run again: the same command"
-    if args.input == "-":  # stdin: one sentence per line
-        sentences = [line.split() for line in sys.stdin.read().splitlines() if line.strip()]
-    else:
-        sentences = read_sentences(args.input, blank_lines="error")
-    tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))),
-                         prior=args.prior)
-    lines = [json.dumps(row, ensure_ascii=False) for row in tagger.tag(sentences)]
-    text = "\n".join(lines) + "\n"
-    if args.out:
-        write_text_atomic(args.out, text)
-    else:
-        sys.stdout.write(text)
+    with lock_output_file(args.out, "--out"):  # one writer per output file, from before any work
+        if args.input == "-":  # stdin: one sentence per line
+            sentences = [line.split() for line in sys.stdin.read().splitlines() if line.strip()]
+            if not sentences:
+                raise TextInputError("-: no sentences (standard input is empty or blank); give one sentence per line")
+        else:
+            sentences = read_sentences(args.input, blank_lines="error")
+        tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))),
+                             prior=args.prior)
+        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in tagger.tag(sentences))
+        if args.out:
+            write_text_atomic(args.out, text)
+        else:
+            sys.stdout.write(text)
     return 0
 
 
@@ -212,8 +222,39 @@ def interrupted_wsd_hint(args, out: Path, runs_dir: Path) -> str:
             f"and are not reused; to run it again: {rerun}")
 
 
+def check_bilm_used(bilm: str | None, cfg) -> None:
+    """``--bilm`` sets the biLM of the elmo sources: refused when none of the selected feature sources is one."""
+    from tasks.wsd.config import bilm_sources
+
+    if bilm is not None and not set(bilm_sources(cfg.sources)) & set(cfg.features):
+        raise UsageError(f"--bilm applies to elmo sources; none of the selected features "
+                         f"({', '.join(cfg.features) or 'none'}) is one: drop --bilm, or add an elmo source")
+
+
+def check_table_replaceable(out: Path, identity: dict) -> None:
+    """The table in ``out`` (of this config: ``claim_results_folder``) may be replaced by this run's: same settings,
+    train and test folders, and no feature source of its table left out or changed; else OutputExistsError."""
+    import json
+
+    from elmo_features.util.errors import OutputExistsError
+
+    try:
+        saved = json.loads((out / "scores.json").read_text(encoding="utf-8")).get("identity")
+    except (OSError, ValueError, AttributeError):
+        return
+    if not isinstance(saved, dict):
+        return  # a table of an older version: it recorded no identity
+    differ = [k for k in ("settings", "train", "tests") if saved.get(k) != identity[k]]
+    lost = [n for n, section in (saved.get("sources") or {}).items() if identity["sources"].get(n) != section]
+    if differ or lost:
+        why = (f"other settings ({', '.join(differ)} differ)" if differ else
+               f"rows of feature sources this command would drop or change ({', '.join(lost)})")
+        raise OutputExistsError(f"--out {out}: holds a WSD table with {why}; rerunning would replace it: choose "
+                                "another --out, or rerun with its settings and feature sources")
+
+
 def cmd_wsd(args) -> int:
-    from elmo_features.util.paths import check_input_dir, check_input_path
+    from elmo_features.util.paths import check_flags_given, check_input_dir, check_input_path
     from elmo_features.util.threads import set_threads
 
     from tasks.data.fetch import fetch_hint, fetch_if_missing
@@ -221,12 +262,14 @@ def cmd_wsd(args) -> int:
     from tasks.experiment.preflight import (check_feature_paths, check_given_once, check_no_finished_runs,
                                            check_output_dirs, claim_results_folder)
     from tasks.wsd.config import load_wsd_config
-    from tasks.wsd.run import run_wsd
+    from tasks.wsd.run import run_wsd, wsd_identity
 
+    check_flags_given(args, "train", "test", "config", "features", "bilm", "wordnet", "out", "runs_dir")
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
     features = [] if args.features == ["none"] else args.features
     device = parse_device(args.device)
     cfg = load_wsd_config(args.config, overrides, features=features, bilm=args.bilm, train=args.train, test=args.test)
+    check_bilm_used(args.bilm, cfg)
     check_given_once(cfg.features, "--features" if args.features else "features", "the feature source")
     check_given_once(cfg.test, "--test" if args.test else "test", "the test folder",
                      key=lambda d: os.path.realpath(Path(d).expanduser()))
@@ -253,6 +296,7 @@ def cmd_wsd(args) -> int:
         print("no feature sources to run: only the baselines are scored", file=sys.stderr)
     args.interrupt_hint = interrupted_wsd_hint(args, out, runs_dir)
     with claim_results_folder(out, "scores.json", cfg.name, "--out"):  # one writer; a table of this config only
+        check_table_replaceable(out, wsd_identity(cfg, cfg.train, cfg.test))
         summary = run_wsd(cfg, cfg.train, cfg.test, out, context, progress, command=command_line(args),
                           runs_dir=runs_dir, plot=not args.no_plot)
     print(f"wrote {out / 'table5.md'}, {out / 'scores.json'} and key files under {out / 'keys'} "

@@ -59,6 +59,9 @@ class WsdConfig:
             if name not in self.sources:
                 raise ConfigError(f"{join_key(where, 'features')}: unknown source {name!r}; "
                                   f"sources in this config: {', '.join(self.sources) or '(none)'}")
+        if self.features and not self.knn and self.head is None:
+            raise ConfigError(f"{where} {', '.join(self.features)} {'has' if len(self.features) == 1 else 'have'} no "
+                              "method: knn is empty and head is null; list knn rows or give a head")
 
     def to_dict(self) -> dict:
         return to_dict(self)

@@ -4,6 +4,7 @@ per-layer probes, for every feature source; key files, scores.json, table5.md an
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import sys
@@ -276,6 +277,15 @@ def _head_rows(report: Report, cfg: WsdConfig, name: str, section: dict, train_d
     return weights
 
 
+def wsd_identity(cfg: WsdConfig, train_dir: str, test_dirs: list[str]) -> dict:
+    """What scores.json records of the settings its table measured (JSON values): the config without its row
+    choice, the train and test folders (resolved) and the section of every feature source it has rows of."""
+    settings = {k: v for k, v in cfg.to_dict().items() if k not in ("train", "test", "sources", "features")}
+    return json.loads(json.dumps({"settings": settings, "train": os.path.realpath(Path(train_dir).expanduser()),
+                                  "tests": [os.path.realpath(Path(d).expanduser()) for d in test_dirs],
+                                  "sources": {n: cfg.sources[n] for n in cfg.features}}))
+
+
 def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str | Path,
             context: FeatureContext | None = None, progress: bool | None = None, command: str = "",
             runs_dir: str | Path = "runs/wsd", plot: bool = True) -> dict:
@@ -318,7 +328,8 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
                           "gold_keys_not_in_wordnet": len(ts.unknown_keys), "first_not_in_wordnet": ts.unknown_keys[:3]}
                          for ts in report.tests],
                "train_gold_keys_not_in_wordnet": {"count": len(train_unknown), "first": train_unknown[:3]},
-               "wordnet": inventory.source, "config": cfg.to_dict(), "rows": report.rows,
+               "wordnet": inventory.source, "config": cfg.to_dict(), "identity": wsd_identity(cfg, train_dir, test_dirs),
+               "rows": report.rows,
                "seconds": round(time.perf_counter() - t_start, 1)}
     replace_folder(report.keys_dir, out_dir / "keys")  # never the key files of two tables mixed
     save_json(summary, out_dir / "scores.json")

@@ -102,6 +102,15 @@ def _sense_meta(f: h5py.File, path: str | Path) -> dict:
     return meta
 
 
+def is_sense_file(path: str | Path) -> bool:
+    """An HDF5 file written by ``wsd senses`` (its ``keys`` and ``meta``): what ``wsd senses --out`` may replace."""
+    try:
+        with h5py.File(path, "r") as f:
+            return "keys" in f and "meta" in f.attrs
+    except OSError:
+        return False
+
+
 def read_sense_meta(path: str | Path) -> dict:
     """The ``meta`` of a sense file (checked: HDF5, this version's format)."""
     with open_sense_file(path) as f:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from elmo_features.util.text_input import iter_lines
+
 RULES = {"NOUN": [("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"), ("men", "man"),
                   ("ies", "y")],
          "VERB": [("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"), ("ing", "")],
@@ -23,7 +25,7 @@ class Morphy:
             table: dict[str, list[str]] = {}
             path = Path(folder) / name
             if path.is_file():
-                for line in path.read_text(encoding="utf-8").splitlines():
+                for _, line in iter_lines(path):  # UTF-8, a bad byte named by file, line and column
                     parts = line.split()
                     if len(parts) >= 2:
                         table.setdefault(parts[0], []).extend(parts[1:])

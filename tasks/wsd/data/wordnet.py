@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from elmo_features.util.text_input import iter_lines
+
 from tasks.wsd.data.inventory import InventoryError, find_index_sense
 
 FILES = {"n": "data.noun", "v": "data.verb", "a": "data.adj", "r": "data.adv"}
@@ -48,39 +50,37 @@ class WordNet:
         self.synset_of: dict[str, str] = {}  # sense key -> synset id
         self.sense_number: dict[str, int] = {}
         self.keys_of: dict[str, list[str]] = {}  # synset id -> its sense keys, in index.sense order
-        with open(index, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if len(parts) != 4 or "%" not in parts[0]:
-                    raise InventoryError(f"{index}:{lineno}: expected 'sense_key synset_offset sense_number tag_cnt'")
-                key, offset = parts[0], parts[1]
-                sid = SS_TYPE_POS.get(key.partition("%")[2][:1], "?") + offset
-                if sid not in self.synsets:
-                    raise InventoryError(f"{index}:{lineno}: {key} points at synset {sid}, which no data file holds")
-                self.synset_of[key] = sid
-                self.sense_number[key] = int(parts[2])
-                self.keys_of.setdefault(sid, []).append(key)
+        for lineno, line in iter_lines(index):  # UTF-8, a bad byte named by file, line and column
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 4 or "%" not in parts[0]:
+                raise InventoryError(f"{index}:{lineno}: expected 'sense_key synset_offset sense_number tag_cnt'")
+            key, offset = parts[0], parts[1]
+            sid = SS_TYPE_POS.get(key.partition("%")[2][:1], "?") + offset
+            if sid not in self.synsets:
+                raise InventoryError(f"{index}:{lineno}: {key} points at synset {sid}, which no data file holds")
+            self.synset_of[key] = sid
+            self.sense_number[key] = int(parts[2])
+            self.keys_of.setdefault(sid, []).append(key)
 
     def _read_data(self, path: Path, pos: str) -> None:
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if line.startswith("  ") or not line.strip():
-                    continue  # the licence header
-                head, _, gloss = line.partition(" | ")
-                fields = head.split()
-                try:
-                    n_words = int(fields[3], 16)
-                    lemmas = [re.sub(r"\((a|p|ip)\)$", "", w) for w in fields[4:4 + 2 * n_words:2]]  # adj markers
-                    at = 4 + 2 * n_words
-                    n_ptrs = int(fields[at])
-                    ptrs = [fields[at + 1 + 4 * i: at + 5 + 4 * i] for i in range(n_ptrs)]
-                    sid = pos + fields[0]
-                    hyper = [p[2].replace("s", "a") + p[1] for p in ptrs if p[0] == "@"]
-                    self.synsets[sid] = Synset(sid, int(fields[1]), lemmas, gloss.strip(), hyper)
-                except (IndexError, ValueError):
-                    raise InventoryError(f"{path}:{lineno}: not a WordNet data line") from None
+        for lineno, line in iter_lines(path):  # UTF-8, a bad byte named by file, line and column
+            if line.startswith("  ") or not line.strip():
+                continue  # the licence header
+            head, _, gloss = line.partition(" | ")
+            fields = head.split()
+            try:
+                n_words = int(fields[3], 16)
+                lemmas = [re.sub(r"\((a|p|ip)\)$", "", w) for w in fields[4:4 + 2 * n_words:2]]  # adj markers
+                at = 4 + 2 * n_words
+                n_ptrs = int(fields[at])
+                ptrs = [fields[at + 1 + 4 * i: at + 5 + 4 * i] for i in range(n_ptrs)]
+                sid = pos + fields[0]
+                hyper = [p[2].replace("s", "a") + p[1] for p in ptrs if p[0] == "@"]
+                self.synsets[sid] = Synset(sid, int(fields[1]), lemmas, gloss.strip(), hyper)
+            except (IndexError, ValueError):
+                raise InventoryError(f"{path}:{lineno}: not a WordNet data line") from None
 
     def lemma_of(self, key: str) -> str:
         """The lemma of a sense key as text (``take_place%2:30:00::`` -> ``take place``)."""

@@ -1,0 +1,93 @@
+"""The checks ``run_comparison`` makes before any work (the same as ``elmo-tasks compare``'s, for API callers):
+its arguments, and the results folder it would write (claimed, and replaceable by this comparison)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+
+from elmo_features.util.errors import OutputExistsError
+from elmo_features.util.locking import OutputLock
+
+from tasks.components import ConfigError
+from tasks.experiment.config import RunConfig, check_seeds
+from tasks.experiment.preflight import RESULTS_LOCK, check_given_once, claim_results_folder
+
+
+def check_comparison_args(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None,
+                          folds: int | None) -> None:
+    """``sources`` (variants of cfg.compare, each once), ``seeds`` (each once) and ``folds`` (0, None or >= 3) as the
+    CLI checks them: ConfigError/TypeError naming the argument, before any work."""
+    if cfg.compare is None:
+        raise ConfigError(f"{cfg.name}: no 'compare' section (name the feature-source variants to compare)")
+    valid = ", ".join(cfg.compare.sources)
+    if sources is not None:
+        if isinstance(sources, str) or not all(isinstance(s, str) for s in sources):
+            raise TypeError(f"sources: expected a list of variant names (of: {valid}), got {sources!r}")
+        if not sources:
+            raise ConfigError(f"sources: empty; name at least one of: {valid}")
+        check_given_once(sources, "sources", "the source")
+        unknown = sorted(set(sources) - set(cfg.compare.sources))
+        if unknown:
+            raise ConfigError(f"sources: unknown variant(s) {', '.join(unknown)}; valid: {valid}")
+    if seeds is not None:
+        if isinstance(seeds, (str, int)):
+            raise TypeError(f"seeds: expected a list of integers, got {seeds!r}")
+        check_seeds(list(seeds), "seeds")
+    if folds is not None and (isinstance(folds, bool) or not isinstance(folds, int)):
+        raise TypeError(f"folds: expected an integer (3 or more, or 0 for the fixed split), got {folds!r}")
+    if folds is not None and folds != 0 and folds < 3:
+        raise ConfigError(f"folds: give 3 or more folds (one tests, one stops early), or 0 for the fixed split, "
+                          f"got {folds}")
+
+
+def _held_here(results_dir: Path) -> bool:
+    """This process holds the results folder's lock already (``elmo-tasks compare`` claims it before calling)."""
+    try:
+        holder = (results_dir / RESULTS_LOCK).read_text(encoding="utf-8").split()
+    except OSError:
+        return False
+    return holder == [str(os.getpid()), socket.gethostname()]
+
+
+def claim_results(results_dir: Path, name: str) -> OutputLock | None:
+    """``claim_results_folder`` for an API caller (the lock to release), or None when this process holds it already
+    or is a torchrun rank other than 0 (rank 0 writes the results)."""
+    if int(os.environ.get("RANK", "0") or 0) != 0 or _held_here(results_dir):
+        return None
+    return claim_results_folder(results_dir, "summary.json", name, "results_dir")
+
+
+def comparison_identity(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None,
+                        folds: int | None) -> dict:
+    """What a comparison's summary.json records of the settings and the grid it measured (JSON values)."""
+    names = sources or list(cfg.compare.sources)
+    grid = {"sources": {n: cfg.compare.sources[n] for n in names},
+            "seeds": {n: list(seeds) if seeds else cfg.compare.seeds_of(n) for n in names},
+            "folds": cfg.compare.folds if folds is None else folds}
+    base = {k: v for k, v in cfg.to_dict().items() if k in ("head", "data", "training")}
+    return json.loads(json.dumps({**base, "grid": grid}))
+
+
+def check_results_replaceable(results_dir: Path, identity: dict) -> None:
+    """The summary.json in ``results_dir`` (a comparison of this config: ``claim_results_folder``) may be replaced
+    by this comparison's: same settings, and no source or seed of its table left out; else OutputExistsError."""
+    try:
+        saved = json.loads((results_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if not isinstance(saved, dict):
+        return
+    differ = [k for k in ("head", "data", "training") if k in saved and saved[k] != identity[k]]
+    old, new = saved.get("grid") or {}, identity["grid"]
+    if old and old.get("folds") != new["folds"]:
+        differ.append("folds")
+    lost = [f"{n} seed {s}" for n, ss in (old.get("seeds") or {}).items() for s in ss
+            if n not in new["sources"] or old["sources"].get(n) != new["sources"][n] or s not in new["seeds"][n]]
+    if differ or lost:
+        why = (f"other settings ({', '.join(differ)} differ)" if differ else
+               f"runs this command would drop from its table ({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''})")
+        raise OutputExistsError(f"--results-dir {results_dir}: holds a comparison with {why}; rerunning would replace "
+                                "it: choose another --results-dir, or give a grid that includes those runs with the "
+                                "same settings (--resume COMPARE_DIR reuses finished runs)")
