@@ -113,7 +113,8 @@ def check_not_an_input(output: str | os.PathLike, inputs, what: str = "output",
                                 "Choose another output path")
 
 
-RUN_FOLDER_FILES = ("config.yaml", "model.pt", "vocab.json", "metrics.json")  # what `elmo-tasks run` writes
+RUN_FOLDER_FILES = ("config.yaml", "vocab.json", "model.pt", "predictions.json", "metrics.json")  # what `run` writes
+RUN_MODEL_FILES = RUN_FOLDER_FILES[:3]  # what reloading a run reads
 
 
 def check_flags_given(args, *names: str, what: str = "path") -> None:

@@ -15,7 +15,8 @@ from typing import Any, Iterable
 
 import torch
 
-from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path, check_output_dir
+from elmo_features.util.paths import (RUN_MODEL_FILES, check_input_dir, check_input_file, check_input_path,
+                                      check_output_dir)
 from elmo_features.util.errors import CheckpointError, OutputExistsError
 from elmo_features.util.locking import OutputLock
 
@@ -143,14 +144,13 @@ def check_output_dirs(**dirs: str | Path | None) -> None:
             check_output_dir(path, f"--{name.replace('_', '-')}")
 
 
-RUN_FILES = ("config.yaml", "vocab.json", "model.pt")
 
 
 def check_run_folder(run_dir: str | Path) -> Path:
     """A finished run folder for ``predict``: its files exist, vocab.json is a JSON object and model.pt is a
     checkpoint of this project (loaded with ``weights_only=True``); metrics.json (written last) exists."""
     hint = "give a folder written by `elmo-tasks run` (it prints the folder)"
-    run_dir = check_input_dir(run_dir, "run folder", needs=RUN_FILES, hint=hint)
+    run_dir = check_input_dir(run_dir, "run folder", needs=RUN_MODEL_FILES, hint=hint)
     if not (run_dir / "metrics.json").exists():
         raise CheckpointError(f"{run_dir}: the run never finished (no metrics.json); rerun it with the command in "
                               "its config, or use another run folder")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from elmo_features.util.paths import RUN_FOLDER_FILES, RUN_MODEL_FILES
 from elmo_features.util.errors import CheckpointError, OutputExistsError, PathError, StaleCacheError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
@@ -170,7 +171,6 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
         return _run_experiment(cfg, out_dir, context, progress, command, examples, dist)
 
 
-RUN_FILES = ("config.yaml", "vocab.json", "model.pt", "predictions.json", "metrics.json")
 UNFINISHED = ".unfinished"  # in a run folder from a run's start until its metrics.json is written
 
 
@@ -184,7 +184,7 @@ def clear_unfinished_run(out_dir: Path) -> None:
     if others and not (out_dir / UNFINISHED).exists():
         raise PathError(f"{out_dir}: the folder is not empty ({', '.join(sorted(others)[:3])}; a run folder holds "
                         "one run, and its files would mix with this one's); choose a new folder or remove it")
-    stale = [out_dir / n for n in RUN_FILES if (out_dir / n).exists()]
+    stale = [out_dir / n for n in RUN_FOLDER_FILES if (out_dir / n).exists()]
     if stale:
         print(f"{out_dir}: removing an earlier unfinished run's {', '.join(p.name for p in stale)} before this run",
               file=sys.stderr)
@@ -283,7 +283,7 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
 def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tuple[RunConfig, TaskModel]:
     """Rebuild a trained model from its run folder (config.yaml + vocab.json + model.pt)."""
     run_dir = Path(run_dir)
-    for f in ("config.yaml", "vocab.json", "model.pt"):
+    for f in RUN_MODEL_FILES:
         if not (run_dir / f).exists():
             raise FileNotFoundError(f"{run_dir} is not a finished run folder: {f} is missing")
     cfg = resolve(load_raw(run_dir / "config.yaml"), source=str(run_dir / "config.yaml"))
