@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Callable
@@ -71,3 +72,29 @@ def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE,
                         help=f"frozen-feature cache folder (default: {DEFAULT_CACHE}, from $ELMO_TASKS_FEATURE_CACHE "
                              "if set); 'none' = off")
+
+
+def rebuild_command(prog: list[str], args: argparse.Namespace, defaults: dict, skip: tuple[str, ...] = (),
+                    repeated: dict[str, str] | None = None) -> str:
+    """The command line as typed, rebuilt from parsed ``args`` (right however main() was called): ``prog`` (the
+    program, sub-command and positional values), then every option in parser order that differs from ``defaults``.
+    ``repeated`` maps a list option to its flag given once per item (``overrides`` -> ``--set``); other lists are
+    one flag followed by their values; True is a bare flag; None, False and [] are left out."""
+    repeated = repeated or {}
+    parts = list(prog)
+    for key, value in vars(args).items():
+        if key in skip or key in ("func", "interrupt_hint", "debug") or value is None or value is False \
+                or value == [] or (key in defaults and defaults[key] == value):
+            continue
+        if key in repeated:
+            for item in value:
+                parts += [repeated[key], str(item)]
+            continue
+        flag = f"--{key.replace('_', '-')}"
+        if value is True:
+            parts.append(flag)
+        elif isinstance(value, (list, tuple)):
+            parts += [flag, *map(str, value)]
+        else:
+            parts += [flag, str(value)]
+    return shlex.join(parts)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 
-from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, cache_dir_of, add_progress_argument,
+from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, cache_dir_of, rebuild_command, add_progress_argument,
                                           add_threads_argument, positive_int, progress_setting)
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
@@ -97,20 +97,8 @@ DEFAULTS = {"runs_dir": "runs", "cache_dir": DEFAULT_CACHE, "progress": "auto", 
 
 def command_line(args) -> str:
     """The command as typed (rebuilt from the parsed args, so it is right however main() was called)."""
-    parts = ["elmo-tasks", args.command, args.config]
-    for o in args.overrides:
-        parts += ["--set", o]
-    for m in getattr(args, "include", []):
-        parts += ["--include", m]
-    for key, value in vars(args).items():
-        if key in ("func", "command", "config", "overrides", "include", "interrupt_hint", "debug") or value is None \
-                or value is False or DEFAULTS.get(key) == value:
-            continue
-        if value is True:  # a flag
-            parts.append(f"--{key.replace('_', '-')}")
-            continue
-        parts += [f"--{key.replace('_', '-')}", str(value)]
-    return " ".join(shlex.quote(p) for p in parts)
+    return rebuild_command(["elmo-tasks", args.command, args.config], args, DEFAULTS, skip=("command", "config"),
+                           repeated={"overrides": "--set", "include": "--include"})
 
 
 def cmd_run(args) -> int:

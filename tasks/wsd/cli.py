@@ -8,7 +8,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, cache_dir_of, add_progress_argument,
+from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, cache_dir_of, rebuild_command, add_progress_argument,
                                           add_threads_argument, progress_setting)
 from elmo_features.util.devices import add_device_argument, parse_device
 
@@ -192,25 +192,9 @@ def _check_tag_output(args, meta: dict) -> None:
 
 def command_line(args) -> str:
     """The command as typed (rebuilt from the parsed args, so it is right however main() was called)."""
-    parts = ["elmo-tasks", "wsd"] + (["--train", args.train] if args.train else []) + (
-        ["--test", *args.test] if args.test else [])
-    for opt in ("config", "bilm", "wordnet"):
-        if getattr(args, opt):
-            parts += [f"--{opt}", getattr(args, opt)]
-    if args.features:
-        parts += ["--features", *args.features]
-    for o in args.overrides:
-        parts += ["--set", o]
-    for m in args.include:
-        parts += ["--include", m]
-    parts += ["--out", args.out] + (["--runs-dir", args.runs_dir] if args.runs_dir else [])
-    if args.cache_dir != DEFAULT_CACHE:
-        parts += ["--cache-dir", args.cache_dir]
-    if args.threads:
-        parts += ["--threads", str(args.threads)]
-    if args.device != "cpu":
-        parts += ["--device", args.device]
-    return shlex.join(parts + (["--no-plot"] if args.no_plot else []))
+    return rebuild_command(["elmo-tasks", "wsd"], args, {"cache_dir": DEFAULT_CACHE, "progress": "auto",
+                                                         "device": "cpu"},
+                           skip=("command", "wsd_command"), repeated={"overrides": "--set", "include": "--include"})
 
 
 def interrupted_wsd_hint(args, out: Path, runs_dir: Path) -> str:
