@@ -14,7 +14,7 @@ import numpy as np
 from tasks.wsd.data.examples import WsdSentence
 from tasks.wsd.data.reader import WsdFormatError
 
-CHUNK = 4096  # sentences embedded at a time where no per-word array is needed again
+CHUNK = 1024  # sentences embedded at a time where no per-word array is needed again (13 x 768 floats per token)
 
 
 def all_layers(source, sentences: Sequence[Sequence[str]], split: str) -> list[np.ndarray]:
@@ -38,6 +38,7 @@ def instance_layers(source, examples: Sequence[WsdSentence], split: str, chunk: 
         if out is None:
             out = _empty(examples, layers[0].shape)
         row = _fill(out, row, part, layers)
+        del layers  # before the next chunk is embedded: one chunk's arrays at a time
     if out is None:
         raise ValueError("no WSD targets in these examples")
     return out
