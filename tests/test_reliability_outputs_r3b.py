@@ -17,7 +17,8 @@ from elmo_features.util.provenance import write_text_atomic
 from tasks.cli import main
 
 # isort: split
-from test_reliability_outputs_r3 import _one_line_error, _wsd, senses, trained_run  # noqa: F401 (fixtures)
+from test_reliability_outputs_r3 import _wsd, senses, trained_run  # noqa: F401 (fixtures)
+from test_tasks_helpers import one_line_error
 from test_tasks_helpers import make_bilm
 from test_wsd_cli import toy  # noqa: F401 (a pytest fixture: the tiny WSD task)
 
@@ -46,12 +47,12 @@ def test_embed_never_replaces_a_file_of_another_kind(tmp_path, capsys):
     model = _fake_run_folder(tmp_path / "r1")
     before = model.read_bytes()
     assert _embed(tmp_path, model) == 2
-    _one_line_error(capsys, "embed output", str(model), "file of the run folder")
+    one_line_error(capsys, "embed output", str(model), "file of the run folder")
     assert model.read_bytes() == before
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
     assert _embed(tmp_path, notes) == 2
-    _one_line_error(capsys, str(notes), "is not an HDF5 file written by embed")
+    one_line_error(capsys, str(notes), "is not an HDF5 file written by embed")
     assert notes.read_text() == "my notes\n"
     assert _embed(tmp_path, tmp_path / "e.hdf5") == 0 and _embed(tmp_path, tmp_path / "e.hdf5") == 0  # its own: fine
 
@@ -62,18 +63,18 @@ def test_wsd_senses_and_predict_never_replace_a_file_of_another_kind(senses, tra
     capsys.readouterr()
     assert main(["wsd", "senses", "--config", str(senses / "c.yaml"), "--source", "elmo", "--out", str(model),
                  "--cache-dir", "none", "--progress", "off"]) == 2
-    _one_line_error(capsys, "--out", str(model), "file of the run folder")
+    one_line_error(capsys, "--out", str(model), "file of the run folder")
     other = tmp_path / "weights.h5"
     other.write_bytes(b"\x89HDF\r\n\x1a\n not a sense file")
     assert main(["wsd", "senses", "--config", str(senses / "c.yaml"), "--source", "elmo", "--out", str(other),
                  "--cache-dir", "none", "--progress", "off"]) == 2
-    _one_line_error(capsys, str(other), "is not a sense file")
+    one_line_error(capsys, str(other), "is not a sense file")
     assert main(["predict", str(trained_run / "run1"), str(trained_run / "in.txt"), "--out", str(model),
                  "--cache-dir", "none"]) == 2
-    _one_line_error(capsys, "--out", str(model), "file of the run folder")
+    one_line_error(capsys, "--out", str(model), "file of the run folder")
     assert main(["predict", str(trained_run / "run1"), str(trained_run / "in.txt"), "--out", str(other),
                  "--cache-dir", "none"]) == 2
-    _one_line_error(capsys, str(other), "is not a text file")
+    one_line_error(capsys, str(other), "is not a text file")
     assert model.read_bytes() == before and other.read_bytes().endswith(b"not a sense file")
 
 
@@ -91,7 +92,7 @@ def test_a_second_writer_of_an_output_file_is_refused(senses, trained_run, tmp_p
     capsys.readouterr()
     with OutputLock(lock_path_for(out), "test").acquire():  # the first writer, still at work
         assert main(argv) == 2
-    _one_line_error(capsys, f"--out {out}", "is being written by another process")
+    one_line_error(capsys, f"--out {out}", "is being written by another process")
     assert (out.read_text() == "an earlier output\n") if command != "senses" else not out.exists()
     assert main(argv) == 0  # once the first writer is done
 
@@ -112,9 +113,9 @@ def test_wsd_never_replaces_a_table_of_other_settings(toy, tmp_path, capsys, mon
     err = capsys.readouterr().err.strip().splitlines()  # (after the note "only the baselines are scored")
     assert err[-1].startswith(f"error: --out {out}") and "drop or change (glove)" in err[-1], err
     assert wsd("h3", "--features", "glove", "--test", str(toy / "test"), str(toy / "nogold")) == 2
-    _one_line_error(capsys, f"--out {out}", "other settings (tests differ)")
+    one_line_error(capsys, f"--out {out}", "other settings (tests differ)")
     assert wsd("h4", "--features", "glove", "--test", str(toy / "test"), "--set", "probes=false") == 2
-    _one_line_error(capsys, "other settings (settings differ)")
+    one_line_error(capsys, "other settings (settings differ)")
     assert (out / "scores.json").read_bytes() == table
     assert wsd("h5", "--features", "glove", "--test", str(toy / "test")) == 0  # the same settings may rerun
 
@@ -161,7 +162,7 @@ def test_an_empty_option_is_refused_not_taken_as_not_given(tmp_path, capsys, mon
     monkeypatch.chdir(tmp_path)
     (tmp_path / "in.txt").write_text("the cat\n")
     assert main(argv) == 2
-    _one_line_error(capsys, needle)
+    one_line_error(capsys, needle)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 
@@ -169,13 +170,13 @@ def test_wsd_tag_refuses_empty_standard_input(senses, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("\n  \n"))
     capsys.readouterr()
     assert main(["wsd", "tag", "-", "--senses", str(senses / "senses.h5")]) == 2
-    _one_line_error(capsys, "no sentences", "standard input is empty")
+    one_line_error(capsys, "no sentences", "standard input is empty")
 
 
 def test_wsd_refuses_a_bilm_no_selected_source_uses(toy, tmp_path, capsys, monkeypatch):  # noqa: F811
     monkeypatch.chdir(tmp_path)
     assert main(_wsd(toy, tmp_path / "o", "--features", "glove", "--bilm", "/nonexistent")) == 2
-    _one_line_error(capsys, "--bilm applies to elmo sources", "(glove)")
+    one_line_error(capsys, "--bilm applies to elmo sources", "(glove)")
     assert not (tmp_path / "o").exists()
 
 

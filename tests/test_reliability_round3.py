@@ -10,17 +10,9 @@ import pytest
 import yaml
 
 from test_reliability_training import SMALL, _text
-from test_tasks_helpers import make_env, tagging_config
+from test_tasks_helpers import make_env, tagging_config, one_line_error
 from tasks.cli import main
 from tasks.experiment.training import TaskModel
-
-
-def _one_line_error(capsys, *needles: str) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and err.count("\n") == 0, err
-    for n in needles:
-        assert n in err, err
-    return err
 
 
 # ---------------------------------------------------------------- training that diverges
@@ -33,7 +25,7 @@ def test_optimizer_values_torch_rejects_or_that_diverge_are_config_errors(tmp_pa
     env = make_env(tmp_path)
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(tagging_config(env)))
     assert main(["run", str(tmp_path / "c.yaml"), "--set", setting, "--out", str(tmp_path / "run")]) == 2
-    _one_line_error(capsys, message)
+    one_line_error(capsys, message)
     assert not (tmp_path / "run").exists()  # checked before any work
 
 
@@ -50,7 +42,7 @@ def test_a_diverging_head_stops_with_no_finished_run(tmp_path, capsys, monkeypat
 
     monkeypatch.setattr(TaskModel, "loss", blows_up)
     assert main(["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "run"), "--cache-dir", "none"]) == 2
-    _one_line_error(capsys, "training diverged: the loss is nan", "not finished")
+    one_line_error(capsys, "training diverged: the loss is nan", "not finished")
     assert not (tmp_path / "run" / "metrics.json").exists()  # a compare would not take this run as finished
 
 
@@ -61,11 +53,11 @@ def test_a_diverging_bilm_stops_without_a_checkpoint_of_it(tmp_path, capsys, mon
     config = tmp_path / "bilm.yaml"
     config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(corpus)], "out_dir": str(tmp_path / "run")}))
     assert main(["train-bilm", "--config", str(config), "--set", "lr=1e308", "--progress", "off"]) == 2
-    _one_line_error(capsys, "lr: must be in (0, 10]")
+    one_line_error(capsys, "lr: must be in (0, 10]")
     original = Trainer.train_step
     monkeypatch.setattr(Trainer, "train_step", lambda self, idx: (math.inf, original(self, idx)[1]))
     assert main(["train-bilm", "--config", str(config), "--progress", "off"]) == 2
-    _one_line_error(capsys, "training diverged at step 1: the loss is inf")
+    one_line_error(capsys, "training diverged at step 1: the loss is inf")
     assert not (tmp_path / "run" / "checkpoint.pt").exists() and not (tmp_path / "run" / "export").exists()
 
 
@@ -77,7 +69,7 @@ def test_lone_carriage_returns_are_refused_by_every_text_reader(tmp_path, capsys
     text = tmp_path / "mac.txt"
     text.write_bytes(b"the cat sat\rthe dog ran\r")
     assert main(["embed", str(text), str(tmp_path / "o.hdf5")]) == 2
-    _one_line_error(capsys, "mac.txt:1: a carriage return", "old-Mac line ends")
+    one_line_error(capsys, "mac.txt:1: a carriage return", "old-Mac line ends")
     assert not (tmp_path / "o.hdf5").exists()
     tsv = tmp_path / "mac.tsv"
     tsv.write_bytes(b"pos\ta fine film\rneg\ta dull film\r")
@@ -105,7 +97,7 @@ def test_training_data_with_one_label_is_refused(tmp_path, capsys):
                head={"name": "sentence_classifier", "hidden_dim": 4})
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     assert main(["run", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "run"), "--cache-dir", "none"]) == 2
-    _one_line_error(capsys, "one.tsv: every training example has the label 'pos'", "measures nothing")
+    one_line_error(capsys, "one.tsv: every training example has the label 'pos'", "measures nothing")
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
@@ -154,7 +146,7 @@ def test_embed_refuses_a_flag_that_does_not_apply(tmp_path, capsys):
     text = tmp_path / "in.txt"
     text.write_text("the cat sat\n")
     assert main(["embed", str(text), str(tmp_path / "o.hdf5"), "--subword-pooling", "first"]) == 2
-    _one_line_error(capsys, "--subword-pooling applies to --transformer only")
+    one_line_error(capsys, "--subword-pooling applies to --transformer only")
 
 
 # ---------------------------------------------------------------- two writers of one output folder
@@ -176,18 +168,18 @@ def test_two_comparisons_never_share_a_results_folder(tmp_path, capsys):
     common = [*_compare_config(tmp_path), "--results-dir", str(res)]
     with OutputLock(res / RESULTS_LOCK, "a comparison at work"):  # another comparison writes there right now
         assert main(common) == 2
-        _one_line_error(capsys, f"the results folder {res} is being written by another process")
+        one_line_error(capsys, f"the results folder {res} is being written by another process")
     assert not (res / "summary.json").exists()
     assert main(common) == 0 and main(common) == 0  # rewriting its own config's results is how they are refreshed
     other = [*_compare_config(tmp_path / "b", name="other_ner"), "--results-dir", str(res)]
     capsys.readouterr()
     assert main(other) == 2  # another config's comparison would replace this one's summary
-    _one_line_error(capsys, "holds the results of another config ('tiny_ner', this one is 'other_ner')")
+    one_line_error(capsys, "holds the results of another config ('tiny_ner', this one is 'other_ner')")
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("my own file")
     assert main([*_compare_config(tmp_path), "--results-dir", str(mine)]) == 2
-    _one_line_error(capsys, "the folder is not empty and holds no summary.json of this command")
+    one_line_error(capsys, "the folder is not empty and holds no summary.json of this command")
     assert (mine / "notes.txt").read_text() == "my own file"
 
 
@@ -211,10 +203,10 @@ def test_a_wsd_rerun_never_mixes_key_files_or_deletes_a_finished_head(tmp_path, 
     before = head.read_bytes()
     capsys.readouterr()
     assert main([*base, "--runs-dir", str(tmp_path / "heads")]) == 2  # a finished head is never deleted
-    _one_line_error(capsys, "holds finished runs (a-wsd_linear, b-wsd_linear)")
+    one_line_error(capsys, "holds finished runs (a-wsd_linear, b-wsd_linear)")
     assert head.read_bytes() == before
     assert main([*base, "--features", "a"]) == 2  # fewer sources would drop rows of the table: refused
-    _one_line_error(capsys, "would drop or change (b)")
+    one_line_error(capsys, "would drop or change (b)")
     assert main(base) == 0  # the same settings, heads in a new time-stamped folder
     assert {p.name for p in (tmp_path / "o" / "keys").iterdir()} == {"wn_first_sense", "mfs", "a-knn-layer0",
                                                                      "a-wsd_linear", "b-knn-layer0",
@@ -241,8 +233,8 @@ def test_eval_bilm_refuses_a_vocabulary_in_another_order_and_train_bilm_one_word
     swapped.write_text("\n".join(words[:3] + [words[4], words[3]] + words[5:]))
     capsys.readouterr()
     assert main([*args, "--vocab", str(swapped)]) == 2
-    _one_line_error(capsys, "not the vocabulary the softmax", "the perplexity would be wrong")
+    one_line_error(capsys, "not the vocabulary the softmax", "the perplexity would be wrong")
     one = _text(tmp_path / "one.txt", ["word"])
     config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(one)], "out_dir": str(tmp_path / "r1")}))
     assert main(["train-bilm", "--config", str(config), "--progress", "off"]) == 2
-    _one_line_error(capsys, "the vocabulary holds 1 word(s)", "would measure nothing")
+    one_line_error(capsys, "the vocabulary holds 1 word(s)", "would measure nothing")

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from test_data_fetch import conll_wheel, pin  # noqa: F401  (conll_wheel is a fixture)
-from test_tasks_helpers import classification_config, make_env, tagging_config
+from test_tasks_helpers import classification_config, make_env, tagging_config, one_line_error
 from elmo_features.formats.download import DownloadError
 from tasks.cli import main
 from tasks.data import cli as data_cli
@@ -23,14 +23,6 @@ from tasks.data.types import DataFormatError
 from tasks.experiment.config import resolve
 
 FAST = ["--cache-dir", "none", "--progress", "off"]
-
-
-def _one_line_error(capsys, *needles: str) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: ") and err.count("\n") == 0, err
-    for n in needles:
-        assert n in err, err
-    return err
 
 
 def _glove_config(tmp_path, kind: str = "ner", **data) -> tuple[dict, str]:
@@ -55,7 +47,7 @@ def test_a_reordered_vocab_json_is_a_checkpoint_error_naming_it(tmp_path, capsys
     (run / "vocab.json").write_text(json.dumps(vocab))
     capsys.readouterr()
     assert main(["predict", str(run), str(env["tsv_test"]), "--reader"]) == 2
-    _one_line_error(capsys, f"{run / 'vocab.json'}: not the label vocabulary model.pt was trained with")
+    one_line_error(capsys, f"{run / 'vocab.json'}: not the label vocabulary model.pt was trained with")
 
 
 # ---------------------------------------------------------------- 46, 48: splits that name one file
@@ -94,7 +86,7 @@ def test_an_ner_test_set_without_entities_is_refused(tmp_path, capsys):
     (tmp_path / "all_o.txt").write_text("John NNP B-NP O\nlives VBZ B-VP O\n\nthe DT B-NP O\ncat NN I-NP O\n")
     _, cfg = _glove_config(tmp_path, test=str(tmp_path / "all_o.txt"))
     assert main(["run", cfg, "--out", str(tmp_path / "run"), *FAST]) == 2
-    _one_line_error(capsys, "all_o.txt (data.test) has no gold entities", "span F1 is undefined")
+    one_line_error(capsys, "all_o.txt (data.test) has no gold entities", "span F1 is undefined")
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
@@ -109,7 +101,7 @@ def test_sizes_and_mix_weights_that_cannot_work_are_config_errors(tmp_path, caps
     env = make_env(tmp_path)
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(tagging_config(env)))
     assert main(["run", str(tmp_path / "c.yaml"), "--set", setting, "--out", str(tmp_path / "run"), *FAST]) == 2
-    _one_line_error(capsys, message)
+    one_line_error(capsys, message)
     assert not (tmp_path / "run").exists()  # checked before any work
 
 
@@ -118,7 +110,7 @@ def test_mix_initial_of_another_length_than_the_layers_names_the_key(tmp_path, c
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(tagging_config(env)))
     assert main(["run", str(tmp_path / "c.yaml"), "--set", "features.mix={name: scalar, initial: [0, 0]}",
                  "--out", str(tmp_path / "run"), *FAST]) == 2
-    _one_line_error(capsys, "features.mix.initial: 2 values, but this source has 3 layers")
+    one_line_error(capsys, "features.mix.initial: 2 values, but this source has 3 layers")
     assert not (tmp_path / "run" / "model.pt").exists()
 
 
@@ -158,7 +150,7 @@ def test_data_get_and_list_find_a_damaged_fetched_data_set(tmp_path, monkeypatch
         f.write("x\n")
     capsys.readouterr()
     assert main(["data", "get", "conll2003", "--dest", str(dest)]) == 2
-    _one_line_error(capsys, "conll2003 in", "is damaged (missing valid.txt): use --force",
+    one_line_error(capsys, "conll2003 in", "is damaged (missing valid.txt): use --force",
                     "elmo-tasks data get conll2003 --force")
     args = parser.parse_args(["data", "list", "--dest", str(dest)])
     args.func(args)

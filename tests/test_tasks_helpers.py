@@ -126,3 +126,12 @@ def classification_config(env: dict, head: dict | None = None, features: dict | 
         "head": head or {"name": "sentence_classifier", "hidden_dim": 8, "dropout": 0.0},
         "training": {"max_epochs": 3, "batch_size": 2, "lr": 0.01},
     }
+
+
+def one_line_error(capsys, *needles: str) -> str:
+    """The captured stderr is one ``error:`` line holding every needle; returns it."""
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and err.count("\n") == 0, err
+    for n in needles:
+        assert n in err, err
+    return err

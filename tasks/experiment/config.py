@@ -17,6 +17,7 @@ from typing import Any, Literal
 import yaml
 
 
+from elmo_features.util.paths import same_file
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_files import apply_set, read_config_file
 from elmo_features.util.schema import Int, List, Map, Num, SchemaError, check_options, key
@@ -46,16 +47,7 @@ class DataConfig:
         """The pairs of splits (in train, dev, test order) that name one file or folder (links included)."""
         splits = [s for s in ("train", "dev", "test") if getattr(self, s) is not None]
         return [(a, b) for i, a in enumerate(splits) for b in splits[i + 1:]
-                if same_path(getattr(self, a), getattr(self, b))]
-
-
-def same_path(a: str | Path, b: str | Path) -> bool:
-    """``a`` and ``b`` name one file (the same inode: symlinks and hard links too), or one path when absent."""
-    pa, pb = Path(a).expanduser(), Path(b).expanduser()
-    try:
-        return pa.samefile(pb)
-    except OSError:
-        return pa.resolve() == pb.resolve()
+                if same_file(getattr(self, a), getattr(self, b))]
 
 
 SEED_MAX = 2**32 - 1  # numpy's legacy seeding range
