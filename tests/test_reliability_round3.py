@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 import yaml
@@ -238,3 +239,24 @@ def test_eval_bilm_refuses_a_vocabulary_in_another_order_and_train_bilm_one_word
     config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(one)], "out_dir": str(tmp_path / "r1")}))
     assert main(["train-bilm", "--config", str(config), "--progress", "off"]) == 2
     one_line_error(capsys, "the vocabulary holds 1 word(s)", "would measure nothing")
+
+
+def test_eval_bilm_refuses_a_softmax_exported_with_another_bilm(tmp_path, capsys):
+    corpus = _text(tmp_path / "a.txt", "the cat sat on a mat".split())
+    exports = []
+    for seed in (1, 2):  # two biLMs of the same shapes and vocabulary, other weights
+        config = tmp_path / f"bilm{seed}.yaml"
+        out = tmp_path / f"run{seed}"
+        config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(corpus)], "out_dir": str(out),
+                                          "heldout_file": str(corpus), "seed": seed}))
+        assert main(["train-bilm", "--config", str(config), "--progress", "off"]) == 0
+        exports.append(out / "export")
+    a, b = exports
+    args = ["eval-bilm", "--options", str(a / "options.json"), "--weights", str(a / "weights.hdf5"),
+            "--vocab", str(a / "vocab.txt"), str(corpus)]
+    capsys.readouterr()
+    own = tmp_path / "own_softmax.hdf5"
+    shutil.copy(a / "weights.hdf5", own)
+    assert main([*args, "--softmax", str(own)]) == 0  # its own softmax, from a copy: the digests agree
+    assert main([*args, "--softmax", str(b / "weights.hdf5")]) == 2
+    one_line_error(capsys, "this softmax was trained with another biLM than", "the perplexity would be wrong")

@@ -11,6 +11,7 @@ A ``"backbone": "transformer"`` biLM has ``transformer/...`` datasets instead of
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -264,6 +265,34 @@ def bilm_to_hdf5_arrays(bilm: BiLM) -> dict[str, np.ndarray]:
             out[f"{pre}/B"] = b
             out[f"{pre}/W_P_0"] = sd[f"{m}.state_projection.weight"].T
     return out
+
+
+def arrays_sha256(arrays: dict[str, np.ndarray], dtype: str | None = None) -> str:
+    """sha256 of named arrays as a weights file stores them (names sorted; shape, dtype and bytes of each; strings as
+    UTF-8): which biLM a softmax was trained with. ``dtype`` casts floating arrays first, as ``save_bilm`` does."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        arr = np.asarray(arrays[name])
+        if arr.dtype == object or arr.dtype.kind in "SU":
+            data = "\n".join(x.decode("utf-8") if isinstance(x, bytes) else str(x) for x in arr.ravel()).encode("utf-8")
+            kind = "str"
+        else:
+            arr = np.ascontiguousarray(arr.astype(dtype) if dtype and arr.dtype.kind == "f" else arr)
+            data, kind = arr.tobytes(), arr.dtype.str
+        h.update(f"{name}|{arr.shape}|{kind}|{len(data)}|".encode("utf-8") + data)
+    return h.hexdigest()
+
+
+def file_bilm_sha256(f: h5py.File) -> str:
+    """``arrays_sha256`` of every dataset of an open weights file outside ``softmax/`` (the biLM itself)."""
+    arrays: dict[str, np.ndarray] = {}
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset) and not name.startswith("softmax/"):
+            arrays[name] = obj[()] if obj.shape == () else obj[...]
+
+    f.visititems(visit)
+    return arrays_sha256(arrays)
 
 
 def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,

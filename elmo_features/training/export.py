@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elmo_features.formats.weights import save_bilm
+from elmo_features.formats.weights import arrays_sha256, bilm_to_hdf5_arrays, save_bilm
 from elmo_features.training.data import vocab_sha256, write_vocab
 
 
@@ -20,7 +20,9 @@ def export_model(model, vocab: list[str], out_dir: str | Path, with_softmax: boo
         extra = {"softmax/W": model.softmax_w.detach().cpu().numpy().astype(np.float32),
                  "softmax/b": model.softmax_b.detach().cpu().numpy().astype(np.float32),
                  # the rows' words: eval-bilm refuses a vocab.txt in another order (it would give a wrong perplexity)
-                 "softmax/vocab_sha256": np.array(vocab_sha256(vocab), dtype=object)}
+                 "softmax/vocab_sha256": np.array(vocab_sha256(vocab), dtype=object),
+                 # and the biLM it was trained with: a softmax given with --softmax must be this biLM's
+                 "softmax/bilm_sha256": np.array(arrays_sha256(bilm_to_hdf5_arrays(model.bilm), dtype), dtype=object)}
     save_bilm(model.bilm, out / "options.json", out / "weights.hdf5", dtype=dtype, extra_arrays=extra)
     write_vocab(vocab, out / "vocab.txt")
     return out
