@@ -1,7 +1,7 @@
 """Checked component configs: ``{name: REGISTERED_NAME, **hparams}`` sections.
 
-The keys are checked by the one validation module, ``elmo_features.util.schema`` (``from_dict`` is its ``build``
-raising ``ConfigError``; unknown keys are errors listing the valid ones). ``resolve_component`` checks a component
+The keys are checked by the one validation module, ``elmo_features.util.schema`` (``build``, which raises
+``ConfigError``; unknown keys are errors listing the valid ones). ``resolve_component`` checks a component
 section against the named component's ``Config`` (nested component fields too) and fills in every default;
 ``component_config`` turns a resolved section back into that ``Config``. This module sits just above
 ``tasks.registry`` and below data, features and heads, which use it for their own configs; the run config
@@ -12,34 +12,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from elmo_features.util.errors import ElmoTasksError
-from elmo_features.util.schema import SchemaError, build, spec_of_type, to_dict
+from elmo_features.util.errors import ConfigError
+from elmo_features.util.schema import build, to_dict
 
 from tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, Registry
-
-
-class ConfigError(ElmoTasksError, ValueError):
-    """A config has an unknown key, an unknown component name or a value of the wrong type."""
 
 
 # upper bounds of the sizes a head or fusion declares: beyond them a model only exhausts memory or never finishes
 MAX_UNITS = 4096  # hidden sizes, embedding sizes, filter counts
 MAX_LAYERS = 8  # stacked BiLSTM layers
-
-
-# ---------------------------------------------------------------- checking (elmo_features.util.schema)
-
-def coerce(value: Any, tp: Any, where: str) -> Any:
-    """``value`` checked against the type hint ``tp`` (the schema module's spec for it)."""
-    try:
-        return spec_of_type(tp).check(value, where)
-    except SchemaError as e:
-        raise ConfigError(str(e)) from None
-
-
-def from_dict(cls: type, data: Any, where: str) -> Any:
-    """Build dataclass ``cls`` from a mapping; unknown keys, missing required keys and bad types are errors."""
-    return build(cls, data, where, ConfigError)
 
 
 def resolve_component(registry: Registry, section: Any, where: str) -> dict:
@@ -57,7 +38,7 @@ def resolve_component(registry: Registry, section: Any, where: str) -> dict:
     except KeyError as e:
         raise ConfigError(f"{where}.name: {e.args[0]}") from None
     params = {k: v for k, v in section.items() if k != "name"}
-    cfg = from_dict(comp.Config, params, f"{where} ({section['name']})")
+    cfg = build(comp.Config, params, f"{where} ({section['name']})")
     out = {"name": section["name"], **to_dict(cfg)}
     for f in dataclasses.fields(comp.Config):
         sub = f.metadata.get("component")

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
-from tasks.components import ConfigError, component_config, resolve_component
+from elmo_features.util.errors import ConfigError
+from tasks.components import component_config, resolve_component
 from tasks.experiment.config import resolve
 from tasks.experiment.run import build_model, load_run, predict_examples, run_experiment
 from tasks.features.base import FeatureContext, build_features

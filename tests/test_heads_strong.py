@@ -10,7 +10,8 @@ import torch
 from torch.nn import functional as F
 
 from test_tasks_helpers import make_glove
-from tasks.components import ConfigError, component_config
+from elmo_features.util.errors import ConfigError
+from tasks.components import component_config
 from tasks.experiment.config import load_config, resolve
 from tasks.experiment.run import load_run, predict_examples, run_experiment
 from tasks.features.base import FeatureContext

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from elmo_features.util.errors import ConfigError
 from tasks.cli import main
-from tasks.experiment.config import ConfigError, PACKAGED_CONFIGS, find_config, load_config, packaged_configs
+from tasks.experiment.config import PACKAGED_CONFIGS, find_config, load_config, packaged_configs
 from tasks.wsd.config import load_wsd_config
 
 

@@ -5,8 +5,7 @@ import math
 
 import pytest
 
-from elmo_features.util.errors import OutputExistsError, PathError
-from tasks.components import ConfigError
+from elmo_features.util.errors import ConfigError, OutputExistsError, PathError
 from tasks.experiment.config import resolve
 
 from test_tasks_helpers import make_env, tagging_config

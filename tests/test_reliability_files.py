@@ -10,7 +10,7 @@ import pytest
 import torch
 import yaml
 
-from elmo_features import BiLMOptions, OptionsError, WeightFileError, load_bilm
+from elmo_features import BiLMOptions, ConfigError, WeightFileError, load_bilm
 from elmo_features.embedding.embed_input import EmbedInput
 from elmo_features.util.errors import CheckpointError, TextInputError
 from elmo_features.util.text_input import iter_sentences, read_sentences
@@ -98,17 +98,17 @@ def test_options_schema(tmp_path, edit, message):
     edit(d)
     p = tmp_path / "options.json"
     p.write_text(json.dumps(d))
-    with pytest.raises(OptionsError, match=f"options.json: {message}"):
+    with pytest.raises(ConfigError, match=f"options.json: {message}"):
         BiLMOptions.from_file(p)
 
 
 def test_options_file_that_is_not_json_text(tmp_path):
     p = tmp_path / "options.json"
     p.write_bytes(b"\x89HDF\r\n\x1a\n\xff")
-    with pytest.raises(OptionsError, match="not UTF-8 text"):
+    with pytest.raises(ConfigError, match="not UTF-8 text"):
         BiLMOptions.from_file(p)
     p.write_text("[1, 2]")
-    with pytest.raises(OptionsError, match="expected a mapping"):
+    with pytest.raises(ConfigError, match="expected a mapping"):
         BiLMOptions.from_file(p)
 
 

@@ -10,10 +10,10 @@ import yaml
 
 from elmo_features.encoders import load_encoder
 from elmo_features.encoders.loading import EncoderError
-from elmo_features.util.errors import TextInputError
+from elmo_features.util.errors import ConfigError, TextInputError
 from encoder_helpers import make_bert
 from tasks.cli import main
-from tasks.components import ConfigError, resolve_component
+from tasks.components import resolve_component
 from tasks.data.types import DataFormatError
 from tasks.features.base import FeatureContext, build_features
 from tasks.registry import FEATURES

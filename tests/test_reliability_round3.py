@@ -103,7 +103,8 @@ def test_training_data_with_one_label_is_refused(tmp_path, capsys):
 
 
 def test_a_transformer_layer_listed_twice_is_refused(tmp_path):
-    from tasks.components import ConfigError, resolve_component
+    from elmo_features.util.errors import ConfigError
+    from tasks.components import resolve_component
     from tasks.registry import FEATURES
 
     with pytest.raises(ConfigError, match=r"layers: \[2\] listed twice"):

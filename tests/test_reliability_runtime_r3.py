@@ -15,12 +15,12 @@ import yaml
 
 from encoder_helpers import make_bert
 from test_tasks_helpers import TINY_OPTIONS, make_bilm
-from elmo_features import BiLM, BiLMOptions, Embedder, OptionsError, ScalarMix, WeightFileError, batch_to_ids, \
+from elmo_features import BiLM, BiLMOptions, ConfigError, Embedder, ScalarMix, WeightFileError, batch_to_ids, \
     load_bilm, resolve_bilm, save_bilm
 from elmo_features.encoders import EncoderError, TransformerEmbedder, load_encoder
 from elmo_features.hub import ElmoHub
 from elmo_features.model.token_vectors import TokenVectors
-from elmo_features.training.config import TrainConfig, TrainConfigError
+from elmo_features.training.config import TrainConfig
 from elmo_features.training.trainer import Trainer
 from tasks.cli import main
 
@@ -214,11 +214,11 @@ def test_train_bilm_refuses_an_out_dir_of_other_files(tmp_path, capsys):  # 7
 
 
 def test_filter_wider_than_a_token_is_a_config_error():  # 42
-    with pytest.raises(TrainConfigError, match=r"filters\[1\]: width 51 > 50 characters per token"):
+    with pytest.raises(ConfigError, match=r"filters\[1\]: width 51 > 50 characters per token"):
         TrainConfig.from_dict({**SMALL, "filters": [[1, 4], [51, 4]]})
     opts = json.loads(json.dumps(TINY_OPTIONS))
     opts["char_cnn"]["filters"][0] = [60, 4]
-    with pytest.raises(OptionsError, match=r"char_cnn.filters\[0\]: width 60 > max_characters_per_token \(50\)"):
+    with pytest.raises(ConfigError, match=r"char_cnn.filters\[0\]: width 60 > max_characters_per_token \(50\)"):
         BiLMOptions.from_dict(opts)
 
 

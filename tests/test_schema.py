@@ -8,12 +8,8 @@ from typing import Literal
 
 import pytest
 
-from elmo_features.util.schema import (Int, List, Num, Record, SchemaError, Str, build, check_options, join_key, key,
-                                       spec_of_type)
-
-
-class MyError(ValueError):
-    pass
+from elmo_features.util.errors import ConfigError
+from elmo_features.util.schema import Int, List, Num, Record, Str, build, check_options, join_key, key, spec_of_type
 
 
 @dataclass
@@ -35,12 +31,12 @@ class Section:
 
     def check(self, where: str) -> None:
         if self.steps == 13:
-            raise MyError(f"{join_key(where, 'steps')}: unlucky")
+            raise ConfigError(f"{join_key(where, 'steps')}: unlucky")
         self.checked = True
 
 
 def test_defaults_types_and_the_check_hook():
-    s = build(Section, {"name": "x", "lr": 1, "inner": {"embedding": {"dim": 4}}}, "run.yaml:", MyError)
+    s = build(Section, {"name": "x", "lr": 1, "inner": {"embedding": {"dim": 4}}}, "run.yaml:")
     assert s.checked and s.steps == 10 and s.seeds == [1] and s.layers == "all"
     assert s.lr == 1.0 and isinstance(s.lr, float)  # an integer given for a float key is a float
     assert s.inner == Inner(width=4, mode="a")
@@ -66,25 +62,25 @@ def test_defaults_types_and_the_check_hook():
     ({"name": "x", "inner": None, "lr": None}, "run.yaml: lr: must not be null"),
 ])
 def test_errors_are_one_line_naming_the_key_path(data, message):
-    with pytest.raises(MyError) as e:
-        build(Section, data, "run.yaml:", MyError)
+    with pytest.raises(ConfigError) as e:
+        build(Section, data, "run.yaml:")
     assert str(e.value).startswith(message) and "\n" not in str(e.value)
 
 
 def test_a_section_path_and_extra_keys():
-    with pytest.raises(SchemaError, match=r"^cfg: training.lr: must be > 0"):
+    with pytest.raises(ConfigError, match=r"^cfg: training.lr: must be > 0"):
         build(Section, {"name": "x", "lr": -1}, "cfg: training")
     assert Record(Inner, extra=True).check({"embedding": {"dim": 2}, "other": 1}, "x") == Inner(2)
-    with pytest.raises(SchemaError, match="unknown key 'other'"):
+    with pytest.raises(ConfigError, match="unknown key 'other'"):
         Record(Inner).check({"embedding": {"dim": 2}, "other": 1}, "x")
 
 
 def test_type_hints_stand_for_specs():
     assert spec_of_type(int | None).check(None, "x") is None
     assert spec_of_type(dict[str, list[int]]).check({"a": [1]}, "x") == {"a": [1]}
-    with pytest.raises(SchemaError, match=r"x.a\[0\]: expected an integer"):
+    with pytest.raises(ConfigError, match=r"x.a\[0\]: expected an integer"):
         spec_of_type(dict[str, list[int]]).check({"a": ["1"]}, "x")
-    with pytest.raises(SchemaError, match="expected a string"):
+    with pytest.raises(ConfigError, match="expected a string"):
         Str().check(1, "x")
 
 
@@ -107,9 +103,9 @@ def test_keyword_options_of_a_function_are_checked_like_keys():
         return path
 
     assert check_options(reader, {"columns": ["x"], "out": object(), "header": True}, "r")["columns"] == ["x"]
-    with pytest.raises(MyError, match=r"^r: unknown key 'colums'; valid keys: columns, out, header$"):
-        check_options(reader, {"colums": []}, "r", MyError)
-    with pytest.raises(MyError, match=r"^r.columns\[0\]: expected a string, got 1"):
-        check_options(reader, {"columns": [1]}, "r", MyError)
-    with pytest.raises(MyError, match=r"^r.header: 3 \(an integer\) is none of"):
-        check_options(reader, {"header": 3}, "r", MyError)
+    with pytest.raises(ConfigError, match=r"^r: unknown key 'colums'; valid keys: columns, out, header$"):
+        check_options(reader, {"colums": []}, "r")
+    with pytest.raises(ConfigError, match=r"^r.columns\[0\]: expected a string, got 1"):
+        check_options(reader, {"columns": [1]}, "r")
+    with pytest.raises(ConfigError, match=r"^r.header: 3 \(an integer\) is none of"):
+        check_options(reader, {"header": 3}, "r")

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tasks.experiment.config import ConfigError, apply_override, load_config, resolve
+from elmo_features.util.config_files import apply_set
+from elmo_features.util.errors import ConfigError
+from tasks.experiment.config import load_config, resolve
 from tasks.heads.crf_tagger import CrfTagger
 from tasks.registry import FEATURES, HEADS, Registry, RegistryError
 
@@ -68,16 +70,16 @@ def test_errors_name_the_problem_and_the_valid_choices(mutate, message):
 
 def test_overrides_parse_yaml_and_create_nested_keys():
     c = base()
-    apply_override(c, "training.seed=7")
-    apply_override(c, "head.scheme=BIO")
-    apply_override(c, "features.lowercase=true")
-    apply_override(c, "data.max_train=null")
+    apply_set(c, "training.seed=7")
+    apply_set(c, "head.scheme=BIO")
+    apply_set(c, "features.lowercase=true")
+    apply_set(c, "data.max_train=null")
     cfg = resolve(c)
     assert cfg.training.seed == 7 and cfg.head["scheme"] == "BIO" and cfg.features["lowercase"] is True
     with pytest.raises(ConfigError, match="expected key.sub=value"):
-        apply_override(c, "training.seed")
+        apply_set(c, "training.seed")
     with pytest.raises(ConfigError, match="head.scheme is not a section"):
-        apply_override(c, "head.scheme.x=1")
+        apply_set(c, "head.scheme.x=1")
 
 
 def test_load_config_reports_file_problems(tmp_path):

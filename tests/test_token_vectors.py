@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from elmo_features import batch_to_ids, load_bilm
-from elmo_features.model.options import BiLMOptions, OptionsError
+from elmo_features.model.options import BiLMOptions
+from elmo_features.util.errors import ConfigError
 from elmo_features.model.token_vectors import TokenVectors, decode_char_ids, select_vectors
 from elmo_features.training.data import make_batch, type_char_ids
 from elmo_features.training.trainer import Trainer
@@ -117,10 +118,10 @@ def test_loader_refuses_mismatched_extension(tmp_path):
     with pytest.raises(WeightFileError, match="no 'token_vectors' block"):
         load_bilm(tmp_path / "plain.json", exp / "weights.hdf5")
     opts["token_vectors"] = {"dim": 6, "n_words": 5, "lowercase": "yes"}
-    with pytest.raises(OptionsError, match="token_vectors.lowercase: expected true or false"):
+    with pytest.raises(ConfigError, match="token_vectors.lowercase: expected true or false"):
         BiLMOptions.from_dict(opts)
     opts["token_vectors"] = {"dim": 6, "n_words": 5, "mystery": 1}
-    with pytest.raises(OptionsError, match="unknown key.*valid keys"):
+    with pytest.raises(ConfigError, match="unknown key.*valid keys"):
         BiLMOptions.from_dict(opts)
     with h5py.File(exp / "weights.hdf5", "a") as f:
         del f["token_vectors/words"]

@@ -11,7 +11,8 @@ import torch.nn.functional as F
 
 from elmo_features import batch_to_ids, load_bilm
 from elmo_features.model.bilm import BiLM
-from elmo_features.model.options import BiLMOptions, OptionsError
+from elmo_features.model.options import BiLMOptions
+from elmo_features.util.errors import ConfigError
 from elmo_features.model.transformer import TransformerBiEncoder
 from elmo_features.formats.weights import WeightFileError, save_bilm
 
@@ -50,7 +51,7 @@ def test_options_round_trip_and_dims():
     ({"transformer": {"dim": 8, "n_layers": 2, "n_heads": 2}}, r"missing required key 'ff_dim'"),
 ])
 def test_bad_options_are_clear(change, message):
-    with pytest.raises(OptionsError, match=message):
+    with pytest.raises(ConfigError, match=message):
         BiLMOptions.from_dict({**copy.deepcopy(TINY), **change}, source="o.json")
 
 

@@ -67,7 +67,7 @@ def test_layer_and_mix_equal_the_encoder_outputs(env, tmp_path):
 
 
 def test_config_errors_name_the_key(env):
-    from tasks.components import ConfigError
+    from elmo_features.util.errors import ConfigError
 
     with pytest.raises(ConfigError, match="unknown key 'pooling'.*subword_pooling"):
         resolve_component(FEATURES, section(env, pooling="mean"), "features")

@@ -8,7 +8,7 @@ import torch
 import yaml
 
 from elmo_features import batch_to_ids, load_bilm
-from elmo_features.training.config import TrainConfig
+from elmo_features.training.config import TRANSFORMER_KEYS, TrainConfig
 from elmo_features.training.data import make_batch, type_char_ids
 from elmo_features.training.trainer import Trainer
 from test_training import _cfg
@@ -70,6 +70,7 @@ def test_transformer_resume_is_bit_for_bit(tmp_path, monkeypatch):
     ("backbone=gru", "backbone: must be one of 'lstm', 'transformer', got 'gru'"),
     ("transformer_heads=3", "projection_dim (8) must be a multiple of transformer_heads (3)"),
     ("transformer_chunk_overlap=8", "transformer_chunk_overlap must be in [0, transformer_max_positions=8)"),
+    ("transformer_max_positions=2", "transformer_max_positions: must be >= 3, got 2"),
 ])
 def test_bad_backbone_config_is_one_line_exit_2(tmp_path, capsys, override, message):
     from tasks.cli import main
@@ -86,6 +87,16 @@ def test_bad_backbone_config_is_one_line_exit_2(tmp_path, capsys, override, mess
 def test_config_defaults_build_a_valid_transformer():
     o = TrainConfig.from_dict({"backbone": "transformer"}).elmo_options()
     assert "lstm" not in o and o["transformer"]["dim"] == 128 and o["transformer"]["n_heads"] == 4
+
+
+def test_the_transformer_block_comes_from_the_keys_its_errors_name():
+    """``TRANSFORMER_KEYS`` names train-bilm's key for each key of the options' transformer block in its errors:
+    it must be the key the block's value comes from."""
+    cfg = TrainConfig.from_dict({"backbone": "transformer", "projection_dim": 12, "n_layers": 3, "transformer_heads": 2,
+                                 "transformer_ff_dim": 20, "transformer_max_positions": 40,
+                                 "transformer_chunk_overlap": 7})
+    block = cfg.elmo_options()["transformer"]
+    assert {k: block[k] for k in TRANSFORMER_KEYS} == {k: getattr(cfg, name) for k, name in TRANSFORMER_KEYS.items()}
 
 
 def test_transformer_with_token_vectors_exports_and_loads(tmp_path):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from elmo_features import BiLM, BiLMOptions, OptionsError, WeightFileError, batch_to_ids, load_bilm, save_bilm
+from elmo_features import BiLM, BiLMOptions, ConfigError, WeightFileError, batch_to_ids, load_bilm, save_bilm
 
 TINY = {
     "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8]], "n_highway": 1, "n_characters": 262},
@@ -94,9 +94,9 @@ def test_missing_files_and_bad_options(tmp_path):
     _, o, w = _saved(tmp_path)
     with pytest.raises(FileNotFoundError, match="nope.hdf5"):
         load_bilm(o, tmp_path / "nope.hdf5")
-    with pytest.raises(OptionsError, match="not found"):
+    with pytest.raises(ConfigError, match="not found"):
         load_bilm(tmp_path / "nope.json", w)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"char_cnn": TINY["char_cnn"]}))
-    with pytest.raises(OptionsError, match="'lstm'"):
+    with pytest.raises(ConfigError, match="'lstm'"):
         load_bilm(bad, w)

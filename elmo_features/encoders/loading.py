@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from elmo_features.formats.default_model import check_spec_not_empty
+from elmo_features.formats.default_model import empty_spec_problem
 from elmo_features.util.errors import ElmoTasksError
 
 # files of a model folder that do not change its outputs (left out of the content hash)
@@ -166,8 +166,9 @@ def _weights_kind(folder: Path) -> str:
 def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weights: bool = False,
                  cache_dir: str | Path | None = None) -> LoadedEncoder:
     """Load a frozen encoder and its fast tokenizer from a spec (see the module docstring)."""
-    check_spec_not_empty(spec, "encoder", "a folder with config.json, a packaged name or a hub id (owner/name)",
-                         EncoderError)
+    if problem := empty_spec_problem(spec, "encoder", "a folder with config.json, a packaged name or a hub id "
+                                                      "(owner/name)"):
+        raise EncoderError(problem)
     folder = resolve_folder(str(spec), cache_dir)
     if not (folder / "config.json").is_file():
         raise EncoderError(f"{folder}: no config.json; is this a Hugging Face model folder?")

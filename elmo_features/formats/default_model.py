@@ -58,10 +58,12 @@ BILM_SPEC_FORMS = (f"\"default\", a preset ({', '.join(PRESETS)}), a folder with
                    "{'options': path, 'weights': path}")
 
 
-def check_spec_not_empty(spec: Any, what: str, forms: str, error: type[Exception] = UsageError) -> None:
-    """An empty or blank spec (an unset variable) is refused by name, not read as the current folder."""
+def empty_spec_problem(spec: Any, what: str, forms: str) -> str | None:
+    """The one-line refusal of an empty or blank spec (an unset variable), which would read as the current folder;
+    None for any other spec. The caller raises it as its own error: a command-line argument's, a config key's."""
     if isinstance(spec, (str, Path)) and not str(spec).strip():
-        raise error(f"{what} spec {str(spec)!r} is empty (an unset variable?); give {forms}")
+        return f"{what} spec {str(spec)!r} is empty (an unset variable?); give {forms}"
+    return None
 
 
 def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> BiLM:
@@ -78,7 +80,8 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         return load_bilm(spec["options"], spec["weights"], **kw)
     if isinstance(spec, (str, Path)):
         s = str(spec)
-        check_spec_not_empty(s, "biLM", BILM_SPEC_FORMS)
+        if problem := empty_spec_problem(s, "biLM", BILM_SPEC_FORMS):
+            raise UsageError(problem)
         if s == "default":
             return load_default_bilm(**kw)
         embedded = embedded_models()

@@ -5,13 +5,9 @@ from dataclasses import dataclass, field, asdict
 from pathlib import Path
 from typing import Any
 
-from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.errors import ConfigError
 from elmo_features.util.config_files import read_config_file
-from elmo_features.util.schema import Bool, Int, List, Num, Obj, Record, SchemaError, Str, key, validate
-
-
-class OptionsError(ElmoTasksError, ValueError):
-    """An options file is missing a key or has an invalid value."""
+from elmo_features.util.schema import Bool, Int, List, Num, Obj, Record, Str, join_key, key
 
 
 BACKBONES = ("lstm", "transformer")  # valid values of the options' "backbone" key ("lstm" when absent)
@@ -39,7 +35,7 @@ class CharCNNOptions:
     def check(self, where: str) -> None:
         for i, (width, _) in enumerate(self.filters):
             if width > self.max_characters_per_token:  # the convolution runs over the token's character ids
-                raise SchemaError(f"{where}.filters[{i}]: width {width} > max_characters_per_token "
+                raise ConfigError(f"{where}.filters[{i}]: width {width} > max_characters_per_token "
                                   f"({self.max_characters_per_token})")
 
     @property
@@ -86,11 +82,15 @@ class TransformerOptions:
     chunk_overlap: int = key(Int(min=0), 128, doc="longer sentences: windows of W tokens overlapping by this many")
     positions: str = key(Str(choices=POSITIONS), "sinusoidal")
 
-    def check(self, where: str) -> None:
+    def check(self, where: str, names: dict[str, str] | None = None) -> None:
+        """The rules across keys, naming the keys after ``where`` as the options file does (``transformer.dim``), or
+        by ``names`` (field -> key) for a config that gives them under other names (train-bilm's flat keys)."""
+        name = (names or {}).get
+        dim, heads, window, overlap = (name(k, k) for k in ("dim", "n_heads", "max_positions", "chunk_overlap"))
         if self.dim % self.n_heads:
-            raise SchemaError(f"{where}.dim ({self.dim}) must be a multiple of n_heads ({self.n_heads})")
+            raise ConfigError(f"{join_key(where, dim)} ({self.dim}) must be a multiple of {heads} ({self.n_heads})")
         if self.chunk_overlap >= self.max_positions:
-            raise SchemaError(f"{where}.chunk_overlap must be in [0, max_positions={self.max_positions}), "
+            raise ConfigError(f"{join_key(where, overlap)} must be in [0, {window}={self.max_positions}), "
                               f"got {self.chunk_overlap}")
 
 
@@ -135,26 +135,26 @@ class BiLMOptions:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "options") -> "BiLMOptions":
-        v = validate(d, OPTIONS_SCHEMA, source, OptionsError)  # every block checked; v holds the parsed blocks
+        v = OPTIONS_SCHEMA.check(d, f"{source}:")  # every block checked; v holds the parsed blocks
         backbone = v.get("backbone", "lstm")
         if backbone == "transformer":
             if "lstm" in d:
-                raise OptionsError(f"{source}: backbone is 'transformer' but there is an 'lstm' block; remove one")
+                raise ConfigError(f"{source}: backbone is 'transformer' but there is an 'lstm' block; remove one")
             if "transformer" not in d:
-                raise OptionsError(f"{source}: missing required key 'transformer' (the backbone is 'transformer')")
+                raise ConfigError(f"{source}: missing required key 'transformer' (the backbone is 'transformer')")
         else:
             if "transformer" in d:
-                raise OptionsError(f"{source}: has a 'transformer' block but backbone is 'lstm'; "
-                                   "add \"backbone\": \"transformer\" or remove the block")
+                raise ConfigError(f"{source}: has a 'transformer' block but backbone is 'lstm'; "
+                                  "add \"backbone\": \"transformer\" or remove the block")
             if "lstm" not in d:
-                raise OptionsError(f"{source}: missing required key 'lstm'")
+                raise ConfigError(f"{source}: missing required key 'lstm'")
         extra = {k: x for k, x in d.items() if k not in OPTIONS_SCHEMA.fields}
         return cls(v["char_cnn"], v.get("lstm"), extra, v.get("token_vectors"), backbone, v.get("transformer"))
 
     @classmethod
     def from_file(cls, path: str | Path) -> "BiLMOptions":
         path = Path(path)
-        d = read_config_file(path, OptionsError, kind="json")
+        d = read_config_file(path, kind="json")
         return cls.from_dict(d, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:

@@ -23,7 +23,7 @@ def _parse_set(items: list[str]) -> dict:
     ``elmo_features.util.config_files.apply_set``)."""
     out: dict = {}
     for item in items or []:
-        apply_set(out, item, UsageError)
+        apply_set(out, item)
     return out
 
 

@@ -1,5 +1,6 @@
 """The biLM training config (YAML). Each key is declared once, with its type, range and default (``key``);
-unknown keys are errors that list the valid keys."""
+unknown keys are errors that list the valid keys; every problem is one ``ConfigError`` line naming this config's
+own key."""
 from __future__ import annotations
 
 from dataclasses import dataclass, asdict
@@ -7,15 +8,17 @@ from pathlib import Path
 from typing import Any
 
 
-from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.errors import ConfigError
 from elmo_features.model.char_ids import MAX_WORD_LENGTH as MAX_CHARACTERS
-from elmo_features.model.options import BACKBONES, BiLMOptions
+from elmo_features.model.options import BACKBONES, TransformerOptions
 from elmo_features.util.config_files import read_config_file
-from elmo_features.util.schema import Bool, Int, List, Num, Str, build, key
+from elmo_features.util.schema import Bool, Int, List, Num, Str, build, join_key, key
 
-
-class TrainConfigError(ElmoTasksError, ValueError):
-    """A biLM training config has an unknown key, or a value of the wrong type or out of range."""
+# each key of the options' transformer block and the key of this config that gives its value (``transformer_block``):
+# the names ``TransformerOptions.check`` gives in its messages, so that they name the keys the user wrote
+TRANSFORMER_KEYS = {"dim": "projection_dim", "n_layers": "n_layers", "n_heads": "transformer_heads",
+                    "ff_dim": "transformer_ff_dim", "max_positions": "transformer_max_positions",
+                    "chunk_overlap": "transformer_chunk_overlap"}
 
 
 @dataclass
@@ -41,8 +44,9 @@ class TrainConfig:
     backbone: str = key(Str(choices=BACKBONES), "lstm")
     transformer_heads: int = key(Int(min=1), 4)
     transformer_ff_dim: int = key(Int(min=1), 512)
-    transformer_max_positions: int = key(Int(min=1), 256,
-                                         doc="attention window; longer sentences run in overlapping windows")
+    transformer_max_positions: int = key(Int(min=3), 256,
+                                         doc="attention window (<S> and </S> included); longer sentences run in "
+                                             "overlapping windows")
     transformer_chunk_overlap: int = key(Int(min=0), 128)
     # static-vector prior (extension, docs/weights_format.md): frozen pretrained word vectors for the
     # output vocabulary's words, concatenated to the char-CNN output before the highway layers
@@ -90,40 +94,37 @@ class TrainConfig:
     def from_dict(cls, d: dict[str, Any], source: str = "config") -> "TrainConfig":
         """A checked config (unknown keys, types and ranges, then the backbone keys)."""
         if not isinstance(d, dict):
-            raise TrainConfigError(f"{source}: expected a mapping of keys to values, got {type(d).__name__}")
-        return build(cls, d, f"{source}:", TrainConfigError)
+            raise ConfigError(f"{source}: expected a mapping of keys to values, got {type(d).__name__}")
+        return build(cls, d, f"{source}:")
 
     def check(self, where: str) -> None:
-        """The Transformer backbone's keys together (run by ``build`` after each key is checked; the options parser
-        checks the rest when the model is built)."""
-        source = where.rstrip(":")
+        """The keys together (run by ``build`` after each key is checked): the filter widths, and the Transformer
+        block's rules across keys (``TransformerOptions.check``) named by this config's keys."""
         for i, (width, _) in enumerate(self.filters):
             if width > MAX_CHARACTERS:  # the convolution runs over the 50 character ids of a token
-                raise TrainConfigError(f"{source}: filters[{i}]: width {width} > {MAX_CHARACTERS} characters per "
-                                       f"token; use widths of at most {MAX_CHARACTERS}")
+                raise ConfigError(f"{join_key(where, f'filters[{i}]')}: width {width} > {MAX_CHARACTERS} characters "
+                                  f"per token; use widths of at most {MAX_CHARACTERS}")
         if self.backbone == "transformer":
-            try:
-                BiLMOptions.from_dict(self.elmo_options(), source=source)
-            except ValueError as e:  # name the config keys rather than the options keys
-                msg = str(e)
-                for a, b in (("transformer.dim", "projection_dim"), ("transformer.n_heads", "transformer_heads"),
-                             ("n_heads", "transformer_heads"), ("transformer.ff_dim", "transformer_ff_dim"),
-                             ("transformer.n_layers", "n_layers"), ("transformer.", "transformer_"),
-                             ("[0, max_positions", "[0, transformer_max_positions")):
-                    msg = msg.replace(a, b)
-                raise TrainConfigError(msg) from None
+            TransformerOptions(**self.transformer_block()).check(where, TRANSFORMER_KEYS)
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "TrainConfig":
         path = Path(path)
-        d = read_config_file(path, TrainConfigError) or {}
+        d = read_config_file(path) or {}
         if not isinstance(d, dict):
-            raise TrainConfigError(f"{path}: expected a mapping of keys to values, got {type(d).__name__}")
+            raise ConfigError(f"{path}: expected a mapping of keys to values, got {type(d).__name__}")
         d.update(overrides or {})
         return cls.from_dict(d, source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def transformer_block(self) -> dict[str, Any]:
+        """The options' ``transformer`` block this config gives (its keys named as in options.json; this config's
+        names: ``TRANSFORMER_KEYS``)."""
+        return {"dim": self.projection_dim, "n_layers": self.n_layers, "n_heads": self.transformer_heads,
+                "ff_dim": self.transformer_ff_dim, "max_positions": self.transformer_max_positions,
+                "chunk_overlap": self.transformer_chunk_overlap, "positions": "sinusoidal"}
 
     def elmo_options(self, token_vectors: dict[str, Any] | None = None) -> dict[str, Any]:
         """The ELMo options.json content of this model (``token_vectors``: the extension block, if any)."""
@@ -154,8 +155,6 @@ class TrainConfig:
         if self.backbone == "transformer":
             del d["lstm"]
             d["backbone"] = "transformer"
-            d["transformer"] = {"dim": self.projection_dim, "n_layers": self.n_layers, "n_heads": self.transformer_heads,
-                                "ff_dim": self.transformer_ff_dim, "max_positions": self.transformer_max_positions,
-                                "chunk_overlap": self.transformer_chunk_overlap, "positions": "sinusoidal"}
+            d["transformer"] = self.transformer_block()
         return d
 

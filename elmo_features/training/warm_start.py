@@ -6,10 +6,10 @@ from pathlib import Path
 import h5py
 import torch
 
-from elmo_features.util.errors import StaleCacheError
+from elmo_features.util.errors import ConfigError, StaleCacheError
 from elmo_features.model.options import BiLMOptions
 from elmo_features.formats.weights import load_weights_into
-from elmo_features.training.config import TrainConfig, TrainConfigError
+from elmo_features.training.config import TrainConfig
 from elmo_features.training.data import SPECIALS, Corpus, build_vocab, read_vocab, write_vocab
 from elmo_features.training.prep_cache import check_vocab_key, update_prep_key
 
@@ -21,16 +21,16 @@ def resolve_vocab(cfg: TrainConfig, corpus: Corpus, out: Path, has_checkpoint: b
     if cfg.vocab_file:
         vocab = read_vocab(cfg.vocab_file)
         if len(vocab) - len(SPECIALS) != cfg.vocab_size:
-            raise TrainConfigError(f"vocab_file {cfg.vocab_file} holds {len(vocab) - len(SPECIALS)} words after "
-                                   f"{SPECIALS}, vocab_size says {cfg.vocab_size}; set vocab_size to match")
+            raise ConfigError(f"vocab_file {cfg.vocab_file} holds {len(vocab) - len(SPECIALS)} words after "
+                              f"{SPECIALS}, vocab_size says {cfg.vocab_size}; set vocab_size to match")
     elif path.exists() and check_vocab_key(cfg, out):
         return read_vocab(path)
     else:
         vocab = build_vocab(corpus, cfg.vocab_size)
     if len(vocab) - len(SPECIALS) < 2:  # a language model over one word predicts nothing: its perplexity is ~1
-        raise TrainConfigError(f"the vocabulary holds {len(vocab) - len(SPECIALS)} word(s) besides {SPECIALS} "
-                               f"(vocab_size {cfg.vocab_size}, {len(corpus.types) - 2} distinct training words): its "
-                               "perplexity would measure nothing; give more text or a larger vocab_size")
+        raise ConfigError(f"the vocabulary holds {len(vocab) - len(SPECIALS)} word(s) besides {SPECIALS} "
+                          f"(vocab_size {cfg.vocab_size}, {len(corpus.types) - 2} distinct training words): its "
+                          "perplexity would measure nothing; give more text or a larger vocab_size")
     if path.exists() and has_checkpoint and read_vocab(path) != vocab:
         raise StaleCacheError(f"{path}: the checkpoint's vocabulary differs from the one the training files "
                               "(or vocab_file) now give; choose another out_dir")

@@ -1,8 +1,11 @@
 """Config files read strictly (a key given twice is an error, not last-wins) and the one ``--set key.sub=value``
-override syntax of every command. Checking the values is ``elmo_features.util.schema``."""
+override syntax of every command. Checking the values is ``elmo_features.util.schema``; every problem of either is
+one ``ConfigError`` line."""
 from __future__ import annotations
 
 from pathlib import Path
+
+from elmo_features.util.errors import ConfigError
 
 
 # ---------------------------------------------------------------- strict readers (no key given twice)
@@ -56,9 +59,9 @@ def load_json(text: str):
     return json.loads(text, object_pairs_hook=pairs)
 
 
-def read_config_file(path: str | Path, error: type[Exception], kind: str = "yaml"):
-    """The parsed content of a YAML (``kind="yaml"``) or JSON config file, every problem one ``error`` line naming
-    the file: not found, a folder, not UTF-8, not valid YAML/JSON, a key given twice."""
+def read_config_file(path: str | Path, kind: str = "yaml"):
+    """The parsed content of a YAML (``kind="yaml"``) or JSON config file, every problem one ``ConfigError`` line
+    naming the file: not found, a folder, not UTF-8, not valid YAML/JSON, a key given twice."""
     import yaml
 
     path = Path(path)
@@ -67,26 +70,26 @@ def read_config_file(path: str | Path, error: type[Exception], kind: str = "yaml
         text = path.read_text(encoding="utf-8")
         return load_json(text) if kind == "json" else load_yaml(text, str(path))
     except FileNotFoundError:
-        raise error(f"{'options' if kind == 'json' else 'config'} file not found: {path}") from None
+        raise ConfigError(f"{'options' if kind == 'json' else 'config'} file not found: {path}") from None
     except IsADirectoryError:
-        raise error(f"{path} is a folder; give {what}") from None
+        raise ConfigError(f"{path} is a folder; give {what}") from None
     except UnicodeDecodeError as e:
-        raise error(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
-                    + ("; is this the weights file?" if kind == "json" else "")) from None
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
+                          + ("; is this the weights file?" if kind == "json" else "")) from None
     except yaml.YAMLError as e:
-        raise error(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     except ValueError as e:  # json.JSONDecodeError, a key given twice
-        raise error(f"{path}: not valid JSON ({e})") from None
+        raise ConfigError(f"{path}: not valid JSON ({e})") from None
 
 
-def apply_set(raw: dict, assignment: str, error: type[Exception]) -> None:
+def apply_set(raw: dict, assignment: str) -> None:
     """Apply one ``--set key.sub=value`` (the value read as YAML: numbers, booleans, lists, mappings; quote a string
-    that looks like one) to a raw config mapping in place; every problem one ``error`` line."""
+    that looks like one) to a raw config mapping in place; every problem one ``ConfigError`` line."""
     import yaml
 
     key, sep, text = assignment.partition("=")
     if not sep or not key.strip():
-        raise error(f"--set {assignment!r}: expected key.sub=value")
+        raise ConfigError(f"--set {assignment!r}: expected key.sub=value")
     parts = key.strip().split(".")
     node = raw
     for i, part in enumerate(parts[:-1]):
@@ -94,11 +97,11 @@ def apply_set(raw: dict, assignment: str, error: type[Exception]) -> None:
         if nxt is None:
             nxt = node[part] = {}
         if not isinstance(nxt, dict):
-            raise error(f"--set {assignment!r}: {'.'.join(parts[: i + 1])} is not a section")
+            raise ConfigError(f"--set {assignment!r}: {'.'.join(parts[: i + 1])} is not a section")
         node = nxt
     try:
         node[parts[-1]] = load_yaml(text) if text.strip() else None
     except yaml.YAMLError as e:
         why = " ".join(str(getattr(e, "problem", None) or e).split())
-        raise error(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "
-                    "e.g. --set 'key=\"a, b\"'") from None
+        raise ConfigError(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "
+                          "e.g. --set 'key=\"a, b\"'") from None

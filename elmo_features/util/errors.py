@@ -5,9 +5,8 @@ The ``elmo-tasks`` command catches ``ElmoTasksError`` once (``tasks/cli/__init__
 A message is one line that says what is wrong, where (file, key, line) and what to do.
 
 Subclasses also inherit the built-in exception they replace (ValueError, FileNotFoundError, ...), so
-code that caught the built-in keeps working. Errors defined in other modules (OptionsError,
-WeightFileError, VectorFileError, DownloadError, tasks' ConfigError and DataFormatError) derive from
-``ElmoTasksError`` too.
+code that caught the built-in keeps working. Errors defined in other modules (WeightFileError, VectorFileError,
+DownloadError, tasks' DataFormatError, ...) derive from ``ElmoTasksError`` too.
 """
 from __future__ import annotations
 
@@ -18,6 +17,13 @@ class ElmoTasksError(Exception):
 
 class UsageError(ElmoTasksError, ValueError):
     """Command-line arguments that do not fit together (e.g. --options without --weights)."""
+
+
+class ConfigError(ElmoTasksError, ValueError):
+    """A config is unreadable or breaks its schema (``elmo_features.util.schema``): an unknown key, a missing key, a
+    value of the wrong type or out of range, keys that do not fit together. The one class of every config: a biLM
+    options.json, a train-bilm config, a task run or WSD config, reader options, a ``--set`` override; the message
+    names the file and the key path."""
 
 
 class PathError(ElmoTasksError, ValueError):

@@ -7,7 +7,7 @@ it with one-line errors naming the key path. Reading files and ``--set`` are ``e
         epochs: int = 10                 # no ``key``: the type hint is the spec (Int())
         def check(self, where): ...      # optional cross-key rules, run after the keys are checked
 
-    cfg = build(Training, data, "train.yaml", error=MyConfigError)  # unknown keys list the valid ones
+    cfg = build(Training, data, "train.yaml:")   # a ConfigError naming the key path; unknown keys list the valid ones
 
 A spec (``Int``, ``Num``, ``Bool``, ``Str``, ``List``, ``Map``, ``Obj``, ``Record``, ``OneOf``) checks one value; a
 dataclass is checked as a ``Record`` of its fields (each field's ``key`` spec, else the spec of its type hint).
@@ -15,6 +15,8 @@ Every config uses this: the biLM ``options.json`` (elmo_features.model.options),
 (elmo_features.training.config), the task configs (tasks.experiment.config, tasks.components) and data reader options
 (``check_options``); ``elmo_features.util.config_docs`` describes the keys for users. A string is never accepted
 for a number or a boolean, except that a float key reads a numeric string (YAML 1.1 reads ``1e-3`` as a string).
+Every problem is one ``ConfigError`` (``elmo_features.util.errors``) line; a caller gives the context, the file and
+the key prefix, as ``where``, and catches nothing.
 """
 from __future__ import annotations
 
@@ -27,11 +29,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from elmo_features.util.errors import ElmoTasksError
-
-
-class SchemaError(ElmoTasksError, ValueError):
-    """A value does not match its schema; the message names the key path."""
+from elmo_features.util.errors import ConfigError
 
 
 def _at(where: str) -> str:
@@ -42,15 +40,6 @@ def join_key(where: str, name: str) -> str:
     """The path of key ``name`` inside ``where``: ``"run.yaml: training"`` -> ``"run.yaml: training.lr"``; a
     ``where`` ending in ":" is a file (``"run.yaml:"`` -> ``"run.yaml: lr"``)."""
     return f"{where} {name}" if where.endswith(":") else f"{where}.{name}" if where else name
-
-
-
-def validate(value: Any, spec: "Spec", source: str, error: type[Exception] = SchemaError) -> Any:
-    """``spec.check(value)`` with errors prefixed by ``source`` (e.g. the file name), raised as ``error``."""
-    try:
-        return spec.check(value, "")
-    except SchemaError as e:
-        raise error(f"{source}: {e}") from None
 
 
 def _show(value: Any) -> str:
@@ -71,7 +60,7 @@ class Spec:
         if value is None:
             if self.nullable:
                 return None
-            raise SchemaError(f"{_at(where)}must not be null")
+            raise ConfigError(f"{_at(where)}must not be null")
         return self._check(value, where)
 
     def _check(self, value: Any, where: str) -> Any:
@@ -99,10 +88,10 @@ class Ranged(Spec):
 
     def _range(self, value, where: str):
         if self.choices is not None and value not in self.choices:
-            raise SchemaError(f"{_at(where)}must be one of {', '.join(map(repr, self.choices))}, got {_show(value)}")
+            raise ConfigError(f"{_at(where)}must be one of {', '.join(map(repr, self.choices))}, got {_show(value)}")
         if not ((self.min is None or value >= self.min) and (self.gt is None or value > self.gt)
                 and (self.max is None or value <= self.max) and (self.lt is None or value < self.lt)):
-            raise SchemaError(f"{_at(where)}must be {self.bounds_text()}, got {value}")
+            raise ConfigError(f"{_at(where)}must be {self.bounds_text()}, got {value}")
         return value
 
 
@@ -110,7 +99,7 @@ class Ranged(Spec):
 class Int(Ranged):
     def _check(self, value, where):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise SchemaError(f"{_at(where)}expected an integer, got {_show(value)}")
+            raise ConfigError(f"{_at(where)}expected an integer, got {_show(value)}")
         return self._range(value, where)
 
 
@@ -128,9 +117,9 @@ class Num(Ranged):
             except ValueError:
                 pass
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SchemaError(f"{_at(where)}expected a number, got {_show(value)}")
+            raise ConfigError(f"{_at(where)}expected a number, got {_show(value)}")
         if not math.isfinite(value):
-            raise SchemaError(f"{_at(where)}must be a finite number, got {value}")
+            raise ConfigError(f"{_at(where)}must be a finite number, got {value}")
         return float(self._range(value, where)) if self.as_float else self._range(value, where)
 
 
@@ -138,7 +127,7 @@ class Num(Ranged):
 class Bool(Spec):
     def _check(self, value, where):
         if not isinstance(value, bool):
-            raise SchemaError(f"{_at(where)}expected true or false, got {_show(value)}")
+            raise ConfigError(f"{_at(where)}expected true or false, got {_show(value)}")
         return value
 
 
@@ -146,9 +135,9 @@ class Bool(Spec):
 class Str(Ranged):
     def _check(self, value, where):
         if not isinstance(value, str):
-            raise SchemaError(f"{_at(where)}expected a string, got {_show(value)}")
+            raise ConfigError(f"{_at(where)}expected a string, got {_show(value)}")
         if self.choices is not None and value not in self.choices:
-            raise SchemaError(f"{_at(where)}must be one of {', '.join(map(repr, self.choices))}, got {value!r}")
+            raise ConfigError(f"{_at(where)}must be one of {', '.join(map(repr, self.choices))}, got {value!r}")
         return value
 
 
@@ -168,11 +157,11 @@ class List(Spec):
 
     def _check(self, value, where):
         if not isinstance(value, (list, tuple)):
-            raise SchemaError(f"{_at(where)}expected a list, got {_show(value)}")
+            raise ConfigError(f"{_at(where)}expected a list, got {_show(value)}")
         if len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
             n = (f"{self.min_len}" if self.max_len == self.min_len else f"at least {self.min_len}"
                  if self.max_len is None else f"{self.min_len}..{self.max_len}")
-            raise SchemaError(f"{_at(where)}expected a list of {n} item(s), got {len(value)}")
+            raise ConfigError(f"{_at(where)}expected a list of {n} item(s), got {len(value)}")
         return [self.items.check(v, f"{where}[{i}]") for i, v in enumerate(value)]
 
 
@@ -184,7 +173,7 @@ class Map(Spec):
 
     def _check(self, value, where):
         if not isinstance(value, dict):
-            raise SchemaError(f"{_at(where)}expected a mapping, got {_show(value)}")
+            raise ConfigError(f"{_at(where)}expected a mapping, got {_show(value)}")
         return {k: self.values.check(v, join_key(where, str(k))) for k, v in value.items()}
 
 
@@ -200,13 +189,13 @@ class OneOf(Spec):
         for spec in self.options:
             try:
                 return spec.check(value, where)
-            except SchemaError as e:
+            except ConfigError as e:
                 errors.append(str(e))
-        raise SchemaError(errors[0] if len(errors) == 1 else f"{_at(where)}{_show(value)} is none of {self.text}")
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{_at(where)}{_show(value)} is none of {self.text}")
 
 
-def _unknown(where: str, unknown: list, valid) -> SchemaError:
-    return SchemaError(f"{_at(where)}unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+def _unknown(where: str, unknown: list, valid) -> ConfigError:
+    return ConfigError(f"{_at(where)}unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
                        f"valid keys: {', '.join(valid) or '(none)'}")
 
 
@@ -220,7 +209,7 @@ class Obj(Spec):
 
     def _check(self, value, where):
         if not isinstance(value, dict):
-            raise SchemaError(f"{_at(where)}expected a mapping, got {_show(value)}")
+            raise ConfigError(f"{_at(where)}expected a mapping, got {_show(value)}")
         if not self.extra:
             unknown = sorted(set(value) - set(self.fields), key=str)
             if unknown:
@@ -230,7 +219,7 @@ class Obj(Spec):
             if name in value:
                 out[name] = spec.check(value[name], join_key(where, name))
             elif spec.required:
-                raise SchemaError(f"{_at(where)}missing required key {name!r}")
+                raise ConfigError(f"{_at(where)}missing required key {name!r}")
         return out
 
 
@@ -312,7 +301,7 @@ class Record(Spec):
 
     def _check(self, value, where):
         if not isinstance(value, dict):
-            raise SchemaError(f"{_at(where)}expected a mapping, got {_show(value)}")
+            raise ConfigError(f"{_at(where)}expected a mapping, got {_show(value)}")
         specs = key_specs(self.cls, self.numeric_strings)
         paths = {f.name: key_path(f) for f in dataclasses.fields(self.cls)}
         valid = list(dict.fromkeys(paths[name][0] for name in specs))
@@ -325,26 +314,23 @@ class Record(Spec):
             for i, part in enumerate(parts[:-1]):
                 node = node.get(part, {})
                 if not isinstance(node, dict):
-                    raise SchemaError(f"{_at(join_key(where, '.'.join(parts[:i + 1])))}expected a mapping, "
+                    raise ConfigError(f"{_at(join_key(where, '.'.join(parts[:i + 1])))}expected a mapping, "
                                       f"got {_show(node)}")
             if parts[-1] in node:
                 kwargs[name] = spec.check(node[parts[-1]], join_key(where, ".".join(parts)))
             elif spec.required:
                 at = join_key(where, ".".join(parts[:-1])) if len(parts) > 1 else where
-                raise SchemaError(f"{_at(at)}missing required key {parts[-1]!r}")
+                raise ConfigError(f"{_at(at)}missing required key {parts[-1]!r}")
         obj = self.cls(**kwargs)
         if callable(getattr(obj, "check", None)):
             obj.check(where)
         return obj
 
 
-def build(cls: type, data: Any, where: str, error: type[Exception] = SchemaError) -> Any:
-    """Dataclass ``cls`` from a mapping (None: all defaults), every problem one ``error`` line naming the key path
-    after ``where`` (a file: ``"run.yaml:"``, or a file and a section: ``"run.yaml: training"``)."""
-    try:
-        return Record(cls).check({} if data is None else data, where)
-    except SchemaError as e:
-        raise error(str(e)) from None
+def build(cls: type, data: Any, where: str) -> Any:
+    """Dataclass ``cls`` from a mapping (None: all defaults), every problem one ``ConfigError`` line naming the key
+    path after ``where`` (a file: ``"run.yaml:"``, or a file and a section: ``"run.yaml: training"``)."""
+    return Record(cls).check({} if data is None else data, where)
 
 
 def to_dict(obj: Any) -> dict:
@@ -369,16 +355,13 @@ def option_specs(fn, skip: int = 1) -> dict[str, Spec | None]:
     return out
 
 
-def check_options(fn, options: Any, where: str, error: type[Exception] = SchemaError, skip: int = 1) -> dict:
+def check_options(fn, options: Any, where: str, skip: int = 1) -> dict:
     """Keyword options for ``fn`` checked like config keys (unknown ones listing the valid ones, then each value
-    against its annotation), every problem one ``error`` line."""
+    against its annotation), every problem one ``ConfigError`` line naming ``where``."""
     specs = option_specs(fn, skip)
-    try:
-        if not isinstance(options, dict):
-            raise SchemaError(f"{_at(where)}expected a mapping, got {_show(options)}")
-        unknown = sorted(set(options) - set(specs), key=str)
-        if unknown:
-            raise _unknown(where, unknown, specs)
-        return {k: v if specs[k] is None else specs[k].check(v, join_key(where, k)) for k, v in options.items()}
-    except SchemaError as e:
-        raise error(str(e)) from None
+    if not isinstance(options, dict):
+        raise ConfigError(f"{_at(where)}expected a mapping, got {_show(options)}")
+    unknown = sorted(set(options) - set(specs), key=str)
+    if unknown:
+        raise _unknown(where, unknown, specs)
+    return {k: v if specs[k] is None else specs[k].check(v, join_key(where, k)) for k, v in options.items()}

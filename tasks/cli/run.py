@@ -14,14 +14,14 @@ from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument,
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
 from elmo_features.util.locking import OutputLock, lock_output_file
-from elmo_features.util.errors import CheckpointError, ElmoTasksError, PathError, UsageError
+from elmo_features.util.errors import CheckpointError, ConfigError, ElmoTasksError, PathError, UsageError
 from elmo_features.util.paths import (check_flags_given, check_input_dir, check_input_file, check_not_an_input,
                                       check_text_output)
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.text_input import read_sentences
 from elmo_features.util.threads import set_threads
 
-from tasks.experiment.config import ConfigError, check_seeds, load_config, load_raw
+from tasks.experiment.config import check_seeds, load_config, load_raw
 from tasks.experiment.data_parallel import join
 from tasks.features.base import FeatureContext
 from tasks.plugins import add_include_argument

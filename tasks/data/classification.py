@@ -5,11 +5,12 @@ import csv
 from collections import Counter
 from pathlib import Path
 
+from elmo_features.util.errors import ConfigError
 from elmo_features.util.text_input import iter_lines
 
 from tasks.registry import READERS
 from tasks.data.tokenizer import get_tokenizer
-from tasks.data.types import DataFormatError, LabeledSentence, ReaderOptionError
+from tasks.data.types import DataFormatError, LabeledSentence
 
 LABEL_NAMES = {"label", "labels", "class", "category", "sentiment", "polarity", "target", "y", "gold"}
 TEXT_NAMES = {"text", "sentence", "sentences", "review", "content", "document", "x", "tokens", "phrase"}
@@ -46,7 +47,7 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
     path = Path(path)
     tok = get_tokenizer(tokenizer)
     if header not in (True, False, "auto"):
-        raise ReaderOptionError(f"header: must be true, false or 'auto', got {header!r}")
+        raise ConfigError(f"header: must be true, false or 'auto', got {header!r}")
     if not path.is_file():
         raise FileNotFoundError(f"data file not found: {path}")
     for _ in iter_lines(path):  # the text policy of elmo_features.util.text_input: UTF-8, no NUL (exact line on error)

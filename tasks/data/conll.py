@@ -4,11 +4,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from elmo_features.util.errors import ConfigError
 from elmo_features.util.text_input import iter_lines
 
 from tasks.registry import READERS
 from tasks.data.tag_schemes import TagSchemeError, check_scheme_name, convert_data
-from tasks.data.types import DataFormatError, ReaderOptionError, TaggedSentence
+from tasks.data.types import DataFormatError, TaggedSentence
 
 CONLL2003_COLUMNS = ("word", "pos", "chunk", "ner")
 SPAN_COLUMNS = ("chunk", "ner")  # columns holding span tags (scheme conversion applies)
@@ -50,9 +51,9 @@ def read_conll2003(path: str | Path, tag_column: str = "ner", scheme: str = "BIO
     path = Path(path)
     columns = tuple(columns)
     if not columns or columns[0] != "word":
-        raise ReaderOptionError(f"columns: must start with 'word', got {list(columns)}")
+        raise ConfigError(f"columns: must start with 'word', got {list(columns)}")
     if tag_column not in columns[1:]:
-        raise ReaderOptionError(f"tag_column: unknown column {tag_column!r}; valid: {', '.join(columns[1:])}")
+        raise ConfigError(f"tag_column: unknown column {tag_column!r}; valid: {', '.join(columns[1:])}")
     scheme = check_scheme_name(scheme)
     if input_scheme != "auto":
         input_scheme = check_scheme_name(input_scheme)

@@ -6,10 +6,12 @@ import os
 from pathlib import Path
 from collections.abc import Sequence
 
+from elmo_features.util.errors import ConfigError
+
 from tasks.registry import READERS
 from tasks.data.tag_schemes import TagSchemeError, check_scheme_name, convert_data, split_tag
 from tasks.data.tokenizer import get_tokenizer
-from tasks.data.types import DataFormatError, LabeledSentence, ReaderOptionError, TaggedSentence
+from tasks.data.types import DataFormatError, LabeledSentence, TaggedSentence
 
 _LOCAL_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet",
                    ".arrow": "arrow"}
@@ -54,7 +56,7 @@ def _load(path: str, split: str, config: str | None):
 def _pick(names: Sequence[str], given: str | None, candidates: Sequence[str], what: str) -> str | None:
     if given is not None:
         if given not in names:
-            raise ReaderOptionError(f"{what}: column {given!r} not found; columns: {', '.join(names)}")
+            raise ConfigError(f"{what}: column {given!r} not found; columns: {', '.join(names)}")
         return given
     return next((c for c in candidates if c in names), None)
 
@@ -110,7 +112,7 @@ def read_hf(path: str | Path, split: str = "train", config: str | None = None, k
     tags, are returned as read).
     """
     if kind not in ("auto", "classification", "tagging"):
-        raise ReaderOptionError(f"kind: unknown kind {kind!r}; valid: auto, classification, tagging")
+        raise ConfigError(f"kind: unknown kind {kind!r}; valid: auto, classification, tagging")
     scheme = check_scheme_name(scheme)
     if input_scheme != "auto":
         input_scheme = check_scheme_name(input_scheme)

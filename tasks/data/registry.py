@@ -62,4 +62,4 @@ def reader_options(name: str) -> dict[str, object]:
 def read_data(name: str, path: str | Path, **options) -> list[TaggedSentence] | list[LabeledSentence]:
     """Read ``path`` with reader ``name``; unknown options raise an error listing the valid ones."""
     reader = get_reader(name)
-    return reader(path, **check_options(reader, options, f"data reader {name}", ValueError))
+    return reader(path, **check_options(reader, options, f"data reader {name}"))

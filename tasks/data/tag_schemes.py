@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from elmo_features.util.errors import ElmoTasksError
-
-from tasks.data.types import ReaderOptionError
+from elmo_features.util.errors import ConfigError, ElmoTasksError
 
 SCHEMES = ("IOB1", "BIO", "BIOES")
 PREFIXES = {"IOB1": "BI", "BIO": "BI", "BIOES": "BIES"}  # chunk prefixes of each scheme (besides "O")
@@ -40,7 +38,7 @@ def check_scheme_name(scheme: str) -> str:
     if name == "IOB2":
         name = "BIO"
     if name not in SCHEMES:
-        raise ReaderOptionError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)} (IOB2 = BIO)")
+        raise ConfigError(f"unknown tag scheme {scheme!r}; valid: {', '.join(SCHEMES)} (IOB2 = BIO)")
     return name
 
 

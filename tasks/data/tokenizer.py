@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from tasks.data.types import ReaderOptionError
+from elmo_features.util.errors import ConfigError
 
 _CHAR_MAP = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\u00b4": "'", "`": "'",
@@ -142,4 +142,4 @@ def get_tokenizer(name: str):
     try:
         return TOKENIZERS[name]
     except KeyError:
-        raise ReaderOptionError(f"tokenizer: unknown tokenizer {name!r}; valid: {', '.join(sorted(TOKENIZERS))}") from None
+        raise ConfigError(f"tokenizer: unknown tokenizer {name!r}; valid: {', '.join(sorted(TOKENIZERS))}") from None

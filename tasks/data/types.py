@@ -45,7 +45,3 @@ class DataFormatError(ElmoTasksError, ValueError):
         super().__init__(where + message)
         self.path = path
         self.line = line
-
-
-class ReaderOptionError(ElmoTasksError, ValueError):
-    """A reader option (``data.reader_options`` in a config) has a value the reader cannot use."""

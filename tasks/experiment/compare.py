@@ -21,12 +21,11 @@ from datetime import datetime
 from pathlib import Path
 
 
-from elmo_features.util.errors import CheckpointError, ElmoTasksError
+from elmo_features.util.errors import CheckpointError, ConfigError, ElmoTasksError
 from elmo_features.formats.download import file_sha256
 from elmo_features.util.provenance import git_commit, machine, timestamp, write_text_atomic
 from elmo_features.util.threads import cpu_cores, threads_per_job
 
-from tasks.components import ConfigError
 from tasks.experiment.config import RunConfig, load_raw
 from tasks.experiment.crossval import fold_indices, fold_split, pooled_splits
 from tasks.experiment.run import read_examples, run_experiment

@@ -7,10 +7,9 @@ import os
 import socket
 from pathlib import Path
 
-from elmo_features.util.errors import OutputExistsError
+from elmo_features.util.errors import ConfigError, OutputExistsError
 from elmo_features.util.locking import OutputLock
 
-from tasks.components import ConfigError
 from tasks.experiment.config import RunConfig, check_seeds
 from tasks.experiment.preflight import RESULTS_LOCK, check_given_once, claim_results_folder
 

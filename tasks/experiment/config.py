@@ -17,13 +17,14 @@ from typing import Any, Literal
 import yaml
 
 
+from elmo_features.util.errors import ConfigError
 from elmo_features.util.paths import same_file
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_files import apply_set, read_config_file
-from elmo_features.util.schema import Int, List, Map, Num, SchemaError, check_options, key
+from elmo_features.util.schema import Int, List, Map, Num, Str, build, check_options, key, to_dict
 
 from tasks import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
-from tasks.components import ConfigError, coerce, from_dict, resolve_component, to_dict
+from tasks.components import resolve_component
 from tasks.data import get_reader
 from tasks.registry import FEATURES, HEADS
 
@@ -57,10 +58,7 @@ SEED = Int(min=0, max=SEED_MAX)
 def check_seeds(seeds: list[int], where: str) -> None:
     """Seeds in numpy's range and no seed twice (a repeated seed would run the same run twice into one folder and
     report a spread of 0)."""
-    try:
-        List(SEED).check(seeds, where)
-    except SchemaError as e:
-        raise ConfigError(str(e)) from None
+    List(SEED).check(seeds, where)
     dup = sorted({s for s in seeds if seeds.count(s) > 1})
     if dup:
         raise ConfigError(f"{where}: seed {dup[0]} is given twice; each seed runs once")
@@ -160,7 +158,7 @@ def check_reader_options(reader: str, options: dict, where: str) -> None:
         fn = get_reader(reader)
     except KeyError as e:
         raise ConfigError(f"{where}.reader: {e.args[0]}") from None
-    check_options(fn, options, f"{where}.reader_options", ConfigError)
+    check_options(fn, options, f"{where}.reader_options")
 
 
 def resolve(raw: dict, source: str = "config") -> RunConfig:
@@ -174,25 +172,19 @@ def resolve(raw: dict, source: str = "config") -> RunConfig:
     for k in ("name", "data", "features", "head"):
         if k not in raw:
             raise ConfigError(f"{source}: missing required section {k!r}")
-    name = coerce(raw["name"], str, f"{source}: name")
-    data = from_dict(DataConfig, raw["data"], f"{source}: data")
+    name = Str().check(raw["name"], f"{source}: name")
+    data = build(DataConfig, raw["data"], f"{source}: data")
     check_reader_options(data.reader, data.reader_options, f"{source}: data")
     features = resolve_component(FEATURES, raw["features"], f"{source}: features")
     head = resolve_component(HEADS, raw["head"], f"{source}: head")
-    training = from_dict(TrainingConfig, raw.get("training"), f"{source}: training")
+    training = build(TrainingConfig, raw.get("training"), f"{source}: training")
     compare = None
     if raw.get("compare") is not None:
-        compare = from_dict(CompareConfig, raw["compare"], f"{source}: compare")
+        compare = build(CompareConfig, raw["compare"], f"{source}: compare")
         compare.sources = {
             str(k): resolve_component(FEATURES, v, f"{source}: compare.sources.{k}") for k, v in compare.sources.items()
         }
     return RunConfig(name, data, features, head, training, compare)
-
-
-def apply_override(raw: dict, assignment: str) -> None:
-    """Apply one ``a.b.c=value`` (value parsed as YAML) to a raw config dict in place (the one ``--set`` syntax of
-    every command: ``elmo_features.util.config_files.apply_set``)."""
-    apply_set(raw, assignment, ConfigError)
 
 
 def _unshare(node: Any) -> Any:
@@ -236,12 +228,13 @@ def find_config(spec: str | Path) -> Path:
 
 
 def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> dict:
-    """Read a YAML config and apply ``--set`` overrides (not yet checked)."""
+    """Read a YAML config and apply ``--set`` overrides (not yet checked; the one ``--set`` syntax of every command:
+    ``elmo_features.util.config_files.apply_set``)."""
     path = Path(path)
-    raw = read_config_file(path, ConfigError)
+    raw = read_config_file(path)
     raw = _unshare(raw if raw is not None else {})
     for a in overrides:
-        apply_override(raw, a)
+        apply_set(raw, a)
     return raw
 
 

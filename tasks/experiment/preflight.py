@@ -17,10 +17,9 @@ import torch
 
 from elmo_features.util.paths import (RUN_MODEL_FILES, check_input_dir, check_input_file, check_input_path,
                                       check_output_dir)
-from elmo_features.util.errors import CheckpointError, OutputExistsError
+from elmo_features.util.errors import CheckpointError, ConfigError, OutputExistsError
 from elmo_features.util.locking import OutputLock
 
-from tasks.components import ConfigError
 from tasks.experiment.config import RunConfig
 from tasks.data.fetch import fetch_hint
 from tasks.data.registry import reader_path_kind

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from elmo_features.util.paths import RUN_FOLDER_FILES, RUN_MODEL_FILES
-from elmo_features.util.errors import CheckpointError, OutputExistsError, PathError, StaleCacheError
+from elmo_features.util.errors import CheckpointError, ConfigError, OutputExistsError, PathError, StaleCacheError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
-from tasks.components import ConfigError, component_config
+from tasks.components import component_config
 from tasks.experiment.config import RunConfig, dump_yaml, load_raw, resolve
 from tasks.data import get_reader
-from tasks.data.types import DataFormatError, ReaderOptionError
+from tasks.data.types import DataFormatError
 from tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
 from tasks.features.fingerprints import report_fingerprints
 from tasks.heads.base import Head
@@ -62,8 +62,8 @@ def read_examples(cfg: RunConfig, split: str, head_cls: type[Head], memo: dict |
     except FileNotFoundError as e:
         hint = " (fetch the public data sets with `elmo-tasks data get NAME`)" if "data" in Path(path).parts else ""
         raise FileNotFoundError(f"{cfg.name}: data.{split}: {e}{hint}") from None
-    except ReaderOptionError as e:
-        raise ReaderOptionError(f"{cfg.name}: data.reader_options: {e}") from None
+    except ConfigError as e:  # a reader option the reader cannot use: the reader knows the option, not the config
+        raise ConfigError(f"{cfg.name}: data.reader_options: {e}") from None
     limit = getattr(cfg.data, f"max_{split}")
     if limit is not None:
         examples = examples[:limit]

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from elmo_features.util.errors import ConfigError
 from elmo_features.util.devices import module_device
 from elmo_features.util.schema import key
 
-from tasks.components import ConfigError
 from tasks.registry import FEATURES
 from tasks.features.base import (FeatureContext, FeatureSource, InputPath, Memo, build_features, check_section_inputs,
                    section_fingerprints, section_frozen_description, section_input_paths)

@@ -14,13 +14,13 @@ from typing import Literal
 import torch
 
 from elmo_features import Embedder, bilm_fingerprint, resolve_bilm
-from elmo_features.formats.default_model import (BILM_SPEC_FORMS, OPTIONS_NAME, WEIGHTS_NAME, check_spec_not_empty,
+from elmo_features.util.errors import ConfigError
+from elmo_features.formats.default_model import (BILM_SPEC_FORMS, OPTIONS_NAME, WEIGHTS_NAME, empty_spec_problem,
                                                  default_model_paths, embedded_models)
 from elmo_features.formats.presets import PRESETS
 from elmo_features.util.paths import check_input_dir, check_input_file
 from elmo_features.util.schema import key
 
-from tasks.components import ConfigError
 from tasks.registry import FEATURES
 from tasks.features.base import FeatureContext, InputPath, Memo
 from tasks.features.layered import FrozenLayerFeatures, check_layer_or_mix
@@ -48,7 +48,8 @@ class ElmoConfig:
             raise ConfigError(f"{where}: give either bilm or options_file + weights_file, not both")
         if self.options_file is None and self.bilm is None:
             self.bilm = "default"
-        check_spec_not_empty(self.bilm, f"{where}.bilm: biLM", BILM_SPEC_FORMS, ConfigError)
+        if problem := empty_spec_problem(self.bilm, f"{where}.bilm: biLM", BILM_SPEC_FORMS):
+            raise ConfigError(problem)
         check_layer_or_mix(self, where)
 
 

@@ -25,11 +25,12 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import nn
 
+from elmo_features.util.errors import ConfigError
 from elmo_features.util.devices import module_device
 from elmo_features.model.scalar_mix import _batch_norm, _token_norm
 from elmo_features.util.schema import Int, Num, key
 
-from tasks.components import MAX_UNITS, ConfigError, component_config
+from tasks.components import MAX_UNITS, component_config
 from tasks.registry import FUSIONS, class_contract
 
 

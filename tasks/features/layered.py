@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 from elmo_features import FeatureCache
+from elmo_features.util.errors import ConfigError
 from elmo_features.util.devices import module_device
 from elmo_features.embedding.feature_cache import cache_key
 
-from tasks.components import ConfigError
 from tasks.features.base import FeatureSource, pad_tokens
 from tasks.features.fusion import build_fusion
 

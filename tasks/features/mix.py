@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from elmo_features import ScalarMix
+from elmo_features.util.errors import ConfigError
 from elmo_features.util.schema import List, Num, key
 
-from tasks.components import ConfigError
 from tasks.registry import FUSIONS
 
 

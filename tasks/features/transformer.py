@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from elmo_features.util.errors import ConfigError
 from elmo_features.encoders import PieceStats, TransformerEmbedder, load_encoder
 from elmo_features.encoders.loading import is_hub_id
 from elmo_features.encoders.packaged import packaged_names
 from elmo_features.util.paths import check_input_dir
 from elmo_features.util.schema import Int, key
 
-from tasks.components import ConfigError
 from tasks.registry import FEATURES
 from tasks.features.base import FeatureContext, InputPath, Memo
 from tasks.features.layered import FrozenLayerFeatures, check_layer_or_mix

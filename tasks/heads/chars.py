@@ -20,9 +20,10 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from elmo_features.util.errors import ConfigError
 from elmo_features.util.schema import Int, Num, key
 
-from tasks.components import MAX_UNITS, ConfigError
+from tasks.components import MAX_UNITS
 from tasks.registry import CHAR_ENCODERS, class_contract
 
 PAD, UNK = 0, 1

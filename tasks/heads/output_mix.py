@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from elmo_features.util.errors import ConfigError
 from elmo_features.util.devices import module_device
 
-from tasks.components import ConfigError
 from tasks.features.base import FeatureSource
 from tasks.features.fusion import build_fusion
 

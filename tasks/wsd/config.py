@@ -8,10 +8,12 @@ import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elmo_features.util.schema import List, Str, join_key, key
+from elmo_features.util.config_files import apply_set
+from elmo_features.util.errors import ConfigError
+from elmo_features.util.schema import List, Str, build, join_key, key, to_dict
 
-from tasks.experiment.config import (ConfigError, TrainingConfig, apply_override, find_config, from_dict, load_raw, resolve_component,
-                      to_dict)
+from tasks.components import resolve_component
+from tasks.experiment.config import TrainingConfig, find_config, load_raw
 from tasks.registry import FEATURES, HEADS
 
 KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix", "dev_layer", "senses", "senses_glosses", "senses_prior")
@@ -69,7 +71,7 @@ class WsdConfig:
 
 def resolve_wsd(raw: dict, source: str = "config") -> WsdConfig:
     """Check a raw dict: keys, feature-source sections and the head section are resolved with defaults."""
-    cfg = from_dict(WsdConfig, copy.deepcopy(raw), f"{source}:")
+    cfg = build(WsdConfig, copy.deepcopy(raw), f"{source}:")
     cfg.sources = {str(k): resolve_component(FEATURES, v, f"{source}: sources.{k}") for k, v in cfg.sources.items()}
     if cfg.head is not None:
         cfg.head = resolve_component(HEADS, cfg.head, f"{source}: head")
@@ -99,7 +101,7 @@ def load_wsd_config(path: str | Path | None, overrides: list[str] = (), features
         raw["test"] = list(test)
     if path is None:
         for a in overrides:
-            apply_override(raw, a)
+            apply_set(raw, a)
     if bilm is not None:
         elmo = bilm_sources(raw.get("sources") or {})
         if not elmo:
