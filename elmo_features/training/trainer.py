@@ -1,4 +1,13 @@
-"""One readable training loop for the biLM: checkpoints, exact resume, learning curve, export."""
+"""One readable training loop for the biLM: checkpoints, exact resume, learning curve, export.
+
+Under torchrun (data-parallel, ``elmo_features.util.distributed``) every rank builds the same model (same seed)
+and the same batch list with ``batch_tokens x world_size`` tokens per global batch; rank r trains on
+``batch[r::world_size]``. The loss of a rank is the *sum* of its predictions' losses over the global prediction
+count, and the gradients are summed over the ranks (one flat all-reduce), so a step equals the one-process step on
+the whole global batch (the sampled-softmax candidates come from a generator seeded alike on every rank). Rank 0
+alone writes checkpoints, the curve and exports; a checkpoint keeps every rank's RNG state so a resume continues
+exactly. "Checkpoint now" / "stop now" are decided together (one all-reduce per step with the loss and tokens).
+"""
 from __future__ import annotations
 
 import json
@@ -21,7 +30,6 @@ from elmo_features.util.provenance import atomic_open, write_text_atomic
 from elmo_features.util.text_input import iter_lines
 from elmo_features.util.threads import set_threads
 from elmo_features.training.config import TrainConfig
-from elmo_features.training.ddp import allreduce_grads, count_predictions, gather_rng_states, reduce_step, slice_for_rank
 from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, type_char_ids, type_targets
 from elmo_features.training.evaluate import exp_or_inf, perplexity, read_heldout
 from elmo_features.training.prep_cache import (check_out_dir_is_ours, check_prep_key, corpus_digest, prep_key,
@@ -87,6 +95,9 @@ def build_language_model(cfg: TrainConfig, vocab: list[str]) -> tuple[BiLanguage
     return model, digest
 
 
+STEP = "train-bilm: a training step"  # (what a lost rank's error names)
+
+
 # config keys a resumed run must share with its checkpoint: the model's shape (the training data is checked
 # by the prep cache key and the checkpoint's corpus digest)
 RESUME_FIXED = ("char_embedding_dim", "filters", "n_highway", "lstm_dim",
@@ -98,13 +109,13 @@ class Trainer:
     """Trains a BiLanguageModel from a TrainConfig; ``run()`` is resumable bit for bit.
 
     The trainer holds ``out_dir/train.lock`` from construction until ``run()`` returns (or ``close()``).
-    With ``dist`` (torchrun, see ``elmo_features.training.ddp``) rank 0 holds the lock, prepares the
-    corpus and writes every file; the other ranks read them after it."""
+    With ``dist`` (torchrun: this rank's ``elmo_features.util.distributed.Dist``) rank 0 holds the lock, prepares
+    the corpus and writes every file; the other ranks read them after it."""
 
     def __init__(self, cfg: TrainConfig, resume: bool = False, progress: bool = True, dist=None):
         self.cfg, self.progress = cfg, progress
-        self.dist = dist
-        self.world, self.rank = (dist.world_size, dist.rank) if dist is not None else (1, 0)
+        self.dist = dist if dist is not None else D.Dist(0, 1)  # one process: rank 0 of 1
+        self.world, self.rank = self.dist.world_size, self.dist.rank
         self.main = self.rank == 0
         self.progress = progress and self.main
         self.out = Path(cfg.out_dir)
@@ -152,8 +163,7 @@ class Trainer:
         self.lengths = np.array([len(s) for s in self.corpus.sentences])
         torch.manual_seed(cfg.seed)
         self.model, self.tv_digest = build_language_model(cfg, self.vocab)
-        if self.rank > 0:  # the same model on every rank; other dropout masks
-            torch.manual_seed(cfg.seed + 1_000_003 * self.rank)
+        self.dist.seed_rank(cfg.seed)  # the same model on every rank; other dropout masks
         self._tv_module = self.model.bilm.char_cnn.token_vectors
         self.type_rows = None
         if self._tv_module is not None:
@@ -190,7 +200,7 @@ class Trainer:
         """Write the checkpoint (rank 0; under torchrun every rank calls this together: RNG states)."""
         rng_ranks = None
         if self.world > 1:
-            rng_ranks = gather_rng_states()
+            rng_ranks = D.gather_to_main(torch.get_rng_state(), "train-bilm: saving the checkpoint")
             if not self.main:
                 return
         ckpt = {
@@ -243,47 +253,17 @@ class Trainer:
 
     # -- training ----------------------------------------------------------------------------
     def train_step(self, idx: np.ndarray) -> tuple[float, int]:
-        """One optimiser step on the sentences ``idx``; returns (mean loss, real tokens).
-
-        Under torchrun ``idx`` is the global batch: this rank trains on its slice and returns its share
-        of the loss (summed over ranks: the global mean) and its tokens."""
+        """One optimiser step on the global batch ``idx``; returns (this rank's share of the mean loss, its real
+        tokens): in one process the mean loss and the batch's tokens. Under torchrun this rank trains on its slice
+        and the gradients are summed over the ranks (the loss and tokens are summed by the caller)."""
         cfg = self.cfg
-        if self.world > 1:
-            return self._train_step_ddp(idx)
-        type_ids, lengths = make_batch(self.corpus.sentences, idx)  # (B, T), (B,)
-        targets = torch.where(type_ids >= 0, self.targets[type_ids.clamp(min=0)], 0)  # (B, T)
+        idx = self.dist.shard(idx)
         self.model.train()
         frozen = self.state["step"] < cfg.init_freeze_steps  # warm start: the fresh softmax learns alone first
         for p in self.model.bilm.parameters():
             p.requires_grad_(not frozen)
-        with self.autocast():
-            top = self.model.hidden_states(type_ids, lengths, self.type_chars, self.type_rows)  # (B, T, 2P)
-            h_f, y_f, h_b, y_b = self.model.prediction_pairs(top, targets, lengths)
-            h = torch.cat([h_f, h_b])  # (2N, P)
-            y = torch.cat([y_f, y_b])
-            loss = self.model.sampled_softmax_loss(h, y, cfg.n_negative_samples, self.gen)
-        for g in self.opt.param_groups:
-            g["lr"] = lr_at(cfg, self.state["step"], self.state["tokens"])
         self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
-        self.opt.step()
-        return float(loss.detach()), int((lengths - 2).sum())
-
-    def autocast(self):
-        """The forward pass's precision context: bf16 autocast (bf16 matmuls, fp32 accumulation and master
-        weights) when the config says precision bf16, else a no-op."""
-        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.cfg.precision == "bf16")
-
-    def _train_step_ddp(self, idx: np.ndarray) -> tuple[float, int]:
-        cfg = self.cfg
-        idx = slice_for_rank(idx, self.rank, self.world)
-        self.model.train()
-        frozen = self.state["step"] < cfg.init_freeze_steps
-        for p in self.model.bilm.parameters():
-            p.requires_grad_(not frozen)
-        self.opt.zero_grad(set_to_none=True)
-        tokens = 0
+        tokens, value = 0, 0.0
         if len(idx):
             type_ids, lengths = make_batch(self.corpus.sentences, idx)  # (B, T), (B,)
             targets = torch.where(type_ids >= 0, self.targets[type_ids.clamp(min=0)], 0)  # (B, T)
@@ -291,21 +271,24 @@ class Trainer:
                 top = self.model.hidden_states(type_ids, lengths, self.type_chars, self.type_rows)  # (B, T, 2P)
                 h_f, y_f, h_b, y_b = self.model.prediction_pairs(top, targets, lengths)
                 h, y = torch.cat([h_f, h_b]), torch.cat([y_f, y_b])  # (2N, P), (2N,)
-                total = count_predictions(h.shape[0])
+                total = int(D.sum_over_ranks([h.shape[0]], STEP)[0])  # the global number of predictions
                 loss = self.model.sampled_softmax_loss(h, y, cfg.n_negative_samples, self.gen, denominator=total)
             loss.backward()
-            tokens = int((lengths - 2).sum())
-            value = float(loss.detach())
-        else:  # an empty slice: no loss, but the same collectives and sampler draws as the other ranks
-            count_predictions(0)
+            tokens, value = int((lengths - 2).sum()), float(loss.detach())
+        else:  # an empty slice (torchrun): no loss, but the same collectives and sampler draws as the other ranks
+            D.sum_over_ranks([0], STEP)
             torch.multinomial(self.model.log_uniform, cfg.n_negative_samples, replacement=True, generator=self.gen)
-            value = 0.0
         for g in self.opt.param_groups:
             g["lr"] = lr_at(cfg, self.state["step"], self.state["tokens"])
-        allreduce_grads(list(self.model.parameters()))  # (sum over ranks: the global batch's gradient)
+        D.allreduce_grads(list(self.model.parameters()), STEP)  # the global batch's gradient (one process: as is)
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
         self.opt.step()
         return value, tokens
+
+    def autocast(self):
+        """The forward pass's precision context: bf16 autocast (bf16 matmuls, fp32 accumulation and master
+        weights) when the config says precision bf16, else a no-op."""
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.cfg.precision == "bf16")
 
     def evaluate(self) -> dict:
         """Full-softmax perplexity on the held-out sample (forward, backward, mean)."""
@@ -333,9 +316,8 @@ class Trainer:
                 while st["batch_in_epoch"] < len(batches) and st["tokens"] < cfg.max_train_tokens:
                     loss, n = self.train_step(batches[st["batch_in_epoch"]])
                     save_now = time.time() - last_ckpt > 60 * cfg.checkpoint_minutes
-                    if self.world > 1:  # global loss and tokens; checkpoint (rank 0's clock) / stop together
-                        _, loss, n, save_now, self._stop = reduce_step(0, loss, n, save_now and self.main,
-                                                                        self._stop)
+                    # the global loss and tokens; checkpoint (rank 0's clock) / stop together (one process: as is)
+                    loss, n, save_now, self._stop = self._reduce_step(loss, n, save_now and self.main)
                     if not math.isfinite(loss):  # nothing of a diverged model is saved (the last checkpoint stays)
                         raise self._diverged(st["step"] + 1, f"the loss is {loss}")
                     st["batch_in_epoch"] += 1
@@ -371,6 +353,11 @@ class Trainer:
         if finished and not self.heldout and self.main:  # no held-out evaluations: export the finished model
             export_model(self.model, self.vocab, self.out / "export")
         return {"finished": finished, **{k: st[k] for k in ("step", "tokens", "epoch", "elapsed")}}
+
+    def _reduce_step(self, loss: float, tokens: int, save: bool) -> tuple[float, int, bool, bool]:
+        """(loss, tokens) summed over the ranks; save / stop if any rank asks."""
+        loss, tokens, save, stop = D.sum_over_ranks([loss, tokens, save, self._stop], STEP)
+        return loss, int(tokens), save > 0, stop > 0
 
     def _diverged(self, step: int, what: str) -> DivergedError:
         """The one-line error of a diverged training (``what``: the non-finite value seen); nothing more is saved."""

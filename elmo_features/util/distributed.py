@@ -1,4 +1,5 @@
-"""Running under PyTorch's ``torchrun``: detect it, join the process group, exchange status through its store.
+"""Running under PyTorch's ``torchrun``: detect it, join the process group, exchange status through its store;
+and the data-parallel pieces both trainers (``train-bilm``, head training in ``elmo-tasks run``) share.
 
 ``torchrun`` (c10d rendezvous) starts one process per rank with RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR and MASTER_PORT set; ``init()`` joins the group with ``env://`` (``gloo`` on CPU, ``nccl``
@@ -6,18 +7,26 @@ on GPU). Every collective has a timeout (``ELMO_TASKS_DIST_TIMEOUT`` seconds, de
 that never arrives stops the job with an error instead of a hang; a rank that exits with an error makes
 torchrun stop the other ranks. Waiting for *slow* ranks (e.g. at the end of a long shard) goes through
 the group's key-value store, polled without a deadline, not through a timed collective.
+
+Data-parallel training: every rank builds the same model (same seed) and draws the same global batches;
+rank r trains on its slice (``Dist.shard``: every world_size-th item from r) with its own dropout masks
+(``Dist.seed_rank``), its loss scaled by its share of the global batch, and ``allreduce_grads`` sums the
+gradients over the ranks in one flat all-reduce: a step equals the one-process step on the global batch.
+Without a process group (one process) the sums are the values themselves and nothing is exchanged.
 """
 from __future__ import annotations
 
 import os
+import random
 import re
 import sys
 import time
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Iterator
+from typing import Iterator, Sequence
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -36,11 +45,24 @@ class Dist:
 
     rank: int
     world_size: int
-    local_rank: int
+    local_rank: int = 0
 
     @property
     def is_main(self) -> bool:
         return self.rank == 0
+
+    def shard(self, items):
+        """This rank's part of a global batch (or of a list of batches): every world_size-th item from ``rank``."""
+        return items[self.rank :: self.world_size]
+
+    def seed_rank(self, seed: int) -> None:
+        """Other dropout masks on other ranks: rank r > 0 reseeds Python, NumPy and torch with
+        ``seed + 1000003 r``; rank 0 keeps the one-process stream."""
+        if self.rank > 0:
+            s = seed + 1_000_003 * self.rank
+            random.seed(s)
+            np.random.seed(s % 2**32)
+            torch.manual_seed(s)
 
 
 def torchrun_world() -> int:
@@ -140,3 +162,60 @@ def wait_statuses(name: str, world_size: int, what: str, poll_seconds: float = 3
             print(f"waiting for {what}: {done}/{world_size} ranks done after {time.monotonic() - t0:.0f} s",
                   file=sys.stderr, flush=True)
     return [store.get(k).decode("utf-8") for k in keys]
+
+
+def _distributed() -> bool:
+    """In a process group of more than one rank (else every sum below is the value itself)."""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def sum_over_ranks(values: Sequence[float], what: str) -> list[float]:
+    """``values`` summed over the ranks (float64, one all-reduce); ``what`` names the step in an error."""
+    if not _distributed():
+        return [float(v) for v in values]
+    t = torch.tensor([float(v) for v in values], dtype=torch.float64)
+    with collective(what):
+        dist.all_reduce(t)
+    return t.tolist()
+
+
+def allreduce_grads(params: Sequence[torch.nn.Parameter], what: str, values: Sequence[float] = (),
+                    flag_unused: bool = False) -> list[float]:
+    """Sum the gradients of ``params`` (those that require one) over the ranks in one flat all-reduce, and
+    ``values`` (e.g. the loss, as float32) after them; returns the summed ``values``. A parameter without a
+    gradient on this rank adds zeros, and gets the zeros sum unless ``flag_unused``: then a flag per parameter
+    travels too, and a parameter no rank gave a gradient keeps ``grad = None`` (as in one process: the
+    optimizer skips it). One process: nothing is exchanged, ``values`` come back as they are."""
+    params = [p for p in params if p.requires_grad]
+    if not _distributed():
+        return [float(v) for v in values]
+    parts = [p.grad.reshape(-1) if p.grad is not None else torch.zeros(p.numel(), dtype=p.dtype, device=p.device)
+             for p in params]
+    extra = [float(p.grad is not None) for p in params] if flag_unused else []
+    if extra or values:
+        device = params[0].device if params else torch.device("cpu")
+        parts.append(torch.tensor(extra + [float(v) for v in values], dtype=torch.float32, device=device))
+    if not parts:
+        return []
+    flat = torch.cat(parts)  # (total parameters [+ P flags] [+ values],)
+    with collective(what):
+        dist.all_reduce(flat)
+    offset = 0
+    for p in params:
+        n = p.numel()
+        p.grad = flat[offset : offset + n].view_as(p).clone()
+        offset += n
+    if flag_unused:
+        for p, flag in zip(params, flat[offset : offset + len(params)].tolist()):
+            if flag == 0:
+                p.grad = None
+        offset += len(params)
+    return flat[offset:].tolist()
+
+
+def gather_to_main(obj, what: str) -> list | None:
+    """Every rank's ``obj`` on rank 0, in rank order (None on the other ranks)."""
+    objs = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
+    with collective(what):
+        dist.gather_object(obj, objs, dst=0)
+    return objs

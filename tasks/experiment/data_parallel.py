@@ -6,7 +6,8 @@ on ``batch[r::world_size]``. A head's loss is a mean over its own units (tokens,
 ``Head.loss_units``), so rank r scales its loss by its share of the global batch's units before the
 backward pass, and one flattened all-reduce sums the gradients (with the loss): the step equals the
 single-process step on the whole global batch. W ranks with ``batch_size`` b train like one process
-with W x b (dropout 0: the same parameters up to float rounding).
+with W x b (dropout 0: the same parameters up to float rounding). The slicing, the per-rank seed and the
+all-reduce are ``elmo_features.util.distributed``'s, shared with ``train-bilm``.
 
 Evaluation is split the same way (rank r predicts every W-th evaluation batch; the predictions are
 gathered on every rank), so every rank computes the same dev metric and takes the same early-stopping
@@ -15,39 +16,17 @@ after ``ELMO_TASKS_DIST_TIMEOUT`` seconds): the error names the step, never a ha
 """
 from __future__ import annotations
 
-import random
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-import numpy as np
 import torch
 
 from elmo_features.util import distributed as D
 
 
-@dataclass
-class DataParallel:
-    """This rank's place in a data-parallel head training, and the few collectives it needs."""
-
-    rank: int
-    world_size: int
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-    def shard(self, items: Sequence) -> list:
-        """This rank's part: every world_size-th item from ``rank``."""
-        return list(items[self.rank :: self.world_size])
-
-    def seed_rank(self, seed: int) -> None:
-        """Other dropout masks on other ranks (rank 0 keeps the single-process stream)."""
-        if self.rank > 0:
-            s = seed + 1_000_003 * self.rank
-            random.seed(s)
-            np.random.seed(s % 2**32)
-            torch.manual_seed(s)
+class DataParallel(D.Dist):
+    """This rank's place in a data-parallel head training (its slice: ``shard``, its seed: ``seed_rank``), and
+    the few collectives it needs."""
 
     def from_main(self, fn: Callable[[], Any]) -> Any:
         """Rank 0's ``fn()`` on every rank (e.g. the run folder); an error of rank 0 stops every rank."""
@@ -84,28 +63,7 @@ class DataParallel:
             loss = model.loss(split, mine) * scale
             loss.backward()
             value = float(loss.detach())
-        return self._allreduce(params, value)
-
-    def _allreduce(self, params: list[torch.nn.Parameter], value: float) -> float:
-        """Sum gradients (+ ``value``) over ranks in one flat all-reduce; a parameter no rank gave a gradient
-        keeps ``grad = None`` (as in one process: the optimizer skips it)."""
-        has = [p.grad is not None for p in params]
-        parts = [p.grad.reshape(-1) if p.grad is not None else torch.zeros(p.numel(), dtype=p.dtype, device=p.device)
-                 for p in params]
-        device = params[0].device if params else torch.device("cpu")
-        extra = torch.tensor([float(h) for h in has] + [value], dtype=torch.float32, device=device)  # (P + 1,)
-        flat = torch.cat(parts + [extra])  # (total parameters + P + 1,)
-        with D.collective("a training step"):
-            torch.distributed.all_reduce(flat)
-        offset = 0
-        for p in params:
-            n = p.numel()
-            p.grad = flat[offset : offset + n].view_as(p).clone()
-            offset += n
-        for p, flag in zip(params, flat[offset : offset + len(params)].tolist()):
-            if flag == 0:
-                p.grad = None
-        return float(flat[-1])
+        return D.allreduce_grads(params, "a training step", [value], flag_unused=True)[0]
 
     def gather(self, part: dict[int, Any], n: int) -> list:
         """Every rank's ``{index: item}`` merged into one list of ``n`` items, on every rank."""
@@ -137,4 +95,4 @@ class DataParallel:
 def join() -> DataParallel:
     """Join the torchrun process group (``elmo_features.util.distributed.init``)."""
     d = D.init()
-    return DataParallel(d.rank, d.world_size)
+    return DataParallel(d.rank, d.world_size, d.local_rank)
