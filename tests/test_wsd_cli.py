@@ -115,6 +115,27 @@ def test_rerun_is_deterministic(toy, tmp_path):
         assert a == (tmp_path / "b" / "keys" / rid / "toytest.key.txt").read_text()
 
 
+def test_head_trained_on_its_target_rows_alone_is_the_head_trained_on_whole_arrays(toy, tmp_path, monkeypatch):
+    import tasks.wsd.run as wsd_run
+    from tasks.features.layered import FrozenLayerFeatures
+
+    kept = []
+    original = wsd_run.subset_items
+    monkeypatch.setattr(wsd_run, "subset_items", lambda items, pos: kept.append(len(items)) or original(items, pos))
+    assert _run(toy, tmp_path / "a", "--features", "elmo") == 0  # with the per-layer probes
+    assert sum(kept) == 18  # every training sentence, kept as its target tokens' rows
+    monkeypatch.setattr(FrozenLayerFeatures, "tokenwise", property(lambda self: False))  # the whole arrays
+    kept.clear()
+    assert _run(toy, tmp_path / "b", "--features", "elmo") == 0
+    assert not kept
+    for run in ("elmo-wsd_linear", "elmo-wsd_linear-layer1"):
+        a, b = (torch.load(tmp_path / x / "heads" / run / "model.pt", weights_only=True)["state_dict"]
+                for x in ("a", "b"))
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    rows = [[r["scores"] for r in json.loads((tmp_path / x / "scores.json").read_text())["rows"]] for x in "ab"]
+    assert rows[0] == rows[1]
+
+
 def test_errors(toy, tmp_path, capsys):
     assert _run(toy, tmp_path / "x", "--features", "bert") == 2
     assert "unknown source 'bert'" in capsys.readouterr().err

@@ -153,22 +153,24 @@ def check_vocab_digest(run_dir: Path, vocab: dict, ckpt: dict) -> None:
 
 def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext | None = None,
                    progress: bool | None = None, command: str = "", examples: dict[str, list] | None = None,
-                   dist: DataParallel | None = None) -> dict:
+                   dist: DataParallel | None = None, features: dict[str, list] | None = None) -> dict:
     """Train and evaluate one head on one feature source; write the run folder; return metrics.json's dict.
 
     ``examples`` ({"train": [...], "dev": [...], "test": [...]}) replaces reading cfg.data's files
-    (programmatic use and tests); they are checked and empty ones dropped the same way.
+    (programmatic use and tests); they are checked and empty ones dropped the same way. ``features`` gives the
+    frozen items of those examples per split, in their order, already computed (e.g. token subsets of a long data
+    set, tasks/features/subset.py); a split whose examples lost an empty one computes its own.
     With ``dist`` (torchrun): data-parallel training and evaluation (``tasks.experiment.data_parallel``); every rank
     computes (or reads from the cache) the frozen features; rank 0 alone writes the run folder.
     """
     main = dist is None or dist.is_main
     out_dir = Path(out_dir)
     if not main:
-        return _run_experiment(cfg, out_dir, context, progress, command, examples, dist)
+        return _run_experiment(cfg, out_dir, context, progress, command, examples, dist, features)
     # one writer per run folder: a second process (e.g. two resumed comparisons) is refused, not interleaved
     with OutputLock(out_dir / "run.lock", f"the run folder {out_dir}"):
         clear_unfinished_run(out_dir)
-        return _run_experiment(cfg, out_dir, context, progress, command, examples, dist)
+        return _run_experiment(cfg, out_dir, context, progress, command, examples, dist, features)
 
 
 UNFINISHED = ".unfinished"  # in a run folder from a run's start until its metrics.json is written
@@ -220,8 +222,19 @@ def read_run_data(cfg: RunConfig, examples: dict[str, list] | None, context: Fea
     return data, stats, vocab
 
 
+def _splits(model: TaskModel, data: dict[str, list], examples: dict[str, list] | None,
+            features: dict[str, list] | None) -> dict[str, Split]:
+    """Each split's examples and frozen items: the given ``features`` where its examples are the given ones, all
+    of them (none was dropped as empty), else computed."""
+    given = {name: items for name, items in (features or {}).items()
+             if examples is not None and name in data and len(data[name]) == len(examples[name])}
+    return {name: Split(name, ex, list(given[name])) if name in given else make_split(model, name, ex)
+            for name, ex in data.items()}
+
+
 def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | None, progress: bool | None,
-                    command: str, examples: dict[str, list] | None, dist: DataParallel | None) -> dict:
+                    command: str, examples: dict[str, list] | None, dist: DataParallel | None,
+                    features: dict[str, list] | None = None) -> dict:
     main = dist is None or dist.is_main
     t_start = time.perf_counter()
     commit = git_commit()  # the code that runs: taken now, not when the run ends (HEAD may move meanwhile)
@@ -236,10 +249,10 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
         dump_yaml(cfg.to_dict(), out_dir / "config.yaml")  # creates out_dir
         save_json(vocab, out_dir / "vocab.json")
     if dist is None:
-        splits = {name: make_split(model, name, ex) for name, ex in data.items()}
+        splits = _splits(model, data, examples, features)
     else:  # the cache's per-entry lock: one rank computes an entry, the others wait for it and read it
         with dist.all_ok("run-features", "computing the frozen features"):
-            splits = {name: make_split(model, name, ex) for name, ex in data.items()}
+            splits = _splits(model, data, examples, features)
     seconds["features"] = round(time.perf_counter() - t_feat, 2)
 
     ckpt = out_dir / "model.pt"

@@ -25,6 +25,7 @@ from elmo_features.util.errors import DivergedError
 
 from tasks.experiment.config import TrainingConfig
 from tasks.features.base import FeatureSource
+from tasks.features.subset import dense_items
 from tasks.heads.base import Head
 
 if TYPE_CHECKING:  # under torchrun (elmo-tasks run): a slice of every batch per rank
@@ -64,7 +65,8 @@ class TaskModel(nn.Module):
         lengths = torch.tensor([len(ex.tokens) for ex in examples], device=device)  # (B,)
         T = int(lengths.max())
         mask = torch.arange(T, device=device).unsqueeze(0) < lengths.unsqueeze(1)  # (B, T)
-        batch = move_to(self.features.collate([split.features[i] for i in idx], T), device)
+        items = dense_items([split.features[i] for i in idx])  # token subsets (tasks/features/subset.py) made whole
+        batch = move_to(self.features.collate(items, T), device)
         extra = {"layers": self.features.layers(batch)} if self.head.uses_layers else {}
         return self.features(batch, mask), mask, examples, extra
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import abc
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -116,6 +116,9 @@ class FeatureSource(nn.Module, abc.ABC):
     cached_on_disk: ClassVar[bool] = False  # precompute fills context.cache_dir (computed once before parallel jobs)
     offers_layers: ClassVar[bool] = False  # word_layers gives every layer (L, n, D), whatever the fusion setting
     fingerprint_key: ClassVar[str] = "model_fingerprint"  # the report key of the frozen model's fingerprint
+    # precompute's items are float arrays (..., n, D) and a token's features depend on its own rows alone (no
+    # statistic over the batch): a head reading some tokens may keep those rows only (tasks/features/subset.py)
+    tokenwise: bool = False
 
     def __init__(self, config: Any, context: FeatureContext):
         super().__init__()
@@ -180,6 +183,16 @@ class FeatureSource(nn.Module, abc.ABC):
                                 "not per-word arrays (n, D); override word_layers to give (L, n, D) arrays")
             out.append(a[None] if a.ndim == 2 else a)
         return out
+
+    def stream_layers(self, sentences: list[list[str]], split: str) -> Sequence[np.ndarray] | None:
+        """``word_layers`` of a long list, read back lazily (nothing in memory until indexed) and with the vectors
+        ``word_layers`` gives (the batches of embedding the whole list); None when the source cannot (then callers
+        embed the list in chunks, whose batches may round differently in the last float digit)."""
+        return None
+
+    def items_of_layers(self, layers: list[np.ndarray]) -> list:
+        """``precompute``'s items from ``word_layers``'s arrays of the same sentences (a ``tokenwise`` source)."""
+        raise NotImplementedError(f"{type(self).__name__} is tokenwise but has no items_of_layers")
 
     def fusion_layers(self) -> tuple[int, int] | None:
         """(L, D) of the unfused layer stack ``layers`` gives (for a head's ``output_mix``); None: no layers."""

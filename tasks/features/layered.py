@@ -71,6 +71,11 @@ class FrozenLayerFeatures(FeatureSource):
             self.mix = build_fusion(self.config.mix, self.num_layers, self.dim, "features.mix")
             self.output_dim = self.mix.output_dim
 
+    @property
+    def tokenwise(self) -> bool:
+        """A fixed layer, or a fusion that mixes each token's layers alone (e.g. the scalar mix without batch norm)."""
+        return self.mix is None or bool(getattr(self.mix, "tokenwise", False))
+
     def embed(self, sentences: list[list[str]]) -> list[np.ndarray]:
         """All layers (L, n_i, D) per sentence: from memory, the disk cache, or the model."""
         key = cache_key(self.fingerprint, sentences, self.config.cache_dtype)
@@ -95,11 +100,22 @@ class FrozenLayerFeatures(FeatureSource):
         """All layers (L, n_i, D) per sentence, whatever the mix or fixed layer (the WSD 1-NN rows per layer)."""
         return self.embed(sentences)
 
+    def stream_layers(self, sentences: list[list[str]], split: str) -> Sequence[np.ndarray] | None:
+        """The disk cache's arrays of ``sentences`` (computed first if missing), read sentence by sentence; None
+        without a cache folder."""
+        if self.context.cache_dir is None:
+            return None
+        return FeatureCache(self.context.cache_dir).embed_lazy(self.embedder(), sentences,
+                                                               dtype=self.config.cache_dtype)
+
     def precompute(self, sentences: list[list[str]], split: str) -> list[np.ndarray]:
-        arrays = self.embed(sentences)
+        return self.items_of_layers(self.embed(sentences))
+
+    def items_of_layers(self, layers: list[np.ndarray]) -> list[np.ndarray]:
+        """All layers (L, n_i, D), or views (n_i, D) of the fixed layer."""
         if self.config.layer is not None:
-            return [a[self.config.layer] for a in arrays]  # (n_i, D) views
-        return arrays  # (L, n_i, D)
+            return [a[self.config.layer] for a in layers]
+        return list(layers)
 
     def collate(self, items: list[np.ndarray], T: int) -> torch.Tensor:
         return pad_tokens(items, T)  # (B, T, D) or (L, B, T, D)

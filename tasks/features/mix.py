@@ -39,6 +39,7 @@ class ScalarMixer(ScalarMix):
         super().__init__(num_layers, initial=config.initial, trainable=config.trainable,
                          layer_norm=config.layer_norm, l2_coef=config.l2_coef)
         self.output_dim = dim  # the layer size D (None when built without it)
+        self.tokenwise = config.layer_norm != "batch"  # batch norm: statistics over every token of the batch
 
     @classmethod
     def parameter_count(cls, config: ScalarMixConfig, num_layers: int, dim: int) -> int:

@@ -60,6 +60,12 @@ class Head(nn.Module, abc.ABC):
         return {"labels": labels}
 
     @classmethod
+    def token_positions(cls, example: Any) -> list[int] | None:
+        """The tokens of ``example`` whose features the head reads (None: all of them). A head that reads a few
+        tokens (e.g. ``wsd_linear``: the targets) lets long data sets keep only those rows (tasks/features/subset.py)."""
+        return None
+
+    @classmethod
     def demo_examples(cls) -> list:
         """A few tiny labelled examples of the kind this head takes (for smoke tests and docs)."""
         raise NotImplementedError

@@ -56,6 +56,11 @@ class WsdLinear(Head):
                                       f"{len(example.tokens)}-token sentence")
 
     @classmethod
+    def token_positions(cls, example) -> list[int]:
+        """Only the target tokens' features are read (a target's vector is the mean over its tokens)."""
+        return sorted({j for t in example.targets for j in range(t.start, t.end)})
+
+    @classmethod
     def build_vocab(cls, config, train_examples: list, data_options: dict) -> dict:
         labels = sorted({k for ex in train_examples for k in cls.gold_labels(ex)})
         if not labels:

@@ -22,7 +22,9 @@ from tasks.wsd.data.examples import WsdSentence, all_targets, load_inventory, to
 from tasks.wsd.data.reader import POS_TAGS, WsdFormatError, load_dataset
 from tasks.wsd.data.scorer import Score, merge_scores, score, write_key_file
 from tasks.experiment.run import load_run, make_split, run_experiment, save_json
-from tasks.features.base import FeatureContext, build_features
+from tasks.features.base import FeatureContext, FeatureSource, build_features
+from tasks.features.subset import subset_items
+from tasks.registry import HEADS
 from tasks.experiment.training import predict
 from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
 from tasks.wsd.config import WsdConfig
@@ -152,7 +154,7 @@ def _knn_rows(report: Report, cfg: WsdConfig, name: str, sums: SenseSums, test_v
 
 def _train_head(cfg: WsdConfig, section: dict, train_dir: str, train_ex: list[WsdSentence],
                 report: Report, context: FeatureContext, progress: bool | None, run_dir: Path,
-                command: str) -> tuple[dict[str, dict[str, str | None]], dict]:
+                command: str, items: list | None = None) -> tuple[dict[str, dict[str, str | None]], dict]:
     """Train cfg.head on ``section`` features with ``run_experiment`` (the path of every head: ``run_dir`` is a
     run folder as ``elmo-tasks run`` writes it), then answer every test set with the saved run, as
     ``elmo-tasks predict`` would. Every ``head_dev_every``-th training sentence is the early-stopping dev set."""
@@ -162,9 +164,12 @@ def _train_head(cfg: WsdConfig, section: dict, train_dir: str, train_ex: list[Ws
     every = cfg.head_dev_every
     is_dev = [bool(every) and i % every == every - 1 for i in range(len(train_ex))]
     examples = {"train": [ex for ex, d in zip(train_ex, is_dev) if not d]}
+    features = None if items is None else {"train": [x for x, d in zip(items, is_dev, strict=True) if not d]}
     if any(is_dev):
         examples["dev"] = [ex for ex, d in zip(train_ex, is_dev) if d]
-    metrics = run_experiment(run_cfg, run_dir, context, progress, command, examples=examples)
+        if features is not None:
+            features["dev"] = [x for x, d in zip(items, is_dev) if d]
+    metrics = run_experiment(run_cfg, run_dir, context, progress, command, examples=examples, features=features)
     _, model = load_run(run_dir, context)
     answers: dict[str, dict[str, str | None]] = {}
     for ts in report.tests:
@@ -207,17 +212,38 @@ def dev_layer_choice(held_out: HeldOut) -> dict:
             "every": held_out.every}
 
 
+def _chunked_source(cfg: WsdConfig, section: dict, train_ex: list[WsdSentence],
+                    context: FeatureContext) -> tuple[FeatureSource, int | None, list | None]:
+    """The source of a section, the chunk size to read its arrays with (None: all at once), and the list that
+    collects the head's training items (None: no head, or it needs the whole per-word arrays). The per-word arrays
+    are read chunk by chunk and none is kept (SemCor's of a 13-layer encoder are ~30 GB) when there is no head, or
+    when the head reads some tokens only and the source computes features token by token: then only those tokens'
+    rows are kept for its training."""
+    if cfg.head is None:
+        return build_features(section, replace(context, memo=context.memo.streaming())), CHUNK, None
+    head_cls = HEADS.get(cfg.head["name"])
+    source = build_features(section, replace(context, memo=context.memo.streaming()))
+    if source.tokenwise and all(head_cls.token_positions(ex) is not None for ex in train_ex):
+        return source, CHUNK, []
+    return build_features(section, context), None, None  # the head's training reads the remembered arrays again
+
+
+def _keep_head_rows(source: FeatureSource, head_cls: type, part: list[WsdSentence], layers: list[np.ndarray],
+                    items: list) -> None:
+    """Append the rows the head reads of one chunk's items (the precomputed items of its per-word arrays)."""
+    items += subset_items(source.items_of_layers(layers), [head_cls.token_positions(ex) for ex in part])
+
+
 def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, train_ex: list[WsdSentence],
                  context: FeatureContext, progress: bool | None, runs_dir: Path, command: str,
                  graph: Graph | None = None) -> None:
     """Every row of one feature source."""
     section = cfg.sources[name]
-    # without a head nothing reads the per-word arrays again: embed chunk by chunk and keep none of them in memory
-    # (SemCor's arrays of a 13-layer encoder are ~30 GB); a head's training reuses them
-    chunk = None if cfg.head is not None else CHUNK
-    source = build_features(section, context if chunk is None else replace(context, memo=context.memo.streaming()))
+    source, chunk, head_items = _chunked_source(cfg, section, train_ex, context)
+    keep = None if head_items is None else lambda part, layers: _keep_head_rows(
+        source, HEADS.get(cfg.head["name"]), part, layers, head_items)
     t0 = time.perf_counter()
-    train_vecs = instance_layers(source, train_ex, "train", chunk)
+    train_vecs = instance_layers(source, train_ex, "train", chunk, keep)
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
     want_dev = "dev_layer" in cfg.knn and train_vecs.shape[1] > 1
     held_out = hold_out(train_ex, train_vecs, cfg.head_dev_every) if graph is not None or want_dev else None
@@ -245,7 +271,8 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     if dev_choice is not None:
         report.rows[-1]["dev_choice"] = dev_choice
     weights = _head_rows(report, cfg, name, section, train_dir, train_ex, context, progress, runs_dir, command,
-                         sums, test_vecs, source) if cfg.head is not None else None
+                         sums, test_vecs, source, head_items) if cfg.head is not None else None
+    del head_items
     if graph is not None:  # sense vectors: layers chosen on the held-out sentences, a learned mix among them
         extra = [(f"mix learned by {cfg.head['name']}", weights)] if weights else []
         plan = plan_senses(section, graph, held_out, context, bool({"senses_glosses", "senses_prior"} & set(cfg.knn)),
@@ -255,12 +282,13 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
 
 def _head_rows(report: Report, cfg: WsdConfig, name: str, section: dict, train_dir: str,
                train_ex: list[WsdSentence], context: FeatureContext, progress: bool | None, runs_dir: Path,
-               command: str, sums: SenseSums, test_vecs: list[np.ndarray], source) -> list[float] | None:
+               command: str, sums: SenseSums, test_vecs: list[np.ndarray], source,
+               items: list | None = None) -> list[float] | None:
     """The trained head's row, its learned mix as a 1-NN row, and the per-layer probes; returns the learned mix
-    weights (None when the head learns none)."""
+    weights (None when the head learns none). ``items``: the head's training items, kept while embedding."""
     head = cfg.head["name"]
     answers, info = _train_head(cfg, section, train_dir, train_ex, report, context, progress,
-                                runs_dir / f"{name}-{head}", command)
+                                runs_dir / f"{name}-{head}", command, items)
     weights = info["features"].get("mix_weights")
     report.add(f"{name}-{head}", f"{name} {head}" + (", scalar mix" if weights else ""), answers, "head", name,
                "mix" if weights else None, head=info)
@@ -270,8 +298,9 @@ def _head_rows(report: Report, cfg: WsdConfig, name: str, section: dict, train_d
     if cfg.probes and L > 1 and source.offers_layers and "layer" in section:
         for l in range(L):
             probe = {**copy.deepcopy(section), "layer": l, "mix": None}
+            layer_items = [s.layer(l) for s in items] if items and items[0].values.ndim == 3 else None  # (k, D)
             answers, info = _train_head(cfg, probe, train_dir, train_ex, report, context, progress,
-                                        runs_dir / f"{name}-{head}-layer{l}", command)
+                                        runs_dir / f"{name}-{head}-layer{l}", command, layer_items)
             report.add(f"{name}-{head}-layer{l}", f"{name} {head}, layer {l} (probe)", answers, "probe", name, l,
                        head=info)
     return weights

@@ -12,7 +12,7 @@ import numpy as np
 from tasks.wsd.data.examples import WsdSentence, all_targets
 from tasks.features.base import FeatureContext, build_features, section_fingerprints
 from tasks.wsd.knn import SenseSums
-from tasks.wsd.senses import (POOLINGS, POS, PRIOR_GRID, STEPS, W_GRID, Graph, accuracy, answer, candidate_cosines, gloss_layers, mix,
+from tasks.wsd.senses import (POOLINGS, POS, PRIOR_GRID, STEPS, W_GRID, Candidates, Graph, accuracy, answer, candidate_cosines, gloss_layers, mix,
                      propagate, wordnet_fingerprint)
 from tasks.wsd.data.wordnet import WordNet
 
@@ -26,6 +26,8 @@ class SensePlan:
     weights: list[float]
     layer_label: str
     pooling: str | None = None
+    gloss_label: str | None = None  # the gloss layers chosen (a layer candidate's label)
+    gloss_weights: list[float] | None = None
     w: dict[str, float] = field(default_factory=dict)
     prior: float = 0.0  # the weight of a first-sense prior (1 / sense number), for the row senses_prior
     gloss: np.ndarray | None = None  # (S, D) float32
@@ -64,7 +66,7 @@ def hold_out(train_ex: list[WsdSentence], train_vecs: np.ndarray, every: int) ->
 def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: FeatureContext, glosses: bool,
                 progress: bool | None, extra: list[tuple[str, list[float]]] = ()) -> SensePlan:
     """Choose the layer mix among the single layers, the sums of the top k and the ``extra`` candidates (a learned
-    mix), and with ``glosses`` the gloss pooling and w per part of speech, by 1-NN accuracy on the held-out
+    mix), and with ``glosses`` the gloss pooling, the gloss layers and w per part of speech, by 1-NN accuracy on the held-out
     sentences, with sense vectors built from the other sentences."""
     every, sums, held, held_vecs = held_out.every, held_out.sums, held_out.targets, held_out.vecs
     L = held_vecs.shape[1]
@@ -88,30 +90,44 @@ def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: Feature
     t0 = time.perf_counter()
     pooled = gloss_layers(graph, source, fingerprint, context.cache_dir, progress)
     plan.held_out["gloss_seconds"] = round(time.perf_counter() - t0, 1)
+    _plan_glosses(plan, pooled, held, v, graph, context_vecs, step, candidates)
+    return plan
+
+
+def _best_w_per_pos(held: list, cands: Candidates, graph: Graph) -> tuple[dict[str, float], dict[str, float]]:
+    """The gloss weight w of each part of speech with the best held-out accuracy (the smallest w of equals)."""
+    w_pos, acc_pos = {}, {}
+    for pos in POS:
+        part = [i for i, t in enumerate(held) if t.pos == pos]
+        if not part:
+            continue
+        sub = [held[i] for i in part]
+        sub_c = Candidates(*[[getattr(cands, f)[i] for i in part] for f in ("rows", "ctx", "gloss", "pos", "ranks")])
+        accs = [accuracy(sub, answer(sub, sub_c, graph, {pos: w})[0]) for w in W_GRID]
+        k = int(np.argmax(accs))
+        w_pos[pos], acc_pos[pos] = W_GRID[k], round(accs[k], 4)
+    return w_pos, acc_pos
+
+
+def _plan_glosses(plan: SensePlan, pooled: dict[str, np.ndarray], held: list, v: np.ndarray, graph: Graph,
+                  context_vecs: np.ndarray, step: np.ndarray, candidates: dict[str, list[float]]) -> None:
+    """Choose the gloss pooling, the gloss layers (the same candidates as the context's: a gloss may be best read
+    from another layer) and w per part of speech on the held-out sentences; then the first-sense prior's weight."""
     best_total, choice = -1.0, None
     for pooling in POOLINGS:
-        gloss = mix(pooled[pooling], weights)  # (S, D)
-        cands = candidate_cosines(held, v, graph, context_vecs, step, gloss)
-        w_pos, acc_pos = {}, {}
-        for pos in POS:
-            part = [i for i, t in enumerate(held) if t.pos == pos]
-            if not part:
-                continue
-            sub = [held[i] for i in part]
-            sub_c = type(cands)(*[[getattr(cands, f)[i] for i in part] for f in ("rows", "ctx", "gloss", "pos",
-                                                                                 "ranks")])
-            accs = [accuracy(sub, answer(sub, sub_c, graph, {pos: w})[0]) for w in W_GRID]
-            k = int(np.argmax(accs))  # the smallest w of equals
-            w_pos[pos], acc_pos[pos] = W_GRID[k], round(accs[k], 4)
-        total = accuracy(held, answer(held, cands, graph, w_pos)[0])
-        plan.held_out[f"glosses_{pooling}"] = {"w": w_pos, "accuracy_by_pos": acc_pos, "accuracy": round(total, 4)}
-        if total > best_total:
-            best_total, choice = total, (pooling, w_pos, gloss, cands)
-    plan.pooling, plan.w, plan.gloss, cands = choice
+        for label, weights in candidates.items():
+            gloss = mix(pooled[pooling], weights)  # (S, D)
+            cands = candidate_cosines(held, v, graph, context_vecs, step, gloss)
+            w_pos, acc_pos = _best_w_per_pos(held, cands, graph)
+            total = accuracy(held, answer(held, cands, graph, w_pos)[0])
+            plan.held_out[f"glosses_{pooling}_{label}"] = {"w": w_pos, "accuracy_by_pos": acc_pos,
+                                                            "accuracy": round(total, 4)}
+            if total > best_total:  # the first of equals: the context's own layers are tried in the same order
+                best_total, choice = total, (pooling, label, weights, w_pos, gloss, cands)
+    plan.pooling, plan.gloss_label, plan.gloss_weights, plan.w, plan.gloss, cands = choice
     priors = [accuracy(held, answer(held, cands, graph, plan.w, p)[0]) for p in PRIOR_GRID]
     plan.prior = PRIOR_GRID[int(np.argmax(priors))]
     plan.held_out["prior"] = {"weights": list(PRIOR_GRID), "accuracy": [round(a, 4) for a in priors]}
-    return plan
 
 
 def sense_rows(report, cfg, name: str, graph: Graph, sums: SenseSums, plan: SensePlan,
@@ -121,7 +137,7 @@ def sense_rows(report, cfg, name: str, graph: Graph, sums: SenseSums, plan: Sens
     coverage = {STEPS[i]: int((step == i).sum()) for i in range(len(STEPS))} | {"none": int((step < 0).sum())}
     which = [("senses", "full coverage", {}, 0.0)]
     if "senses_glosses" in cfg.knn and plan.gloss is not None:
-        which.append(("senses_glosses", f"+ glosses ({plan.pooling} pooling)", plan.w, 0.0))
+        which.append(("senses_glosses", f"+ glosses ({plan.pooling} pooling, {plan.gloss_label})", plan.w, 0.0))
     if "senses_prior" in cfg.knn and plan.gloss is not None:
         which.append(("senses_prior", f"+ glosses + first-sense prior {plan.prior:g}", plan.w, plan.prior))
     for row, label, w, prior in which:
@@ -134,6 +150,7 @@ def sense_rows(report, cfg, name: str, graph: Graph, sums: SenseSums, plan: Sens
         report.add(f"{name}-{row}", f"{name} sense vectors, {label}, {plan.layer_label}", answers, "senses", name,
                    plan.layer_label, weights=[round(x, 6) for x in plan.weights], backoff=backoff,
                    senses={"coverage": coverage, "w": w, "pooling": plan.pooling if w else None, "prior": prior,
+                           "gloss_layers": [round(x, 6) for x in plan.gloss_weights] if w else None,
                            "held_out": plan.held_out})
 
 

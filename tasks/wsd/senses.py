@@ -10,7 +10,8 @@
 
 A test instance v takes, among all WordNet candidates of its lemma and part of speech, the sense s maximising
 ``cos(v, context_s) + w_pos * cos(v, gloss_s)`` (both parts L2-normalised: a weighted concatenation). The layer
-mix, w per part of speech and the gloss pooling are chosen on held-out training sentences, never on test data.
+mix, w per part of speech, the gloss pooling and the gloss layers (among the same candidates as the context's) are
+chosen on held-out training sentences, never on test data.
 """
 from __future__ import annotations
 

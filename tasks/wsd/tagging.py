@@ -54,7 +54,7 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
             counts[graph.index[k]] = c
     meta = {"format": FORMAT, "source": name, "section": section,
             "fingerprints": section_fingerprints(section, context.memo), "layers": plan.weights,
-            "layer_choice": plan.layer_label, "pooling": plan.pooling, "w": plan.w, "prior": plan.prior,
+            "layer_choice": plan.layer_label, "pooling": plan.pooling, "gloss_layers": plan.gloss_weights, "w": plan.w, "prior": plan.prior,
             "held_out": plan.held_out,
             "wordnet": str(Path(cfg.wordnet).resolve()), "wordnet_fingerprint": wordnet_fingerprint(graph.wn),
             "train": {"folder": str(train_dir), "instances": int(sum(len(ex.targets) for ex in train_ex)),

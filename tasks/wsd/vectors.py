@@ -7,7 +7,7 @@ encoders, through their disk cache), one layer (n, d) -> (1, n, d) for the other
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -26,19 +26,32 @@ def all_layers(source, sentences: Sequence[Sequence[str]], split: str) -> list[n
     return [a[None] if a.ndim == 2 else a for a in arrays]  # (n, D) -> (1, n, D)
 
 
-def instance_layers(source, examples: Sequence[WsdSentence], split: str, chunk: int | None = None) -> np.ndarray:
-    """(N, L, D) float32 instance vectors of every layer of ``source``, the sentences embedded ``chunk`` at a time
-    (None: all at once), so that only one chunk's per-word arrays are in memory (a 13-layer encoder's SemCor
-    arrays alone are ~30 GB). With a chunk size the disk cache holds one file per chunk."""
+def instance_layers(source, examples: Sequence[WsdSentence], split: str, chunk: int | None = None,
+                    on_chunk: Callable[[Sequence[WsdSentence], list[np.ndarray]], None] | None = None) -> np.ndarray:
+    """(N, L, D) float32 instance vectors of every layer of ``source``. With ``chunk``, only ``chunk`` sentences'
+    per-word arrays are in memory at a time (a 13-layer encoder's SemCor arrays alone are ~30 GB): read back from
+    the disk cache when the source can (``stream_layers``: the vectors of embedding all at once), else embedded
+    chunk by chunk. ``on_chunk(part, layers)`` sees each chunk's arrays (e.g. to keep what a head reads of them)."""
     step = chunk or max(len(examples), 1)
+    stream = getattr(source, "stream_layers", None)  # a FeatureSource method (not every test double has it)
+    lazy = stream([list(ex.tokens) for ex in examples], split) if chunk and stream is not None else None
     out, row = None, 0
-    for i in range(0, len(examples), step):
-        part = examples[i:i + step]
-        layers = all_layers(source, [ex.tokens for ex in part], split)
-        if out is None:
-            out = _empty(examples, layers[0].shape)
-        row = _fill(out, row, part, layers)
-        del layers  # before the next chunk is embedded: one chunk's arrays at a time
+    try:
+        for i in range(0, len(examples), step):
+            part = examples[i:i + step]
+            if lazy is not None:
+                layers = [a[None] if a.ndim == 2 else a for a in lazy[i:i + step]]
+            else:
+                layers = all_layers(source, [ex.tokens for ex in part], split)
+            if out is None:
+                out = _empty(examples, layers[0].shape)
+            row = _fill(out, row, part, layers)
+            if on_chunk is not None:
+                on_chunk(part, layers)
+            del layers  # before the next chunk: one chunk's arrays at a time
+    finally:
+        if lazy is not None and hasattr(lazy, "close"):
+            lazy.close()
     if out is None:
         raise ValueError("no WSD targets in these examples")
     return out
