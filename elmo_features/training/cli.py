@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 from pathlib import Path
 
 import h5py
@@ -11,7 +10,8 @@ import numpy as np
 import torch
 import yaml
 
-from elmo_features.util.cli_types import add_progress_argument, add_threads_argument, non_negative_int, progress_shown
+from elmo_features.util.cli_types import (add_progress_argument, add_threads_argument, non_negative_int, progress_shown,
+                                          rebuild_command)
 from elmo_features.util.errors import OutputExistsError, UsageError
 from elmo_features.util.config_files import apply_set
 from elmo_features.util.paths import check_input_file, check_input_path, check_output_dir
@@ -29,14 +29,8 @@ def _parse_set(items: list[str]) -> dict:
 
 def resume_command(args) -> str:
     """The command that continues this run: the same config and overrides, plus --resume."""
-    parts = ["elmo-tasks", "train-bilm", "--config", args.config, "--resume"]
-    for item in args.set or []:
-        parts += ["--set", item]
-    if args.progress != "auto":
-        parts += ["--progress", args.progress]
-    if args.threads:
-        parts += ["--threads", str(args.threads)]
-    return shlex.join(parts)
+    return rebuild_command(["elmo-tasks", "train-bilm", "--config", args.config, "--resume"], args,
+                           {"progress": "auto"}, skip=("command", "config", "resume"), repeated={"set": "--set"})
 
 
 def fixed_keys_changed(cfg) -> list[str]:
@@ -166,9 +160,9 @@ def cmd_eval(args) -> int:
         if getattr(args, flag):
             check_input_file(getattr(args, flag), "FILE" if flag == "file" else f"--{flag}")
     set_threads(args.threads)
-    command = ["elmo-tasks", "eval-bilm", args.file] + [f"--{k.replace('_', '-')}={v}" for k in (
-        "options", "weights", "vocab", "softmax", "max_sentences", "threads") if (v := getattr(args, k))]
-    args.interrupt_hint = f"nothing was written (eval-bilm only prints its result); to run again: {shlex.join(command)}"
+    command = rebuild_command(["elmo-tasks", "eval-bilm", args.file], args, {"max_sentences": 0},
+                              skip=("command", "file"))
+    args.interrupt_hint = f"nothing was written (eval-bilm only prints its result); to run again: {command}"
     model, vocab = load_language_model(args.options, args.weights, args.vocab, args.softmax)
     sentences = list(read_sentences([args.file]))
     if args.max_sentences:

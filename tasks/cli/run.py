@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -235,14 +234,8 @@ def interrupted_compare_hint(args, e) -> str:
 
 def predict_command(args) -> str:
     """The ``predict`` command as typed (for the interrupt message)."""
-    parts = ["elmo-tasks", "predict", args.run_dir, args.input] + (["--out", args.out] if args.out else [])
-    parts += ["--reader"] if args.reader else []
-    for m in getattr(args, "include", []):
-        parts += ["--include", m]
-    if args.cache_dir != DEFAULT_CACHE:
-        parts += ["--cache-dir", str(args.cache_dir)]
-    parts += ["--device", args.device] if args.device != "cpu" else []
-    return shlex.join(parts)
+    return rebuild_command(["elmo-tasks", "predict", args.run_dir, args.input], args, DEFAULTS,
+                           skip=("command", "run_dir", "input"), repeated={"include": "--include"})
 
 
 def cmd_predict(args) -> int:

@@ -12,6 +12,8 @@ import io
 import json
 import sys
 import time
+from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -232,49 +234,79 @@ def _splits(model: TaskModel, data: dict[str, list], examples: dict[str, list] |
             for name, ex in data.items()}
 
 
-def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | None, progress: bool | None,
-                    command: str, examples: dict[str, list] | None, dist: DataParallel | None,
-                    features: dict[str, list] | None = None) -> dict:
-    main = dist is None or dist.is_main
-    t_start = time.perf_counter()
-    commit = git_commit()  # the code that runs: taken now, not when the run ends (HEAD may move meanwhile)
-    seconds: dict[str, float] = {}
-    context = context or FeatureContext()
-    data, stats, vocab = read_run_data(cfg, examples, context, main)
-    seconds["data"] = round(time.perf_counter() - t_start, 2)
+@dataclass
+class RunFolder:
+    """What a run writes, by the process that writes it (the only one, or rank 0 of a torchrun launch): on the other
+    ranks (``writes=False``) every method does nothing, so the run's code has no rank branches."""
 
-    t_feat = time.perf_counter()  # loading the biLM / vectors and computing (or reading) frozen features
-    model = build_model(cfg, vocab, context)
-    if main:
-        dump_yaml(cfg.to_dict(), out_dir / "config.yaml")  # creates out_dir
-        save_json(vocab, out_dir / "vocab.json")
-    if dist is None:
-        splits = _splits(model, data, examples, features)
-    else:  # the cache's per-entry lock: one rank computes an entry, the others wait for it and read it
-        with dist.all_ok("run-features", "computing the frozen features"):
-            splits = _splits(model, data, examples, features)
-    seconds["features"] = round(time.perf_counter() - t_feat, 2)
+    path: Path
+    writes: bool = True
 
-    ckpt = out_dir / "model.pt"
-    result = train(model, splits["train"], splits.get("dev"), cfg.training, progress,
-                   on_improve=(lambda epoch, dev: save_state(model, ckpt)) if main else None, dist=dist)
-    if main:
-        save_state(model, ckpt)  # the best state (loaded back by train)
+    def start(self, cfg: RunConfig, vocab: dict) -> None:
+        if self.writes:
+            dump_yaml(cfg.to_dict(), self.path / "config.yaml")  # creates the folder
+            save_json(vocab, self.path / "vocab.json")
 
-    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": commit,
-                               "machine": machine(), "data": stats}
-    predictions = {}
+    def save_model(self, model: TaskModel) -> None:
+        if self.writes:
+            save_state(model, self.path / "model.pt")
+
+    def note(self, message: str) -> None:
+        if self.writes:
+            print(message, file=sys.stderr)
+
+    def finish(self, predictions: dict, metrics: dict) -> None:
+        if self.writes:
+            save_json(predictions, self.path / "predictions.json")
+            save_json(metrics, self.path / "metrics.json")
+            (self.path / UNFINISHED).unlink(missing_ok=True)
+
+
+def _evaluate_splits(model: TaskModel, splits: dict[str, Split], cfg: RunConfig, progress: bool | None,
+                     dist: DataParallel | None, folder: RunFolder) -> tuple[dict, dict]:
+    """Scores (with the count of gold labels never seen in training) and predictions on dev and test."""
+    metrics, predictions = {}, {}
     for name in ("dev", "test"):
         if name in splits:
             scores, preds = evaluate(model, splits[name], cfg.training.eval_batch_size, progress, dist)
             unseen = model.head.unseen(splits[name].examples)
             scores["unseen_labels"] = sum(unseen.values())
-            if unseen and main:
-                print(f"{name}: {sum(unseen.values())} gold labels never seen in training (counted as errors): "
-                      f"{dict(unseen.most_common(10))}", file=sys.stderr)
+            if unseen:
+                folder.note(f"{name}: {sum(unseen.values())} gold labels never seen in training (counted as errors): "
+                            f"{dict(unseen.most_common(10))}")
             metrics[name] = scores
             metrics[f"{name}_unseen_labels"] = dict(unseen)
             predictions[name] = preds
+    return metrics, predictions
+
+
+def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | None, progress: bool | None,
+                    command: str, examples: dict[str, list] | None, dist: DataParallel | None,
+                    features: dict[str, list] | None = None) -> dict:
+    folder = RunFolder(out_dir, writes=dist is None or dist.is_main)
+    t_start = time.perf_counter()
+    commit = git_commit()  # the code that runs: taken now, not when the run ends (HEAD may move meanwhile)
+    seconds: dict[str, float] = {}
+    context = context or FeatureContext()
+    data, stats, vocab = read_run_data(cfg, examples, context, folder.writes)
+    seconds["data"] = round(time.perf_counter() - t_start, 2)
+
+    t_feat = time.perf_counter()  # loading the biLM / vectors and computing (or reading) frozen features
+    model = build_model(cfg, vocab, context)
+    folder.start(cfg, vocab)
+    # with ranks, the cache's per-entry lock: one rank computes an entry, the others wait for it and read it
+    with dist.all_ok("run-features", "computing the frozen features") if dist else nullcontext():
+        splits = _splits(model, data, examples, features)
+    seconds["features"] = round(time.perf_counter() - t_feat, 2)
+
+    result = train(model, splits["train"], splits.get("dev"), cfg.training, progress,
+                   on_improve=lambda epoch, dev: folder.save_model(model), dist=dist)
+    folder.save_model(model)  # the best state (loaded back by train)
+
+    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": commit,
+                               "machine": machine(), "data": stats}
+    scores, predictions = _evaluate_splits(model, splits, cfg, progress, dist, folder)
+    metrics.update(scores)
     metrics.update({"primary_metric": model.head.primary_metric, "best_epoch": result.best_epoch,
                     "epochs_run": len(result.history), "stopped_early": result.stopped_early,
                     "history": result.history, "features": model.features.report(),
@@ -283,11 +315,7 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
                                 "total": round(time.perf_counter() - t_start, 2)}})
     if dist is not None:  # batch_size is per rank: the global batch has batch_size x ranks sentences
         metrics["ranks"] = dist.world_size
-    if not main:
-        return metrics
-    save_json(predictions, out_dir / "predictions.json")
-    save_json(metrics, out_dir / "metrics.json")
-    (out_dir / UNFINISHED).unlink(missing_ok=True)
+    folder.finish(predictions, metrics)
     return metrics
 
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -125,13 +124,10 @@ def cmd_senses(args) -> int:
     cache_dir = cache_dir_of(args)
     context = FeatureContext(cache_dir=cache_dir, progress=progress_setting(args.progress),
                              device=str(parse_device(args.device)))
-    command = ["elmo-tasks", "wsd", "senses", "--config", args.config, "--source", args.source, "--out", args.out]
-    command += [f"--{k}={v}" for k in ("train", "wordnet") if (v := getattr(args, k))]
-    command += [f"--set={o}" for o in args.overrides]
-    args.interrupt_hint = f"{args.out} was not written (it is written at the end); to run again: {shlex.join(command)}"
+    command = command_line(args, "senses")
+    args.interrupt_hint = f"{args.out} was not written (it is written at the end); to run again: {command}"
     with lock_output_file(args.out, "--out"):  # one writer per output file
-        meta = build_sense_file(cfg, args.source, cfg.train, args.out, context, context.progress,
-                                command=shlex.join(command))
+        meta = build_sense_file(cfg, args.source, cfg.train, args.out, context, context.progress, command=command)
     print(f"wrote {args.out}: {sum(meta['steps'].values()):,} senses ({meta['steps']}), layers "
           f"{meta['layer_choice']}, glosses pooled by {meta['pooling']}, w {meta['w']}")
     return 0
@@ -190,9 +186,10 @@ def _check_tag_output(args, meta: dict) -> None:
     check_not_an_input(args.out, inputs, "--out")
 
 
-def command_line(args) -> str:
-    """The command as typed (rebuilt from the parsed args, so it is right however main() was called)."""
-    return rebuild_command(["elmo-tasks", "wsd"], args, {"cache_dir": DEFAULT_CACHE, "progress": "auto",
+def command_line(args, *sub: str) -> str:
+    """The command as typed (rebuilt from the parsed args, so it is right however main() was called); ``sub``: the
+    sub-command (``senses``)."""
+    return rebuild_command(["elmo-tasks", "wsd", *sub], args, {"cache_dir": DEFAULT_CACHE, "progress": "auto",
                                                          "device": "cpu"},
                            skip=("command", "wsd_command"), repeated={"overrides": "--set", "include": "--include"})
 
