@@ -253,6 +253,11 @@ def _loading_error(folder: Path, config: Any, e: Exception) -> str:
     """transformers' loading errors in our words: mis-shaped tensors named with the config keys of their sizes (its
     message points at a report it did not show and at an option users cannot set), a damaged file named."""
     text = " ".join(str(e).split())
+    if isinstance(e, KeyError) and e.args and isinstance(e.args[0], str):  # e.g. an unknown activation name
+        keys = sorted(k for k, v in config.to_dict().items() if v == e.args[0])
+        if keys:
+            return (f"config.json: {keys[0]} {e.args[0]!r} is not a value transformers knows for it (an activation: "
+                    "gelu, relu, silu, ...); fix config.json, or give the folder the model came with")
     if "ignore_mismatched_sizes" in text or "size mismatch" in text:
         return _shape_mismatch(folder, config) or "tensors of other shapes than config.json gives"
     if type(e).__name__ in ("SafetensorError", "HeaderTooLarge") or "safetensors" in text.lower():

@@ -121,6 +121,9 @@ def _read_tests(test_dirs: list[str], inventory) -> list[TestSet]:
     tests, seen = [], {}
     for d in test_dirs:
         ds = load_dataset(d, require_gold=False)
+        if ds.gold is None:
+            print(f"note: {d} has no {ds.name}.gold.key.txt: it is not scored (the table shows '–'); the answers for "
+                  f"it are written to keys/ROW/{ds.name}.key.txt of the output folder", file=sys.stderr)
         name = ds.name
         if name in seen:
             seen[name] += 1

@@ -96,7 +96,7 @@ def find_dataset_files(folder: str | os.PathLike) -> tuple[str, Path, Path | Non
 def read_data_xml(path: str | os.PathLike) -> list[Sentence]:
     """Parse a ``NAME.data.xml`` file into sentences (streaming; errors carry file and line)."""
     path = Path(path)
-    parser = xml.parsers.expat.ParserCreate(encoding="utf-8")
+    parser = xml.parsers.expat.ParserCreate()  # the encoding the file declares (UTF-8 without a declaration)
     handler = _DataXml(path, parser)
     parser.StartElementHandler = handler.start
     parser.EndElementHandler = handler.end
@@ -106,7 +106,10 @@ def read_data_xml(path: str | os.PathLike) -> list[Sentence]:
         with open(path, "rb") as f:
             parser.ParseFile(f)
     except xml.parsers.expat.ExpatError as e:
-        raise WsdFormatError(f"{path}:{e.lineno}: malformed XML: {xml.parsers.expat.ErrorString(e.code)}") from None
+        what = xml.parsers.expat.ErrorString(e.code)
+        hint = ("; convert the file to UTF-8 (e.g. iconv -f ITS_ENCODING -t UTF-8)" if "encoding" in what else
+                " (or bytes that are not in the encoding the file declares, UTF-8 by default)")
+        raise WsdFormatError(f"{path}:{e.lineno}: malformed XML: {what}{hint}") from None
     if not handler.sentences:
         raise WsdFormatError(f"{path}: no <sentence> elements found")
     return handler.sentences
