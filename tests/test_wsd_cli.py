@@ -136,6 +136,23 @@ def test_head_trained_on_its_target_rows_alone_is_the_head_trained_on_whole_arra
     assert rows[0] == rows[1]
 
 
+def test_head_alone_keeps_no_instance_vectors_and_trains_the_same_head(toy, tmp_path, monkeypatch):
+    import tasks.wsd.run as wsd_run
+
+    assert _run(toy, tmp_path / "a", "--features", "elmo", "--set", "probes=false") == 0
+    calls = []
+    original = wsd_run.instance_layers
+    monkeypatch.setattr(wsd_run, "instance_layers", lambda *a, **k: calls.append(k.get("vectors", True))
+                        or original(*a, **k))
+    assert _run(toy, tmp_path / "b", "--features", "elmo", "--set", "probes=false", "--set", "knn=[]") == 0
+    assert calls == [False]  # the training set streamed once for the head's rows; no test-set vectors
+    ids = [r["id"] for r in json.loads((tmp_path / "b" / "scores.json").read_text())["rows"]]
+    assert ids == ["wn_first_sense", "mfs", "elmo-wsd_linear"]
+    a, b = (torch.load(tmp_path / x / "heads" / "elmo-wsd_linear" / "model.pt", weights_only=True)["state_dict"]
+            for x in ("a", "b"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_errors(toy, tmp_path, capsys):
     assert _run(toy, tmp_path / "x", "--features", "bert") == 2
     assert "unknown source 'bert'" in capsys.readouterr().err

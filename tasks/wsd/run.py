@@ -246,6 +246,13 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     keep = None if head_items is None else lambda part, layers: _keep_head_rows(
         source, HEADS.get(cfg.head["name"]), part, layers, head_items)
     t0 = time.perf_counter()
+    if not cfg.knn and head_items is not None:  # the head alone: no instance vector is kept (no row reads them)
+        instance_layers(source, train_ex, "train", chunk, keep, vectors=False)
+        L = head_items[0].values.shape[0] if head_items and head_items[0].values.ndim == 3 else 1
+        print(f"{name}: {L} layer(s), the head's rows kept ({time.perf_counter() - t0:.0f}s features)", flush=True)
+        _head_rows(report, cfg, name, section, train_dir, train_ex, context, progress, runs_dir, command, None, [],
+                   source, head_items, L)
+        return
     train_vecs = instance_layers(source, train_ex, "train", chunk, keep)
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
     want_dev = "dev_layer" in cfg.knn and train_vecs.shape[1] > 1
@@ -274,7 +281,7 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     if dev_choice is not None:
         report.rows[-1]["dev_choice"] = dev_choice
     weights = _head_rows(report, cfg, name, section, train_dir, train_ex, context, progress, runs_dir, command,
-                         sums, test_vecs, source, head_items) if cfg.head is not None else None
+                         sums, test_vecs, source, head_items, L) if cfg.head is not None else None
     del head_items
     if graph is not None:  # sense vectors: layers chosen on the held-out sentences, a learned mix among them
         extra = [(f"mix learned by {cfg.head['name']}", weights)] if weights else []
@@ -285,8 +292,8 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
 
 def _head_rows(report: Report, cfg: WsdConfig, name: str, section: dict, train_dir: str,
                train_ex: list[WsdSentence], context: FeatureContext, progress: bool | None, runs_dir: Path,
-               command: str, sums: SenseSums, test_vecs: list[np.ndarray], source,
-               items: list | None = None) -> list[float] | None:
+               command: str, sums: SenseSums | None, test_vecs: list[np.ndarray], source, items: list | None,
+               L: int) -> list[float] | None:
     """The trained head's row, its learned mix as a 1-NN row, and the per-layer probes; returns the learned mix
     weights (None when the head learns none). ``items``: the head's training items, kept while embedding."""
     head = cfg.head["name"]
@@ -295,7 +302,6 @@ def _head_rows(report: Report, cfg: WsdConfig, name: str, section: dict, train_d
     weights = info["features"].get("mix_weights")
     report.add(f"{name}-{head}", f"{name} {head}" + (", scalar mix" if weights else ""), answers, "head", name,
                "mix" if weights else None, head=info)
-    L = sums.sums.shape[1]
     if weights and "learned_mix" in cfg.knn:
         _knn_rows(report, cfg, name, sums, test_vecs, [("learned_mix", f"mix learned by {head}", weights, "mix")])
     if cfg.probes and L > 1 and source.offers_layers and "layer" in section:

@@ -27,11 +27,13 @@ def all_layers(source, sentences: Sequence[Sequence[str]], split: str) -> list[n
 
 
 def instance_layers(source, examples: Sequence[WsdSentence], split: str, chunk: int | None = None,
-                    on_chunk: Callable[[Sequence[WsdSentence], list[np.ndarray]], None] | None = None) -> np.ndarray:
+                    on_chunk: Callable[[Sequence[WsdSentence], list[np.ndarray]], None] | None = None,
+                    vectors: bool = True) -> np.ndarray | None:
     """(N, L, D) float32 instance vectors of every layer of ``source``. With ``chunk``, only ``chunk`` sentences'
     per-word arrays are in memory at a time (a 13-layer encoder's SemCor arrays alone are ~30 GB): read back from
     the disk cache when the source can (``stream_layers``: the vectors of embedding all at once), else embedded
-    chunk by chunk. ``on_chunk(part, layers)`` sees each chunk's arrays (e.g. to keep what a head reads of them)."""
+    chunk by chunk. ``on_chunk(part, layers)`` sees each chunk's arrays (e.g. to keep what a head reads of them);
+    with ``vectors=False`` nothing else is kept (None is returned)."""
     step = chunk or max(len(examples), 1)
     stream = getattr(source, "stream_layers", None)  # a FeatureSource method (not every test double has it)
     lazy = stream([list(ex.tokens) for ex in examples], split) if chunk and stream is not None else None
@@ -43,16 +45,17 @@ def instance_layers(source, examples: Sequence[WsdSentence], split: str, chunk: 
                 layers = [a[None] if a.ndim == 2 else a for a in lazy[i:i + step]]
             else:
                 layers = all_layers(source, [ex.tokens for ex in part], split)
-            if out is None:
-                out = _empty(examples, layers[0].shape)
-            row = _fill(out, row, part, layers)
+            if vectors:
+                if out is None:
+                    out = _empty(examples, layers[0].shape)
+                row = _fill(out, row, part, layers)
             if on_chunk is not None:
                 on_chunk(part, layers)
             del layers  # before the next chunk: one chunk's arrays at a time
     finally:
         if lazy is not None and hasattr(lazy, "close"):
             lazy.close()
-    if out is None:
+    if out is None and vectors:
         raise ValueError("no WSD targets in these examples")
     return out
 
