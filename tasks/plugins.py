@@ -80,6 +80,9 @@ def include(name: str) -> None:
     except Exception as e:  # a bug in the plugin: name it on one line (--debug shows the traceback)
         raise PluginError(f"--include {name}: importing it raised {type(e).__name__}: "
                           f"{' '.join(str(e).split())}") from e
+    except SystemExit as e:  # a script's sys.exit() at import would end the command, even with exit code 0
+        raise PluginError(f"--include {name}: importing it called sys.exit({e.code!r}); a plugin module must not "
+                          "exit when imported (put script code under `if __name__ == \"__main__\":`)") from None
     _INCLUDED.append(name)
 
 
@@ -95,7 +98,7 @@ def load_entry_points() -> list[str]:
         dist = getattr(getattr(ep, "dist", None), "name", "?")
         try:
             ep.load()
-        except Exception as e:  # noqa: BLE001  (any failure of foreign code: one line, then go on)
+        except (Exception, SystemExit) as e:  # noqa: BLE001  (any failure of foreign code: one line, then go on)
             print(f"warning: plugin {ep.name} = {ep.value} (entry point of {dist}) was not loaded: "
                   f"{type(e).__name__}: {' '.join(str(e).split())}; its components are unavailable",
                   file=sys.stderr, flush=True)

@@ -68,7 +68,7 @@ def read_config_file(path: str | Path, kind: str = "yaml"):
     what = "the options JSON file" if kind == "json" else "a YAML config file"
     try:
         text = path.read_text(encoding="utf-8")
-        return load_json(text) if kind == "json" else load_yaml(text, str(path))
+        data = load_json(text) if kind == "json" else load_yaml(text, str(path))
     except FileNotFoundError:
         raise ConfigError(f"{'options' if kind == 'json' else 'config'} file not found: {path}") from None
     except IsADirectoryError:
@@ -80,6 +80,53 @@ def read_config_file(path: str | Path, kind: str = "yaml"):
         raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     except ValueError as e:  # json.JSONDecodeError, a key given twice
         raise ConfigError(f"{path}: not valid JSON ({e})") from None
+    except RecursionError:  # (the parsers recurse once per level)
+        raise ConfigError(f"{path}: nested too deeply (hundreds of levels of [ or {{); write a flat config") from None
+    if data is not None and not isinstance(data, dict):  # (None: an empty file, which the caller reads as {})
+        shape = "a JSON object {...}" if kind == "json" else "`key: value` lines"
+        raise ConfigError(f"{path}: expected a mapping of keys to values at the top level ({shape}), got a "
+                          f"{_kind(data)}; fix the file, or give {what}")
+    check_expanded_size(data, str(path))
+    return data
+
+
+MAX_CONFIG_VALUES = 200_000  # values of a config with every YAML alias expanded (a real config has a few hundred)
+
+
+def _kind(value) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value),
+                                                                                             type(value).__name__)
+
+
+def check_expanded_size(data, where: str, limit: int = MAX_CONFIG_VALUES) -> int:
+    """The number of values in ``data`` once every YAML alias is expanded (a node reached twice counts twice, as a
+    copy of the config would hold it), counted over the distinct nodes only: a few aliases of aliases ("billion
+    laughs") would expand to billions of values and hang whoever copies the config. Above ``limit``, or a node that
+    contains itself (``&a [*a]``): one ConfigError line."""
+    sizes: dict[int, int] = {}
+    stack: list = [(data, False)]
+    on_path: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        children = list(node.values()) if isinstance(node, dict) else node
+        if done:
+            on_path.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+            if sizes[id(node)] > limit:
+                raise ConfigError(f"{where}: the config holds more than {limit} values once its YAML aliases (*name) "
+                                  "are expanded (aliases of aliases?); write the values out, or use fewer aliases")
+            continue
+        if id(node) in on_path:
+            raise ConfigError(f"{where}: a YAML alias refers to a node that contains it (a recursive structure); "
+                              "a config must be a tree: write the values out")
+        if id(node) in sizes:
+            continue
+        on_path.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children)
+    return sizes.get(id(data), 1)
 
 
 def apply_set(raw: dict, assignment: str) -> None:
@@ -100,8 +147,10 @@ def apply_set(raw: dict, assignment: str) -> None:
             raise ConfigError(f"--set {assignment!r}: {'.'.join(parts[: i + 1])} is not a section")
         node = nxt
     try:
-        node[parts[-1]] = load_yaml(text) if text.strip() else None
+        value = load_yaml(text) if text.strip() else None
     except yaml.YAMLError as e:
         why = " ".join(str(getattr(e, "problem", None) or e).split())
         raise ConfigError(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "
                           "e.g. --set 'key=\"a, b\"'") from None
+    check_expanded_size(value, f"--set {key.strip()}")
+    node[parts[-1]] = value

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from elmo_features.util.errors import LockError
+from elmo_features.util.paths import is_stream
 
 
 def lock_path_for(target: str | os.PathLike) -> Path:
@@ -30,8 +31,8 @@ def lock_path_for(target: str | os.PathLike) -> Path:
 def lock_output_file(path: str | os.PathLike | None, flag: str):
     """Take the lock of the output file ``path`` now (``OUTPUT.lock`` beside the file, a symlink's target's) as
     ``embed`` does: a second writer of it gets a LockError. A context manager that releases it; a no-op for None
-    (stdout)."""
-    if path is None:
+    (stdout) and for a stream (a pipe, ``/dev/stdout``: written in place, it has no folder to hold a lock file)."""
+    if path is None or is_stream(path):
         return contextlib.nullcontext()
     real = Path(os.path.realpath(Path(path).expanduser()))
     return OutputLock(lock_path_for(real), f"{flag} {path}").acquire()

@@ -7,14 +7,20 @@ are fine as long as they can be created (the nearest existing ancestor is a writ
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from elmo_features.util.errors import MissingPathError, PathError
 
 
-def _nearest_existing(path: Path) -> Path:
+def _nearest_existing(path: Path, what: str) -> Path:
+    """The nearest existing ancestor of ``path`` (or itself); a dangling symlink on the way is a PathError (making
+    the folders would fail with "File exists")."""
     p = path
     while not p.exists():
+        if p.is_symlink():
+            raise PathError(f"{what}: {p} is a symlink to {os.readlink(p)}, which does not exist; create the target "
+                            "folder, or give another path")
         if p.parent == p:
             return p
         p = p.parent
@@ -23,21 +29,32 @@ def _nearest_existing(path: Path) -> Path:
 
 def _check_creatable(path: Path, what: str) -> None:
     """The folder ``path`` exists as a writable folder or can be created."""
-    base = _nearest_existing(path)
+    base = _nearest_existing(path, what)
     if not base.is_dir():
         raise PathError(f"{what}: cannot create {path}: {base} is a file, not a folder; choose another path")
     if not os.access(base, os.W_OK | os.X_OK):
         raise PathError(f"{what}: cannot write to {base} (permission denied); choose another path")
 
 
+def is_stream(path: str | os.PathLike) -> bool:
+    """``path`` is (or links to) a pipe, socket or character device (``/dev/stdout``, ``>(gzip > f.gz)``, a named
+    pipe, ``/dev/null``): an output that is written in place, as it comes, since it cannot be replaced."""
+    try:
+        mode = os.stat(Path(path).expanduser()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
 def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
-    """An output file path: not a folder, and its folder exists writable or can be created."""
+    """An output file path: not a folder, and its folder exists writable or can be created (a stream: writable)."""
     p = Path(path).expanduser()
     if str(path).endswith(("/", os.sep)) or p.is_dir():
         raise PathError(f"{what}: {p} is a folder; give a file name (e.g. {p / 'out.hdf5'})")
     if p.exists() and not os.access(p, os.W_OK):
         raise PathError(f"{what}: {p} exists and is not writable; choose another path or fix its permissions")
-    _check_creatable(p.parent if str(p.parent) else Path("."), what)
+    if not is_stream(p):
+        _check_creatable(p.parent if str(p.parent) else Path("."), what)
     return p
 
 

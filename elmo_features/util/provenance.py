@@ -21,6 +21,8 @@ from typing import IO, Iterator
 
 import torch
 
+from elmo_features.util.paths import is_stream
+
 REPO = Path(__file__).resolve().parents[2]  # elmo_features/util/provenance.py -> the repository
 DIRTY_MARKER = "-dirty"  # appended to the commit when tracked files have uncommitted changes
 # The CPU flags that matter for the speed of dense fp32/bf16 kernels, reported when present.
@@ -99,7 +101,12 @@ def atomic_open(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically."""
+    """Replace ``path`` with ``data`` atomically; a stream (``/dev/stdout``, a pipe: ``paths.is_stream``) cannot be
+    replaced and is written in place."""
+    if is_stream(path):
+        with open(Path(path).expanduser(), "wb") as f:
+            f.write(data)
+        return
     with atomic_open(path, "wb") as f:
         f.write(data)
 

@@ -26,6 +26,7 @@ import os
 import signal
 import sys
 import threading
+import unicodedata
 
 from elmo_features.util.env import warn_retired
 from elmo_features.util import stop
@@ -81,11 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: a line break or other control character (a newline in a path, an escape sequence) is
+    shown escaped, as ``repr`` shows it (``\\n``), so a log reader sees the whole message and the exact path."""
+    return "".join(c if c == "\t" or unicodedata.category(c) not in ("Cc", "Zl", "Zp")
+                   else repr(c)[1:-1] for c in text)
+
+
 def error_message(e: BaseException) -> str:
     """One line for a user error."""
     if isinstance(e, OSError) and not isinstance(e, ElmoTasksError) and e.filename is not None:
-        return f"{e.filename}: {e.strerror or e}"
-    return " ".join(str(e).split("\n")) or type(e).__name__
+        return one_line(f"{e.filename}: {e.strerror or e}")
+    return one_line(str(e).strip()) or type(e).__name__
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
 from elmo_features.util.locking import OutputLock, lock_output_file
 from elmo_features.util.errors import CheckpointError, ConfigError, ElmoTasksError, PathError, UsageError
-from elmo_features.util.paths import (check_flags_given, check_input_dir, check_input_file, check_not_an_input,
+from elmo_features.util.paths import (check_flags_given, check_input_file, check_not_an_input,
                                       check_text_output)
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.text_input import read_sentences
@@ -101,7 +101,7 @@ def command_line(args) -> str:
 
 
 def cmd_run(args) -> int:
-    from tasks.experiment.run import default_run_dir, run_experiment
+    from tasks.experiment.run import run_experiment
     from tasks.experiment.parallel import torchrun_ranks
 
     check_flags_given(args, "out", "runs_dir")
@@ -112,21 +112,9 @@ def cmd_run(args) -> int:
     try:
         cfg = load_config(args.config, args.overrides)
         check_run_inputs(cfg, args.config)
-
-        def run_folder() -> str:
-            out = Path(args.out) if args.out else default_run_dir(cfg, args.runs_dir)
-            check_output_dirs(out=out)
-            if args.out and out.is_dir() and any(out.iterdir()):
-                if (out / "run.lock").exists():  # a writer at work there gets its own error (LockError)
-                    with OutputLock(out / "run.lock", f"the run folder {out}"):
-                        pass
-                raise PathError(f"--out {out}: the folder is not empty (a run folder holds one run, and its files "
-                                "would mix with this one's); choose a new folder or remove it")
-            return str(out)
-
-        out = Path(run_folder() if dist is None else dist.from_main(run_folder))  # rank 0's: its time stamp
         check_output_dirs(cache_dir=_cache_dir(args))
-        context, progress = _setup(args)
+        context, progress = _setup(args)  # (before the default run folder is made: a bad --device makes none)
+        out = Path(run_folder(args, cfg) if dist is None else dist.from_main(lambda: run_folder(args, cfg)))
         if dist is not None and not dist.is_main:
             context.progress, progress = False, False
         args.interrupt_hint = (f"the run folder {out} is incomplete (no metrics.json; runs do not resume); "
@@ -148,8 +136,29 @@ def cmd_run(args) -> int:
     return 0
 
 
+def run_folder(args, cfg) -> str:
+    """``run``'s folder: ``--out`` (empty, new, or an unfinished run's folder, which the run clears, saying so), else
+    a new RUNS_DIR/NAME/TIMESTAMP-HASH[-N] made now (rank 0's under torchrun: its time stamp)."""
+    from tasks.experiment.preflight import is_unfinished_run, new_run_dir
+
+    if not args.out:
+        check_output_dirs(runs_dir=args.runs_dir)
+        return str(new_run_dir(cfg, args.runs_dir))
+    out = Path(args.out)
+    check_output_dirs(out=out)
+    if out.is_dir() and any(out.iterdir()):
+        if (out / "run.lock").exists():  # a writer at work there gets its own error (LockError)
+            with OutputLock(out / "run.lock", f"the run folder {out}"):
+                pass
+        if not is_unfinished_run(out):  # (a killed or interrupted run's folder: its printed command trains again)
+            raise PathError(f"--out {out}: the folder is not empty (a run folder holds one run, and its files "
+                            "would mix with this one's); choose a new folder or remove it")
+    return str(out)
+
+
 def cmd_compare(args) -> int:
     from tasks.experiment.compare import ComparisonInterrupted, run_comparison
+    from tasks.experiment.compare_checks import check_comparison_args
 
     check_flags_given(args, "results_dir", "runs_dir", "resume")
     cfg = load_config(args.config, args.overrides)
@@ -183,10 +192,7 @@ def cmd_compare(args) -> int:
     if (args.jobs > 1 or torchrun_ranks() > 1) and _cache_dir(args) is None:
         raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
                          "before the runs start); give --cache-dir DIR instead of 'none', or --jobs 1")
-    if args.resume is not None:
-        check_input_dir(args.resume, "--resume", hint="give the compare-STAMP folder printed when the comparison "
-                                                      "was interrupted")
-        check_comparison_folder(Path(args.resume), cfg.name)
+    check_comparison_args(cfg, sources, seeds, args.folds, args.jobs, args.threads, args.resume, flag="--")
     # one writer per results folder (rank 0 under torchrun writes it): a second comparison is refused
     lock = claim_results_folder(results_dir, "summary.json", cfg.name, "--results-dir") if _rank() == 0 else None
     context, progress = _setup(args)
@@ -208,19 +214,6 @@ def cmd_compare(args) -> int:
 def _rank() -> int:
     """This process's torchrun rank (0 when not launched by torchrun)."""
     return int(os.environ.get("RANK", "0") or 0)
-
-
-def check_comparison_folder(folder: Path, name: str) -> None:
-    """``--resume`` takes only a folder that ``compare`` made for this config (RUNS_DIR/NAME/compare-STAMP, holding
-    SOURCE-seedN run folders): any other folder would get a whole comparison's runs written into it."""
-    runs = [p for p in folder.iterdir() if p.is_dir() and "-seed" in p.name]
-    others = [p.name for p in folder.iterdir() if not (p.is_dir() and "-seed" in p.name) and not p.name.startswith(".")]
-    if not folder.resolve().name.startswith("compare-") or folder.resolve().parent.name != name or others:
-        raise PathError(f"--resume {folder}: not a comparison folder of {name!r} (expected RUNS_DIR/{name}/compare-STAMP "
-                        f"holding SOURCE-seedN run folders{'; it holds ' + ', '.join(sorted(others)[:3]) if others else ''}"
-                        "); give the folder printed when the comparison was interrupted")
-    if not runs:
-        print(f"--resume {folder}: no run folder yet; running the whole comparison in it", file=sys.stderr)
 
 
 def interrupted_compare_hint(args, e) -> str:

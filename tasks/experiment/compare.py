@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -61,7 +62,7 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
     The arguments and ``results_dir`` are checked first, as ``elmo-tasks compare`` does (``compare_checks``)."""
     t0 = time.perf_counter()
     results_dir = Path(results_dir)
-    check_comparison_args(cfg, sources, seeds, folds)
+    check_comparison_args(cfg, sources, seeds, folds, jobs, threads, resume)
     lock = claim_results(results_dir, cfg.name)
     try:
         return _run_comparison(cfg, results_dir, runs_dir, context or FeatureContext(), progress, sources, seeds,
@@ -80,6 +81,8 @@ def _run_comparison(cfg: RunConfig, results_dir: Path, runs_dir: str | Path, con
     reused = {} if resume is None else reused_runs(cfg, cells, cell_dirs(Path(resume), cells), plan.pool,
                                                    plan.fold_sets, context)
     check_results_replaceable(results_dir, plan.identity)  # (after the --resume checks: they name the run folder)
+    if resume is not None and not reused:
+        print(f"resuming {resume}: no run in it has finished yet; running the whole comparison in it", file=sys.stderr)
     grid_dir = Path(resume) if resume is not None else new_grid_dir(Path(runs_dir) / cfg.name)
     dirs = cell_dirs(grid_dir, cells)
     check_data_unchanged(cfg, grid_dir)  # --resume: the finished runs were trained on these very data files

@@ -7,17 +7,57 @@ import os
 import socket
 from pathlib import Path
 
-from elmo_features.util.errors import ConfigError, OutputExistsError
+from elmo_features.util.arguments import check_int
+from elmo_features.util.errors import ConfigError, OutputExistsError, PathError
 from elmo_features.util.locking import OutputLock
+from elmo_features.util.paths import check_input_dir
 
 from tasks.experiment.config import RunConfig, check_seeds
 from tasks.experiment.preflight import RESULTS_LOCK, check_given_once, claim_results_folder
 
 
-def check_comparison_args(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None,
-                          folds: int | None) -> None:
-    """``sources`` (variants of cfg.compare, each once), ``seeds`` (each once) and ``folds`` (0, None or >= 3) as the
-    CLI checks them: ConfigError/TypeError naming the argument, before any work."""
+def check_comparison_args(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None, folds: int | None,
+                          jobs: int = 1, threads: int | None = None, resume: str | Path | None = None,
+                          flag: str = "") -> None:
+    """``sources`` (variants of cfg.compare, each once, no two the same section), ``seeds`` (each once), ``folds``
+    (0, None or >= 3), ``jobs`` and ``threads`` (>= 1) and ``resume`` (a comparison folder of this config) as the
+    CLI checks them: ConfigError/TypeError/PathError naming the argument (``flag`` + its name: "--" for the CLI),
+    before any work."""
+    check_int(jobs, f"{flag}jobs")
+    if threads is not None:
+        check_int(threads, f"{flag}threads")
+    _check_sources_and_folds(cfg, sources, seeds, folds)
+    if resume is not None:
+        check_input_dir(resume, f"{flag}resume", hint="give the compare-STAMP folder printed when the comparison was "
+                                                      "interrupted")
+        check_comparison_folder(Path(resume), cfg.name, f"{flag}resume")
+
+
+def check_comparison_folder(folder: Path, name: str, flag: str = "--resume") -> None:
+    """``--resume`` takes only a folder that ``compare`` made for this config (RUNS_DIR/NAME/compare-STAMP, holding
+    SOURCE-seedN run folders): any other folder would get a whole comparison's runs written into it."""
+    others = [p.name for p in folder.iterdir() if not (p.is_dir() and "-seed" in p.name) and not p.name.startswith(".")]
+    if not folder.resolve().name.startswith("compare-") or folder.resolve().parent.name != name or others:
+        raise PathError(f"{flag} {folder}: not a comparison folder of {name!r} (expected RUNS_DIR/{name}/compare-STAMP "
+                        f"holding SOURCE-seedN run folders{'; it holds ' + ', '.join(sorted(others)[:3]) if others else ''}"
+                        "); give the folder printed when the comparison was interrupted")
+
+
+def check_distinct_sources(cfg: RunConfig, names: list[str]) -> None:
+    """No two selected sources are one resolved section under two names: their rows would measure one thing twice
+    (and a paired test would compare it with itself). ConfigError naming both."""
+    seen: dict[str, str] = {}
+    for n in names:
+        key = json.dumps(cfg.compare.sources[n], sort_keys=True, default=str)
+        if key in seen:
+            raise ConfigError(f"compare.sources: {seen[key]} and {n} are the same feature source (identical "
+                              "sections); their rows would measure one thing twice and a paired test would compare it "
+                              "with itself: drop one, or select the others with --sources")
+        seen[key] = n
+
+
+def _check_sources_and_folds(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None,
+                             folds: int | None) -> None:
     if cfg.compare is None:
         raise ConfigError(f"{cfg.name}: no 'compare' section (name the feature-source variants to compare)")
     valid = ", ".join(cfg.compare.sources)
@@ -39,6 +79,7 @@ def check_comparison_args(cfg: RunConfig, sources: list[str] | None, seeds: list
     if folds is not None and folds != 0 and folds < 3:
         raise ConfigError(f"folds: give 3 or more folds (one tests, one stops early), or 0 for the fixed split, "
                           f"got {folds}")
+    check_distinct_sources(cfg, list(sources or cfg.compare.sources))
 
 
 def _held_here(results_dir: Path) -> bool:

@@ -8,23 +8,27 @@ checked the same way as the built-in ones.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable
 
 import torch
 
-from elmo_features.util.paths import (RUN_MODEL_FILES, check_input_dir, check_input_file, check_input_path,
-                                      check_output_dir)
-from elmo_features.util.errors import CheckpointError, ConfigError, OutputExistsError
+from elmo_features.util.paths import (RUN_FOLDER_FILES, RUN_MODEL_FILES, check_input_dir, check_input_file,
+                                      check_input_path, check_output_dir)
+from elmo_features.util.errors import CheckpointError, ConfigError, OutputExistsError, PathError
 from elmo_features.util.locking import OutputLock
 
 from tasks.experiment.config import RunConfig
 from tasks.data.fetch import fetch_hint
 from tasks.data.registry import reader_path_kind
-from tasks.experiment.run import CHECKPOINT_FORMAT
 from tasks.features.base import check_section_inputs, section_input_paths
+
+CHECKPOINT_FORMAT = 1  # of a run's model.pt
 
 
 def check_feature_paths(section: Any, where: str) -> None:
@@ -151,8 +155,9 @@ def check_run_folder(run_dir: str | Path) -> Path:
     hint = "give a folder written by `elmo-tasks run` (it prints the folder)"
     run_dir = check_input_dir(run_dir, "run folder", needs=RUN_MODEL_FILES, hint=hint)
     if not (run_dir / "metrics.json").exists():
-        raise CheckpointError(f"{run_dir}: the run never finished (no metrics.json); rerun it with the command in "
-                              "its config, or use another run folder")
+        raise CheckpointError(f"{run_dir}: the run never finished (no metrics.json: it was interrupted, killed or "
+                              f"failed); train it again with its `elmo-tasks run CONFIG ... --out {run_dir}` command "
+                              "(it clears the unfinished folder), or use another run folder")
     try:
         vocab = json.loads((run_dir / "vocab.json").read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -178,3 +183,62 @@ def check_run_folder(run_dir: str | Path) -> Path:
         raise CheckpointError(f"{ckpt_path}: parameter(s) {', '.join(bad[:3])} hold NaN or Inf values; the "
                               "training diverged or the file is damaged")
     return run_dir
+
+
+# ---------------------------------------------------------------- run folders
+
+UNFINISHED = ".unfinished"  # in a run folder from a run's start until its metrics.json is written
+
+
+def new_run_dir(cfg: RunConfig, runs_dir: str | Path = "runs") -> Path:
+    """A new, empty default run folder RUNS_DIR/NAME/TIMESTAMP-HASH[-N], made now: two runs of one config started in
+    the same second get one each (as ``compare``'s compare-STAMP-N)."""
+    digest = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
+    base = Path(runs_dir) / cfg.name / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{digest}"
+    base.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 10000):
+        path = base.with_name(base.name + (f"-{n}" if n > 1 else ""))
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise PathError(f"--runs-dir {runs_dir}: 9999 run folders of {cfg.name} named {base.name}[-N] exist; "
+                    "give another --runs-dir")
+
+
+def _own_leftover(name: str) -> bool:
+    """A file a run writes (``RUN_FOLDER_FILES``), its marker or lock, or the temporary file of one that a killed run
+    left (``.model.pt.XXXX.tmp``, ``elmo_features.util.provenance.atomic_path``)."""
+    return name in (*RUN_FOLDER_FILES, UNFINISHED, "run.lock") or (
+        name.startswith(".") and name.endswith(".tmp") and any(name.startswith(f".{f}.") for f in RUN_FOLDER_FILES))
+
+
+def is_unfinished_run(folder: str | Path) -> bool:
+    """``folder`` is a run folder that a run marked as its own (``UNFINISHED``) and never finished (no metrics.json):
+    ``run --out`` into it trains again (``clear_unfinished_run`` says what it removes)."""
+    folder = Path(folder)
+    return (folder / UNFINISHED).is_file() and not (folder / "metrics.json").exists()
+
+
+def clear_unfinished_run(out_dir: Path) -> None:
+    """Remove the files an earlier, unfinished run left in ``out_dir`` (a comparison re-running an interrupted
+    cell, ``run --out`` after a killed run), saying so: a run folder never mixes two runs' files. Only a folder
+    that a run marked as its own (``UNFINISHED``) and that holds nothing else is cleared; any other non-empty
+    folder is refused (PathError), as ``run --out`` does; a finished run (metrics.json) is never deleted."""
+    if (out_dir / "metrics.json").exists():  # never delete a finished run (metrics.json is written last)
+        raise OutputExistsError(f"{out_dir}: holds a finished run (metrics.json); give another folder, or delete it")
+    names = [p.name for p in out_dir.iterdir()] if out_dir.is_dir() else []
+    others = [n for n in names if n not in (UNFINISHED, "run.lock")]
+    foreign = [n for n in names if not _own_leftover(n)]
+    if foreign or (others and not (out_dir / UNFINISHED).exists()):
+        raise PathError(f"{out_dir}: the folder is not empty ({', '.join(sorted(foreign or others)[:3])}; a run "
+                        "folder holds one run, and its files would mix with this one's); choose a new folder or "
+                        "remove it")
+    stale = [out_dir / n for n in others]
+    if stale:
+        print(f"{out_dir}: removing an earlier unfinished run's {', '.join(p.name for p in stale)} before this run",
+              file=sys.stderr)
+        for p in stale:
+            p.unlink()
+    (out_dir / UNFINISHED).touch()

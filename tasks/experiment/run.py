@@ -14,14 +14,13 @@ import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from elmo_features.util.paths import RUN_FOLDER_FILES, RUN_MODEL_FILES
-from elmo_features.util.errors import CheckpointError, ConfigError, OutputExistsError, PathError, StaleCacheError
+from elmo_features.util.paths import RUN_MODEL_FILES
+from elmo_features.util.errors import CheckpointError, ConfigError, StaleCacheError, UsageError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
@@ -33,13 +32,11 @@ from tasks.features.base import FeatureContext, build_features, section_fingerpr
 from tasks.features.fingerprints import report_fingerprints
 from tasks.heads.base import Head
 from tasks.registry import HEADS
+from tasks.experiment.preflight import CHECKPOINT_FORMAT, UNFINISHED, clear_unfinished_run
 from tasks.experiment.training import Split, TaskModel, evaluate, predict, set_seed, train
 
 if TYPE_CHECKING:
     from tasks.experiment.data_parallel import DataParallel
-
-CHECKPOINT_FORMAT = 1
-
 
 # ---------------------------------------------------------------- data
 
@@ -119,11 +116,6 @@ def make_split(model: TaskModel, name: str, examples: list) -> Split:
 
 # ---------------------------------------------------------------- run folder
 
-def default_run_dir(cfg: RunConfig, runs_dir: str | Path = "runs") -> Path:
-    digest = hashlib.sha256(json.dumps(cfg.to_dict(), sort_keys=True).encode()).hexdigest()[:8]
-    return Path(runs_dir) / cfg.name / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{digest}"
-
-
 def save_json(obj: Any, path: Path) -> None:
     write_text_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
 
@@ -165,6 +157,7 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
     With ``dist`` (torchrun): data-parallel training and evaluation (``tasks.experiment.data_parallel``); every rank
     computes (or reads from the cache) the frozen features; rank 0 alone writes the run folder.
     """
+    check_run_args(cfg, examples, features)
     main = dist is None or dist.is_main
     out_dir = Path(out_dir)
     if not main:
@@ -175,26 +168,27 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
         return _run_experiment(cfg, out_dir, context, progress, command, examples, dist, features)
 
 
-UNFINISHED = ".unfinished"  # in a run folder from a run's start until its metrics.json is written
-
-
-def clear_unfinished_run(out_dir: Path) -> None:
-    """Remove the files an earlier, unfinished run left in ``out_dir`` (a comparison re-running an interrupted
-    cell), saying so: a run folder never mixes two runs' files. Only a folder that a run marked as its own
-    (``UNFINISHED``) is cleared; any other non-empty folder is refused (PathError), as ``run --out`` does."""
-    if (out_dir / "metrics.json").exists():  # never delete a finished run (metrics.json is written last)
-        raise OutputExistsError(f"{out_dir}: holds a finished run (metrics.json); give another folder, or delete it")
-    others = [p.name for p in out_dir.iterdir() if p.name not in (UNFINISHED, "run.lock")] if out_dir.is_dir() else []
-    if others and not (out_dir / UNFINISHED).exists():
-        raise PathError(f"{out_dir}: the folder is not empty ({', '.join(sorted(others)[:3])}; a run folder holds "
-                        "one run, and its files would mix with this one's); choose a new folder or remove it")
-    stale = [out_dir / n for n in RUN_FOLDER_FILES if (out_dir / n).exists()]
-    if stale:
-        print(f"{out_dir}: removing an earlier unfinished run's {', '.join(p.name for p in stale)} before this run",
-              file=sys.stderr)
-        for p in stale:
-            p.unlink()
-    (out_dir / UNFINISHED).touch()
+def check_run_args(cfg: RunConfig, examples: dict | None, features: dict | None) -> None:
+    """``run_experiment``'s arguments, before any work: TypeError naming the argument (a config file's dict, a string
+    for a split's examples, a misspelt split)."""
+    if not isinstance(cfg, RunConfig):
+        raise TypeError(f"cfg: expected a RunConfig (tasks.experiment.config.load_config(path), or resolve(dict) for "
+                        f"a config dict), got {type(cfg).__name__}")
+    for name, given in (("examples", examples), ("features", features)):
+        if given is not None and not isinstance(given, dict):
+            raise TypeError(f"{name}: expected a dict of splits ({{'train': [...], 'dev': [...]}}), got "
+                            f"{type(given).__name__}")
+        for split, items in (given or {}).items():
+            if split not in ("train", "dev", "test"):
+                raise TypeError(f"{name}: unknown split {split!r}; the splits are 'train', 'dev' and 'test'")
+            if name == "features":  # (per-example items of a source: checked by the source)
+                continue
+            if not isinstance(items, (list, tuple)):
+                raise TypeError(f"examples[{split!r}]: expected a list, got {type(items).__name__} {items!r:.40}")
+            bad = [ex for ex in items if not isinstance(getattr(ex, "tokens", None), (list, tuple))]
+            if bad:
+                raise TypeError(f"examples[{split!r}][{items.index(bad[0])}]: expected an example of the data reader "
+                                f"(with .tokens), got {type(bad[0]).__name__} {bad[0]!r:.40}")
 
 
 def read_run_data(cfg: RunConfig, examples: dict[str, list] | None, context: FeatureContext,
@@ -386,5 +380,8 @@ def as_examples(model: TaskModel, examples: list) -> list:
         elif not isinstance(getattr(ex, "tokens", None), (list, tuple)):
             raise TypeError(f"examples[{i}]: expected an example of the run's data reader (with .tokens) or a list "
                             f"of token strings (e.g. {'great film'.split()!r}), got {type(ex).__name__} {ex!r:.60}")
+        if not ex.tokens or any(not str(t).strip() for t in ex.tokens):  # (predict refuses a blank line too)
+            raise UsageError(f"examples[{i}]: an empty sentence or an empty token ({list(ex.tokens)!r:.60}); every "
+                             "sentence needs tokens that are not blank")
         out.append(ex)
     return out

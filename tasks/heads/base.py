@@ -51,6 +51,22 @@ class Head(nn.Module, abc.ABC):
         """Raise DataFormatError (naming ``where``) when the head's metrics are undefined on a dev/test set."""
 
     @classmethod
+    def check_labels_seen(cls, vocab: dict, examples: list, where: str, what: str = "labels",
+                          of=None) -> None:
+        """DataFormatError (naming ``where``) when no gold label of a dev/test set (``of(label)``: what is compared,
+        e.g. an entity type; None: skipped) occurs in the training data (``vocab["labels"]``): every prediction
+        would be wrong by construction, and a score of 0 would be reported as a result."""
+        of = of or (lambda lab: lab)
+        gold = {of(lab) for ex in examples for lab in cls.gold_labels(ex)} - {None}
+        known = {of(lab) for lab in vocab.get("labels") or []} - {None}
+        if gold and known and not gold & known:
+            show = lambda names: ", ".join(sorted(map(str, names))[:5]) + (", ..." if len(names) > 5 else "")
+            raise DataFormatError(f"{where}: none of its {what} ({show(gold)}) occurs in the training data "
+                                  f"({show(known)}): every prediction is wrong by construction, so its score would "
+                                  "measure nothing; give a set of the task the head is trained on (or check the "
+                                  "reader's label column)")
+
+    @classmethod
     def build_vocab(cls, config: Any, train_examples: list, data_options: dict) -> dict:
         """Label set (sorted) from the training data; ``data_options`` are the reader options."""
         labels = sorted({lab for ex in train_examples for lab in cls.gold_labels(ex)})
@@ -128,6 +144,10 @@ class TaggingHead(Head):
     @classmethod
     def gold_labels(cls, example) -> list[str]:
         return list(example.tags)
+
+    @classmethod
+    def check_scored_examples(cls, vocab: dict, examples: list, where: str) -> None:
+        cls.check_labels_seen(vocab, examples, where, "tags")
 
     @classmethod
     def check_example(cls, example, where: str) -> None:

@@ -11,7 +11,7 @@ from elmo_features.util.schema import Int, Num, key
 
 from tasks.components import MAX_LAYERS, MAX_UNITS
 from tasks.data.tag_schemes import (END, START, TagSchemeError, allowed_transitions, check_scheme_name,
-                                detect_scheme, is_transition_allowed, scheme_tag, tags_to_spans)
+                                detect_scheme, is_transition_allowed, scheme_tag, split_tag, tags_to_spans)
 from tasks.data.types import DataFormatError, TaggedSentence
 from tasks.metrics import span_f1, token_accuracy
 from tasks.registry import HEADS
@@ -34,6 +34,14 @@ class CrfTaggerConfig(TokenInputOptions):
     output_mix: dict | None = key(default=None, meta={"component": "mix"},
                                   doc="ELMo sec. 3.3: a separate fusion of the biLM layers also at the BiLSTM output "
                                       "(docs/fusion.md); null = off")
+
+
+def _entity_type(tag: str) -> str | None:
+    """``B-PER`` -> ``PER``; None for ``O`` or a malformed tag (scored as an error, not refused here)."""
+    try:
+        return split_tag(tag)[1]
+    except TagSchemeError:
+        return None
 
 
 MAX_BAD_SENTENCES = 0.05  # a larger share of training sentences with transitions the scheme forbids: a mismatch
@@ -101,6 +109,7 @@ class CrfTagger(OutputMixOption, TaggingHead):
         if not any(tags_to_spans(ex.tags, vocab["scheme"], strict=False) for ex in examples):
             raise DataFormatError(f"{where} has no gold entities (every tag is O): span F1 is undefined on it; give a "
                                   "file with entities (or check the reader's tag column)")
+        cls.check_labels_seen(vocab, examples, where, "entity types", of=_entity_type)
 
     @classmethod
     def demo_examples(cls) -> list:

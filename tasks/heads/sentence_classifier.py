@@ -54,6 +54,10 @@ class SentenceClassifier(OutputMixOption, Head):
         return [example.label]
 
     @classmethod
+    def check_scored_examples(cls, vocab: dict, examples: list, where: str) -> None:
+        cls.check_labels_seen(vocab, examples, where)
+
+    @classmethod
     def check_example(cls, example, where: str) -> None:
         if example.label is None or str(example.label) == "":
             raise DataFormatError(f"{where}: the example has no label")
