@@ -21,16 +21,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+import h5py
+
 from elmo_features.embedding.embed_input import needs_spooling, spool_input
 from elmo_features.embedding.embedder import Embedder
-from elmo_features.embedding.hdf5_output import (FORMATS, InputError, check_embed_output,  # noqa: F401 (re-exported)
-                                                 embed_file)
+from elmo_features.embedding.hdf5_output import (FORMATS, PARTIAL_SUFFIX, InputError,  # noqa: F401 (re-exported)
+                                                 check_embed_output, embed_file)
 from elmo_features.formats.weights import load_bilm
 from elmo_features.model.precision import PRECISIONS, check_precision
 from elmo_features.util.cli_types import add_progress_argument, add_threads_argument, positive_int, progress_setting
 from elmo_features.util.threads import set_threads
 from elmo_features.util.devices import add_device_argument, parse_device
-from elmo_features.util.errors import UsageError
+from elmo_features.util.errors import TextInputError, UsageError
 from elmo_features.util.paths import check_flags_given, check_input_file, check_not_an_input, check_output_file
 
 def _transformer_embedder(args: argparse.Namespace):
@@ -70,25 +72,48 @@ def _model_files(args: argparse.Namespace) -> list:
 
 def run(args: argparse.Namespace) -> int:
     """The ``embed`` sub-command (errors are reported by ``tasks.cli.main``). Input that can be read only once
-    (``-`` for stdin, a pipe, a FIFO) is first copied to a temporary file beside OUTPUT (removed when done)."""
+    (``-`` for stdin, a pipe, a FIFO) is first copied to a temporary file beside OUTPUT (removed when done, on an
+    error and on an interrupt)."""
     check_flags_given(args, "options", "weights", "download_dir")
     check_flags_given(args, "model", "transformer", what="name or path")
     check_not_an_input(check_output_file(args.output, "embed output"), [args.input, *_model_files(args)], "embed output")
     output = check_embed_output(args.output)
+    args.interrupt_hint = lambda: interrupt_hint(output)
     if not needs_spooling(args.input):
         check_input_file(args.input, "embed input")
         return _run(args)
     output.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".input", dir=output.parent)
     os.close(fd)
-    spooled = Path(name)
-    print(f"embed: reading {'stdin' if args.input == '-' else args.input} once into {spooled}", file=sys.stderr)
-    spool_input(args.input, spooled)
+    spooled, shown = Path(name), "stdin" if args.input == "-" else args.input
+    print(f"embed: reading {shown} once into {spooled}", file=sys.stderr)
+    args.interrupt_hint = (f"nothing was embedded (stopped while reading {shown}; its copy {spooled.name} was "
+                           "removed); rerun the same command to start again")
     try:
+        spool_input(args.input, spooled)
+        args.interrupt_hint = lambda: interrupt_hint(output, f" with the same {shown}")
         args.input = str(spooled)
         return _run(args)
+    except TextInputError as e:  # the input's problems are named by the input, not by its (removed) copy
+        raise TextInputError(str(e).replace(str(spooled), shown)) from None
     finally:
         spooled.unlink(missing_ok=True)
+
+
+def interrupt_hint(output: Path, same_input: str = "") -> str:
+    """What an interrupted ``embed`` kept and how to continue: the sentences flushed to OUTPUT.partial, if any."""
+    partial = Path(str(output) + PARTIAL_SUFFIX)
+    try:
+        with h5py.File(partial, "r") as f:
+            done = int(f.attrs.get("n_done", 0))
+    except (OSError, ValueError, TypeError):
+        done = 0
+    if Path(str(output) + ".shards").is_dir():  # a torchrun embed keeps its finished shards
+        return f"the finished shards stay in {output}.shards; rerun the same torchrun command to continue"
+    if not done:
+        return f"nothing was embedded yet (no chunk was flushed); rerun the same command{same_input} to start again"
+    return (f"{done} sentences are kept in {partial}; rerun the same command{same_input} to continue from the last "
+            "flushed chunk")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -169,5 +194,4 @@ def register(subparsers) -> None:
     p.add_argument("--precision", choices=PRECISIONS, default="fp32",
                    help="fp32 (default) or bf16: bf16 matmuls with fp32 accumulation and cell state; needs a CUDA "
                         "device or a CPU with AVX512-BF16/AMX (docs/precision.md)")
-    p.set_defaults(func=run, output_format="all",
-                   interrupt_hint="rerun the same command to continue from the last flushed chunk")
+    p.set_defaults(func=run, output_format="all")

@@ -9,6 +9,7 @@ input (``--forget-sentences`` leaves it out).
 """
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import shutil
@@ -19,7 +20,7 @@ from typing import BinaryIO, Iterator
 
 from elmo_features.util.errors import TextInputError
 from elmo_features.util.paths import check_input_file
-from elmo_features.util.text_input import _open_binary, decode_line
+from elmo_features.util.text_input import decode_line, raw_lines
 
 
 def needs_spooling(path: str) -> bool:
@@ -30,24 +31,78 @@ def needs_spooling(path: str) -> bool:
     return p.exists() and not p.is_dir() and not p.is_file()
 
 
+SPOOL_BLOCK = 1 << 20  # bytes read at a time
+SPOOL_SPACE_EVERY = 64 << 20  # bytes between two looks at the free space
+SPOOL_RESERVE = 2 << 30  # the free space the copy leaves (at most half of what was free when it started)
+
+
+class _SpoolCheck:
+    """What is checked while once-readable input is copied, block by block, so that a device or a runaway producer
+    (``/dev/zero``, ``/dev/urandom``, a pipe that never ends) stops at once instead of filling the disk: no NUL byte,
+    valid UTF-8 (the text policy's first rules, named by the input's line and byte column), and room left on the
+    copy's file system."""
+
+    def __init__(self, name: str, folder: Path):
+        self.name, self.folder = name, folder
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.lines = 0  # newlines seen so far
+        self.column = 0  # bytes since the last newline
+        self.size = 0  # bytes copied
+        self.next_look = SPOOL_SPACE_EVERY  # when the free space is looked at again (others may write there too)
+        free = shutil.disk_usage(folder).free
+        self.reserve = min(SPOOL_RESERVE, free // 2)  # the free space this copy leaves
+        self.limit = free - self.reserve  # the most this copy may write
+
+    def _where(self, data: bytes, pos: int, before: int) -> tuple[str, int]:
+        """(``NAME:LINE``, byte column) of offset ``pos`` in ``data``, whose first ``before`` bytes (the start of a
+        character cut by the previous block) were counted already."""
+        nl = data.rfind(b"\n", 0, pos)
+        line = self.lines + data.count(b"\n", before, pos) + 1
+        column = pos - nl if nl >= 0 else self.column - before + pos + 1
+        return f"{self.name}:{line}", column
+
+    def __call__(self, block: bytes) -> None:
+        pending = self.decoder.getstate()[0]  # the start of a character cut by the previous block
+        data = pending + block
+        nul = block.find(b"\x00")
+        if nul >= 0:
+            where, column = self._where(data, len(pending) + nul, len(pending))
+            raise TextInputError(f"{where}: NUL byte at byte column {column} (a binary file or a device?); the input "
+                                 "must be UTF-8 text (stopped reading it)")
+        try:
+            self.decoder.decode(block)
+        except UnicodeDecodeError as e:
+            where, column = self._where(data, e.start, len(pending))
+            raise TextInputError(f"{where}: not valid UTF-8 (byte {data[e.start]:#04x} at byte column {column}); the "
+                                 "input must be UTF-8 text (stopped reading it)") from None
+        nl = block.rfind(b"\n")
+        self.column = len(block) - nl - 1 if nl >= 0 else self.column + len(block)
+        self.lines += block.count(b"\n")
+        self.size += len(block)
+        if self.size >= self.next_look:
+            self.next_look = self.size + SPOOL_SPACE_EVERY
+            self.limit = min(self.limit, self.size + shutil.disk_usage(self.folder).free - self.reserve)
+        if self.size > self.limit:
+            raise TextInputError(f"{self.name}: stopped reading it after {self.size >> 20} MB: its copy in {self.folder} "
+                                 "would leave too little free space on that file system; give a regular file as input "
+                                 "(it is read in place), or free some space")
+
+
 def spool_input(path: str, dest: Path, stdin: BinaryIO | None = None) -> Path:
     """Copy once-readable input to the regular file ``dest`` (read once, streamed), so that ``embed`` can check it
-    and then read it again; returns ``dest``."""
+    and then read it again; returns ``dest``. The copy stops with a TextInputError at a NUL byte, invalid UTF-8 or
+    when it would fill its file system (``_SpoolCheck``); the caller removes ``dest`` on any failure."""
     src = (stdin or sys.stdin.buffer) if path == "-" else open(Path(path).expanduser(), "rb")
+    check = _SpoolCheck("stdin" if path == "-" else path, dest.parent)
     try:
         with open(dest, "wb") as out:
-            shutil.copyfileobj(src, out, 1 << 20)
+            while block := src.read(SPOOL_BLOCK):
+                check(block)
+                out.write(block)
     finally:
         if path != "-":
             src.close()
     return dest
-
-
-
-def _raw_lines(path: Path) -> Iterator[bytes]:
-    """Every line of the file as stored (line end included), streamed."""
-    with _open_binary(path) as f:
-        yield from f
 
 
 class EmbedInput:
@@ -58,7 +113,7 @@ class EmbedInput:
         self.path = Path(path)
         check_input_file(self.path, "embed input")
         digest, lengths, errors = hashlib.sha256(), array("i"), []
-        for lineno, raw in enumerate(_raw_lines(self.path), start=1):
+        for lineno, raw in enumerate(raw_lines(self.path), start=1):
             digest.update(raw)
             try:
                 text = self._decode(raw, lineno)
@@ -92,7 +147,7 @@ class EmbedInput:
     def lines(self, lo: int = 0, hi: int | None = None) -> Iterator[str]:
         """The stripped lines [lo, hi), streamed from the file (checked once already)."""
         hi = len(self) if hi is None else hi
-        for i, raw in enumerate(_raw_lines(self.path)):
+        for i, raw in enumerate(raw_lines(self.path)):
             if i >= hi:
                 return
             if i >= lo:

@@ -12,7 +12,8 @@ import yaml
 
 from elmo_features.util.cli_types import (add_progress_argument, add_threads_argument, non_negative_int, progress_shown,
                                           rebuild_command)
-from elmo_features.util.errors import OutputExistsError, UsageError
+from elmo_features.util.errors import DivergedError, OutputExistsError, UsageError
+from elmo_features.util import stop
 from elmo_features.util.config_files import apply_set
 from elmo_features.util.paths import check_input_file, check_input_path, check_output_dir
 from elmo_features.util.threads import set_threads
@@ -91,6 +92,8 @@ def cmd_train(args) -> int:
                                         f"({'; '.join(changed)}): choose another out_dir") from None
             raise OutputExistsError(f"{e}; to continue it: {resume_command(args)}") from None
         result = trainer.run()
+        if getattr(trainer, "stop_signal", None):  # stopped by a signal: later ones must not break the way out
+            stop.request(trainer.stop_signal)
         ok = True
     finally:
         distributed.finish(sync=ok)
@@ -155,6 +158,7 @@ def load_language_model(options: str, weights: str, vocab_path: str, softmax: st
 def cmd_eval(args) -> int:
     from elmo_features.training.data import read_sentences
     from elmo_features.training.evaluate import perplexity
+    from elmo_features.training.run_checks import not_finite
 
     for flag in ("file", "options", "weights", "vocab", "softmax"):
         if getattr(args, flag):
@@ -168,8 +172,13 @@ def cmd_eval(args) -> int:
     if args.max_sentences:
         sentences = sentences[: args.max_sentences]
     res = perplexity(model, sentences, vocab)
+    problem = not_finite(res)
+    if problem:  # (and "Infinity" is not JSON)
+        raise DivergedError(f"{args.file}: {problem} (the model gives some of its tokens probability 0): "
+                            f"{args.weights} holds a diverged model, or one that does not fit {args.vocab}; give the "
+                            "export of a training that did not diverge, with its own vocab.txt")
     res["sentences"] = len(sentences)
-    print(json.dumps(res, indent=2))
+    print(json.dumps(res, indent=2, allow_nan=False))
     return 0
 
 

@@ -13,6 +13,7 @@ from elmo_features.model.char_ids import MAX_WORD_LENGTH as MAX_CHARACTERS
 from elmo_features.model.options import BACKBONES, TransformerOptions
 from elmo_features.util.config_files import read_config_file
 from elmo_features.util.schema import Bool, Int, List, Num, Str, build, join_key, key
+from elmo_features.util.threads import threads_problem
 
 # each key of the options' transformer block and the key of this config that gives its value (``transformer_block``):
 # the names ``TransformerOptions.check`` gives in its messages, so that they name the keys the user wrote
@@ -98,14 +99,18 @@ class TrainConfig:
         return build(cls, d, f"{source}:")
 
     def check(self, where: str) -> None:
-        """The keys together (run by ``build`` after each key is checked): the filter widths, and the Transformer
-        block's rules across keys (``TransformerOptions.check``) named by this config's keys."""
+        """The keys together (run by ``build`` after each key is checked): the filter widths, the Transformer
+        block's rules across keys (``TransformerOptions.check``) named by this config's keys, and threads against
+        this machine's CPUs."""
         for i, (width, _) in enumerate(self.filters):
             if width > MAX_CHARACTERS:  # the convolution runs over the 50 character ids of a token
                 raise ConfigError(f"{join_key(where, f'filters[{i}]')}: width {width} > {MAX_CHARACTERS} characters "
                                   f"per token; use widths of at most {MAX_CHARACTERS}")
         if self.backbone == "transformer":
             TransformerOptions(**self.transformer_block()).check(where, TRANSFORMER_KEYS)
+        problem = self.threads and threads_problem(self.threads)
+        if problem:
+            raise ConfigError(f"{join_key(where, 'threads')}: {problem} (or null: the cores of the process)")
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "TrainConfig":

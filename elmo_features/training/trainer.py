@@ -35,6 +35,7 @@ from elmo_features.training.evaluate import exp_or_inf, perplexity, read_heldout
 from elmo_features.training.prep_cache import (check_out_dir_is_ours, check_prep_key, corpus_digest, prep_key,
                                                  write_prep_key)
 from elmo_features.training.export import export_model
+from elmo_features.training.run_checks import check_warmup, not_finite, sample_problem
 from elmo_features.training.lm import BiLanguageModel
 from elmo_features.training.vectors import read_vector_table, table_digest
 from elmo_features.training.warm_start import resolve_vocab, warm_start
@@ -295,8 +296,10 @@ class Trainer:
         return perplexity(self.model, self.heldout, self.vocab)
 
     def run(self) -> dict:
-        """Train to max_train_tokens (or until SIGINT/SIGTERM); save a checkpoint; release the lock."""
+        """Train to max_train_tokens (or until SIGINT/SIGTERM); save a checkpoint; release the lock. A warm-up
+        longer than the run is refused (or warned about) before the first step."""
         try:
+            check_warmup(self.cfg, self.lengths, self.world, warn=self.main)
             return self._run()
         finally:
             self.close()
@@ -342,6 +345,9 @@ class Trainer:
             finished = st["tokens"] >= cfg.max_train_tokens
             if finished and self.heldout and (not st["history"] or st["history"][-1]["tokens"] != st["tokens"]):
                 self._eval_point()  # (before the final checkpoint: it records this point)
+            problem = finished and not self.heldout and sample_problem(self.model, self.corpus, self.vocab, cfg)
+            if problem:  # without held-out evaluations the export is checked on training text (every rank alike)
+                raise self._diverged(st["step"], problem)
             ok = True
         finally:
             bar.close()
@@ -362,9 +368,9 @@ class Trainer:
     def _diverged(self, step: int, what: str) -> DivergedError:
         """The one-line error of a diverged training (``what``: the non-finite value seen); nothing more is saved."""
         self.diverged = True
-        return DivergedError(f"training diverged at step {step}: {what} (lr {self.cfg.lr:g} may be too large); no "
-                             "checkpoint or export was written after it: lower lr and --resume from the last "
-                             "checkpoint, or start again")
+        kept = ("no checkpoint or export was written after it: lower lr and --resume from the last checkpoint, or start "
+                "again" if (self.out / "checkpoint.pt").exists() else "nothing was saved: lower lr and start again")
+        return DivergedError(f"training diverged at step {step}: {what} (lr {self.cfg.lr:g} may be too large); {kept}")
 
     def _eval_point(self) -> None:
         st = self.state
@@ -373,8 +379,9 @@ class Trainer:
             st["next_eval"] = st["tokens"] + self.cfg.eval_every_tokens
             return
         ppl = self.evaluate()
-        if not math.isfinite(ppl["mean"]):  # nothing of it is written: the last checkpoint and export stay
-            raise self._diverged(st["step"], f"the held-out perplexity is {ppl['mean']}")
+        problem = not_finite(ppl)
+        if problem:  # nothing of it is written: the last checkpoint and export stay
+            raise self._diverged(st["step"], problem.replace("perplexity", "held-out perplexity"))
         st["history"].append({"tokens": st["tokens"], "step": st["step"], "elapsed": st["elapsed"], **ppl})
         st["next_eval"] = st["tokens"] + self.cfg.eval_every_tokens
         write_text_atomic(self.out / "curve.json", json.dumps(st["history"], indent=2) + "\n")

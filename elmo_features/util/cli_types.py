@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from elmo_features.util.env import feature_cache_default
+from elmo_features.util.threads import threads_problem
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -28,6 +29,19 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 
 positive_int = int_at_least(1)
 non_negative_int = int_at_least(0)
+
+
+def threads_int(text: str) -> int:
+    """An argparse ``type`` for ``--threads``: an integer >= 1 that this machine can run
+    (``elmo_features.util.threads.max_threads``)."""
+    value = positive_int(text)
+    problem = threads_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value
+
+
+threads_int.__name__ = "thread count"
 
 
 PROGRESS_CHOICES = ("auto", "on", "off")
@@ -53,7 +67,7 @@ def progress_shown(value: str) -> bool:
 def add_threads_argument(parser: argparse.ArgumentParser, default: str = "") -> None:
     """``--threads N``: torch CPU threads of each process (``elmo_features.util.threads.set_threads`` applies it);
     ``default`` says the command's own default when it is not the shared one."""
-    parser.add_argument("--threads", type=positive_int, default=None,
+    parser.add_argument("--threads", type=threads_int, default=None,
                         help="torch CPU threads of each process (default: "
                              + (default or "the cores this process may use, shared among the local processes of a "
                                            "torchrun launch") + ")")

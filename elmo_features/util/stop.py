@@ -5,16 +5,27 @@ The command's signal handler records the request here and raises ``KeyboardInter
 when the signal arrives while it runs a weakref or ``__del__`` callback ("Exception ignored in: ..."); the long
 loops (embedding batches, training steps, predictions) therefore call ``check()`` once per batch, which raises
 it again from the recorded request. A stop is acted on within one batch either way.
+
+Once a stop is under way, more signals within ``GRACE`` seconds (the impatient second Ctrl-C) are only recorded:
+they must not break the cleanup that saves the work and prints the line that says how to continue (``in_grace``);
+a later one raises again (the first may have been swallowed where no loop checks, or the cleanup hangs). When the
+stopped command has returned, the process only exits: ``ignore_signals`` (a KeyboardInterrupt in an atexit
+callback is a traceback, or a death by SIGINT).
 """
 from __future__ import annotations
 
 import signal
+import time
 
+GRACE = 5.0  # seconds after the first stop request in which more signals are only recorded
 _REQUESTED: list[int] = []  # signal numbers received since the command started
+_FIRST_AT: list[float] = []  # time.monotonic() of the first of them
 
 
 def request(signum: int) -> None:
     """Record a stop request (called by the signal handler)."""
+    if not _REQUESTED:
+        _FIRST_AT[:] = [time.monotonic()]
     _REQUESTED.append(int(signum))
 
 
@@ -27,3 +38,19 @@ def check() -> None:
     """Raise ``KeyboardInterrupt`` when a stop was requested (again, if an earlier one was swallowed)."""
     if _REQUESTED:
         raise KeyboardInterrupt(signal.Signals(_REQUESTED[-1]).name)
+
+
+def requested() -> bool:
+    """True once a stop was requested (and not cleared)."""
+    return bool(_REQUESTED)
+
+
+def in_grace() -> bool:
+    """True within ``GRACE`` seconds of the first stop request: a signal now is the impatient second one."""
+    return bool(_REQUESTED) and time.monotonic() - _FIRST_AT[0] < GRACE
+
+
+def ignore_signals() -> None:
+    """Ignore SIGINT and SIGTERM from now on: the process stops, and is only left to exit."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)

@@ -2,8 +2,9 @@
 
 * Encoding: UTF-8. A byte-order mark at the start of the file is dropped. Invalid UTF-8 is an error
   naming the file, line and byte column (a UTF-16 file is recognised and named as such).
-* Line ends: ``\\n`` or ``\\r\\n``; a ``.gz`` file is read decompressed. A carriage return anywhere else (old-Mac
-  ``\\r`` line ends, which would make the whole file one line) is an error naming the line.
+* Line ends: ``\\n`` or ``\\r\\n``; a ``.gz`` file is read decompressed (one that is not gzip, truncated or
+  damaged is an error naming it). A carriage return anywhere else (old-Mac ``\\r`` line ends, which would make
+  the whole file one line) is an error naming the line.
 * NUL bytes are an error naming the file and line (the file is binary, or UTF-16).
 * Tokens: a line is split on whitespace.
 * Blank (or whitespace-only) lines: where outputs are aligned with input lines (``embed``: dataset
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from pathlib import Path
 from typing import Iterator, Literal
 
@@ -32,6 +34,33 @@ def _open_binary(path: Path):
     if path.is_dir():
         raise PathError(f"{path} is a folder; give a text file")
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def _gzip_problem(path: Path, error: Exception, lines: int) -> str:
+    """The one-line message of a ``.gz`` file that cannot be decompressed (after ``lines`` good lines)."""
+    if isinstance(error, EOFError):
+        return (f"{path}: the gzip file is truncated (it ends before its end-of-stream marker, in line {lines + 1}); "
+                "fetch or compress it again")
+    if str(error).startswith("Not a gzipped file"):
+        with open(path, "rb") as f:
+            head = f.read(8)
+        return (f"{path}: not a gzip file (it starts with {head!r}); the .gz suffix makes it read as gzip: rename it "
+                "without .gz, or compress it (gzip)")
+    return (f"{path}: damaged gzip data in line {lines + 1} ({' '.join(str(error).split())}); fetch or compress "
+            "the file again")
+
+
+def raw_lines(path: str | os.PathLike) -> Iterator[bytes]:
+    """Every line of a file as stored (line end included; a ``.gz`` file decompressed), streamed; a ``.gz`` file
+    that is not gzip, truncated or damaged is a TextInputError naming it."""
+    path = Path(path)
+    with _open_binary(path) as f:
+        n = 0
+        try:
+            for n, raw in enumerate(f, 1):
+                yield raw
+        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            raise TextInputError(_gzip_problem(path, e, n)) from None
 
 
 def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
@@ -62,10 +91,8 @@ def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """(line number, text without its line end) of every line of a UTF-8 text file (.gz ok), streamed."""
     path = Path(path)
-    with _open_binary(path) as f:
-        lineno = 0
-        for lineno, raw in enumerate(f, 1):
-            yield lineno, decode_line(raw[:-1] if raw.endswith(b"\n") else raw, path, lineno)
+    for lineno, raw in enumerate(raw_lines(path), 1):
+        yield lineno, decode_line(raw[:-1] if raw.endswith(b"\n") else raw, path, lineno)
 
 
 def iter_sentences(path: str | os.PathLike, blank_lines: BlankPolicy = "skip") -> Iterator[tuple[int, list[str]]]:

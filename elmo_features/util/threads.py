@@ -9,6 +9,10 @@ import os
 
 import torch
 
+from elmo_features.util.errors import UsageError
+
+THREADS_PER_CPU = 4  # the most torch threads per CPU of the machine that --threads / the threads key accept
+
 
 def cpu_cores() -> int:
     """CPU cores this process may use (its affinity mask, else os.cpu_count())."""
@@ -16,6 +20,20 @@ def cpu_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def max_threads() -> int:
+    """The most torch threads a command accepts: THREADS_PER_CPU per CPU of the machine. More only slow torch down,
+    and tens of thousands make it crash (a segmentation fault when the threads cannot be started)."""
+    return THREADS_PER_CPU * (os.cpu_count() or 1)
+
+
+def threads_problem(value: int) -> str | None:
+    """Why ``value`` torch threads cannot be used (None when they can): the message of every check of it."""
+    if value > max_threads():
+        return (f"{value} threads are more than this machine can run ({os.cpu_count() or 1} CPUs, at most "
+                f"{THREADS_PER_CPU} threads each); give 1..{max_threads()}")
+    return None
 
 
 def threads_per_job(jobs: int, cores: int | None = None) -> int:
@@ -35,5 +53,8 @@ def default_threads() -> int:
 def set_threads(value: int | None, default: int | None = None) -> int:
     """Set torch's CPU threads to ``value``, else ``default``, else ``default_threads()``; returns the number."""
     n = value or default or default_threads()
+    problem = threads_problem(n)
+    if problem:  # (the command-line flag and the train-bilm key are checked before any work)
+        raise UsageError(f"threads: {problem}")
     torch.set_num_threads(n)
     return n

@@ -16,7 +16,9 @@ Interrupts: Ctrl-C (SIGINT) and SIGTERM raise ``KeyboardInterrupt`` in the main 
 process inherited as ignored, e.g. a background job of a script, stays ignored). A command cleans up on
 the way out (a process pool terminates its workers); here one line ``interrupted; <hint>`` is printed,
 the hint set by the command as ``args.interrupt_hint`` (a string, or a callable returning one), and the
-exit code is 128 + the signal number: 130 for Ctrl-C, 143 for SIGTERM.
+exit code is 128 + the signal number: 130 for Ctrl-C, 143 for SIGTERM. Signals in the seconds after the first are
+only recorded, and once a stopped command returns they are ignored until the process exits
+(``elmo_features.util.stop``).
 """
 from __future__ import annotations
 
@@ -50,6 +52,9 @@ _SIGNAL = [signal.SIGINT]  # the last stop signal received (its number gives the
 
 
 def _on_stop_signal(signum, _frame) -> None:
+    if stop.in_grace():  # a second Ctrl-C while the first is handled: recorded, the cleanup goes on
+        stop.request(signum)
+        return
     _SIGNAL[0] = signum
     stop.request(signum)  # kept: a KeyboardInterrupt that Python swallows is raised again by stop.check()
     raise KeyboardInterrupt(signal.Signals(signum).name)
@@ -97,6 +102,7 @@ def error_message(e: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from_command_line = argv is None  # the process's own command (it exits when main returns)
     argv = list(sys.argv[1:] if argv is None else argv)
     warn_retired()
     debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
@@ -124,7 +130,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error_message(e)}", file=sys.stderr)
         return USER_ERROR
     finally:
-        for signum, handler in old.items():
-            signal.signal(signum, handler)
+        if stop.requested() and from_command_line:  # the process only exits now: no KeyboardInterrupt in atexit
+            stop.ignore_signals()
+        elif old:  # called in a process that goes on: its next work must not see this command's stop request
+            for signum, handler in old.items():
+                signal.signal(signum, handler)
+            stop.clear()
     return int(rc or 0)
 

@@ -1,0 +1,60 @@
+"""Checks that keep ``train-bilm`` and ``eval-bilm`` from ending normally with a meaningless model or number: a
+learning-rate warm-up longer than the run (checked before any training step) and a perplexity that is not finite
+(held-out, ``eval-bilm``, or on training sentences when a run without held-out text is exported)."""
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from elmo_features.training.data import batches_for_epoch
+from elmo_features.training.evaluate import perplexity
+from elmo_features.util.errors import ConfigError
+
+PERPLEXITIES = ("forward", "backward", "mean", "forward_no_unk", "backward_no_unk")  # (``evaluate.perplexity``)
+
+
+def run_steps(cfg, lengths: np.ndarray, world: int = 1) -> tuple[int, float]:
+    """(optimiser steps of the whole run, real tokens per step), estimated from the first epoch's batches of the
+    corpus (``lengths``: tokens per sentence; ``world``: processes sharing a global batch)."""
+    batches = batches_for_epoch(lengths, cfg.batch_tokens * world, cfg.seed, 0)
+    per_step = float(lengths.sum()) / max(1, len(batches))
+    return max(1, math.ceil(cfg.max_train_tokens / per_step)), per_step
+
+
+def check_warmup(cfg, lengths: np.ndarray, world: int = 1, warn: bool = True) -> None:
+    """Refuse a warm-up so long that the learning rate never reaches half its peak (``ConfigError`` naming
+    warmup_steps); one warning line when it never reaches its peak."""
+    if cfg.warmup_steps <= 1:
+        return
+    steps, per_step = run_steps(cfg, lengths, world)
+    if cfg.warmup_steps <= steps:
+        return
+    peak = steps / cfg.warmup_steps  # the largest fraction of lr the linear warm-up reaches
+    run = (f"warmup_steps {cfg.warmup_steps} is longer than the whole run (about {steps} steps: max_train_tokens "
+           f"{cfg.max_train_tokens} at about {per_step:.0f} tokens per step)")
+    if peak < 0.5:
+        raise ConfigError(f"{run}: the learning rate would never exceed {peak:.2g} x lr and the model would learn next "
+                          f"to nothing; lower warmup_steps (at most {steps}; a tenth of the run is usual) or raise "
+                          "max_train_tokens")
+    if warn:
+        print(f"warning: {run}: the learning rate peaks at {peak:.0%} of lr", file=sys.stderr)
+
+
+def not_finite(ppl: dict) -> str | None:
+    """What is wrong with a perplexity result (``evaluate.perplexity``): the first of forward, backward, mean that
+    is infinite or NaN, as ``"the forward perplexity is inf"`` (``"the forward_no_unk perplexity ..."``); None when
+    all are finite."""
+    for name in PERPLEXITIES:
+        if not math.isfinite(ppl[name]):
+            return f"the {name} perplexity is {ppl[name]}"
+    return None
+
+
+def sample_problem(model, corpus, vocab: list[str], cfg) -> str | None:
+    """Without a held-out file, what is wrong with a finished model's full-softmax perplexity on its first
+    ``eval_sentences`` training sentences (a model can diverge with a finite sampled loss); None when it is finite."""
+    n = min(cfg.eval_sentences, len(corpus.sentences))
+    problem = not_finite(perplexity(model, [[corpus.types[i] for i in s] for s in corpus.sentences[:n]], vocab))
+    return problem and f"{problem} on {n} training sentences"
