@@ -57,3 +57,20 @@ def test_encoder_with_an_unknown_activation_names_the_config_key(tmp_path, capsy
     with pytest.raises(EncoderError, match=r"config.json: hidden_act 'no_such_act' is not a value transformers knows"):
         load_encoder(str(folder))
     shutil.rmtree(folder)
+
+
+def test_binary_outputs_refuse_a_device_instead_of_replacing_it(tmp_path, capsys):
+    import os
+    import stat
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "pipe"  # a stand-in for /dev/null: a non-regular file a rename would replace
+    os.mkfifo(fifo)
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat\n")
+    r = subprocess.run([sys.executable, "-m", "tasks.cli", "embed", str(text), str(fifo), "--progress", "off"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "is a pipe, socket or device, not a regular file" in r.stderr, r.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the pipe
+    assert not list(tmp_path.glob("pipe.*"))  # no lock or partial file beside it

@@ -156,8 +156,14 @@ def is_text_file(path: Path) -> bool:
 
 def check_own_output(path: str | os.PathLike, what: str, kind: str, is_own) -> None:
     """An existing output file is replaced only when it is this command's own kind (``is_own(path)``, ``kind``
-    describes it) and not a file of a run folder; else a PathError naming the file and what it is."""
+    describes it) and not a file of a run folder; else a PathError naming the file and what it is. A pipe or device
+    is refused unless the output is text (``is_own`` is ``is_text_file``): a binary output is renamed into place."""
     p = Path(path).expanduser()
+    if is_stream(p):  # a pipe or device is written in place: only a text output can be (never renamed over it)
+        if is_own is is_text_file:
+            return
+        raise PathError(f"{what}: {p} is a pipe, socket or device, not a regular file; {kind} is written to a "
+                        "regular file (it would otherwise replace the device): give a file path")
     if not p.is_file():
         return
     run_files = [n for n in RUN_FOLDER_FILES if (p.parent / n).is_file()]
