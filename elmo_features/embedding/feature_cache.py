@@ -23,6 +23,7 @@ import h5py
 import numpy as np
 
 from elmo_features.model.bilm import BiLM
+from elmo_features.util.errors import PathError
 from elmo_features.util.locking import OutputLock, lock_path_for
 from elmo_features.model.precision import precision_of
 from elmo_features.util.provenance import atomic_path
@@ -141,7 +142,11 @@ class FeatureCache:
     """One HDF5 file of features per (model, sentences, dtype) under ``cache_dir``."""
 
     def __init__(self, cache_dir: str | Path):
+        if not str(cache_dir).strip():  # an unset variable: it would read as the current folder
+            raise PathError(f"FeatureCache: cache_dir {str(cache_dir)!r} is empty (an unset variable?); give a folder")
         self.cache_dir = Path(cache_dir).expanduser()
+        if self.cache_dir.exists() and not self.cache_dir.is_dir():
+            raise PathError(f"FeatureCache: {self.cache_dir} is a file; the feature cache needs a folder")
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.computed = 0  # how many times features were computed (not read) by this object
 

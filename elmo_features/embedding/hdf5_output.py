@@ -9,6 +9,7 @@ OUTPUT.lock is held (``elmo_features.util.locking``). ``embed_file`` is the one-
 """
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import sys
@@ -23,7 +24,7 @@ from tqdm.auto import tqdm
 from elmo_features.embedding.embed_input import EmbedInput
 from elmo_features.embedding.embedder import SentenceEmbedder
 from elmo_features.embedding.feature_cache import embedder_fingerprint
-from elmo_features.util.errors import TextInputError, UsageError
+from elmo_features.util.errors import PathError, TextInputError, UsageError
 from elmo_features.util.locking import OutputLock, lock_path_for
 from elmo_features.util.paths import check_output_file, check_own_output
 from elmo_features.util.provenance import commit_file, real_output
@@ -152,6 +153,38 @@ def _embed_locked(source: EmbedInput, output_path: Path, embedder: SentenceEmbed
     t0 = time.time()
     f, start = open_partial(partial, source.sha256, settings, resume)
     n = len(source)
+    try:
+        _write_all(f, source, embedder, output_format, chunk_size, forget_sentences, start, on_chunk, progress)
+    except (OSError, RuntimeError) as e:
+        if not _disk_full(e):
+            raise
+        _drop_partial(f, partial)
+        raise PathError(f"{partial}: no space left on device while writing the embeddings of {source.path}; the "
+                        f"partial file is removed and {output_path} is unchanged; free some space (or write elsewhere) "
+                        "and run the same command again") from None
+    commit_file(partial, output_path)
+    return {"sentences": n, "tokens": source.tokens(), "resumed_from": start,
+            "seconds": time.time() - t0, "output": str(output_path)}
+
+
+def _disk_full(e: BaseException) -> bool:
+    """True for ENOSPC, raised as OSError by Python or as an h5py error that quotes it."""
+    return getattr(e, "errno", None) == errno.ENOSPC or "No space left" in str(e) or "errno = 28" in str(e)
+
+
+def _drop_partial(f: h5py.File, partial: Path) -> None:
+    """Close the partial file once (h5py would report each object's failed write again) and remove it."""
+    try:
+        f.close()
+    except Exception:  # (the close flushes, and fails on the full disk too)
+        pass
+    partial.unlink(missing_ok=True)
+
+
+def _write_all(f: h5py.File, source: EmbedInput, embedder: SentenceEmbedder, output_format: str, chunk_size: int,
+               forget_sentences: bool, start: int, on_chunk, progress: bool | None) -> None:
+    """Write every chunk from ``start``, then the sentence index; the file is closed on the way out."""
+    n = len(source)
     with f, tqdm(total=n, initial=start, unit="sent", desc="embed",
                  disable=not (sys.stderr.isatty() and n > 1000 if progress is None else progress)) as bar:
         for k, (c0, chunk) in enumerate(source.chunks(start, n, chunk_size)):
@@ -165,6 +198,3 @@ def _embed_locked(source: EmbedInput, output_path: Path, embedder: SentenceEmbed
             write_sentence_index(f, source)
         for key in _RESUME_ATTRS:
             del f.attrs[key]
-    commit_file(partial, output_path)
-    return {"sentences": n, "tokens": source.tokens(), "resumed_from": start,
-            "seconds": time.time() - t0, "output": str(output_path)}

@@ -108,9 +108,24 @@ class TrainConfig:
                                   f"per token; use widths of at most {MAX_CHARACTERS}")
         if self.backbone == "transformer":
             TransformerOptions(**self.transformer_block()).check(where, TRANSFORMER_KEYS)
+        self._check_paths(where)
+        if self.skip_batches and not self.init_from:
+            raise ConfigError(f"{join_key(where, 'skip_batches')}: {self.skip_batches} applies to a warm start "
+                              "(init_from) only, and this config has none; drop skip_batches or set init_from")
         problem = self.threads and threads_problem(self.threads)
         if problem:
             raise ConfigError(f"{join_key(where, 'threads')}: {problem} (or null: the cores of the process)")
+
+    def _check_paths(self, where: str) -> None:
+        """An empty or blank path (an unset variable) would read as the current folder, or switch a file off."""
+        paths = [(f"train_files[{i}]", f, "a file") for i, f in enumerate(self.train_files)]
+        paths += [("out_dir", self.out_dir, "a folder"), ("heldout_file", self.heldout_file, "a file or null"),
+                  ("token_vectors", self.token_vectors, "a vectors file or folder, or null"),
+                  ("init_from", self.init_from, "a biLM folder or null"), ("vocab_file", self.vocab_file,
+                                                                              "a file or null")]
+        for name, value, forms in paths:
+            if value is not None and not value.strip():
+                raise ConfigError(f"{join_key(where, name)}: empty path {value!r} (an unset variable?); give {forms}")
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "TrainConfig":

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from elmo_features.formats.download import file_sha256
-from elmo_features.util.errors import MissingPathError, PathError, StaleCacheError
+from elmo_features.util.errors import CheckpointError, MissingPathError, PathError, StaleCacheError
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.training.config import TrainConfig
 
@@ -124,6 +124,30 @@ def corpus_digest(out: Path) -> str | None:
         return None
     content = [key.get("format"), key.get("max_sentence_length"), [[e["size"], e["sha256"]] for e in key["files"]]]
     return hashlib.sha256(json.dumps(content).encode()).hexdigest()
+
+
+def input_digests(cfg: TrainConfig, out: Path) -> dict:
+    """sha256 of the held-out file and of out/vocab.txt (None when absent): a checkpoint records them, and a
+    resume checks them (``check_resume_inputs``)."""
+    held = Path(cfg.heldout_file).expanduser() if cfg.heldout_file else None
+    vocab = out / "vocab.txt"
+    return {"heldout_digest": file_sha256(held) if held is not None and held.is_file() else None,
+            "vocab_digest": file_sha256(vocab) if vocab.is_file() else None}
+
+
+def check_resume_inputs(saved: dict, now: dict, cfg: TrainConfig, out: Path, ckpt: Path) -> None:
+    """Refuse a resume whose held-out file or out/vocab.txt changed since the checkpoint (``saved``: its state)
+    was written; a checkpoint of an older version without the digests is not checked."""
+    was, new = saved.get("heldout_digest"), now["heldout_digest"]
+    if was and new and was != new:
+        raise CheckpointError(f"heldout_file {cfg.heldout_file} changed since {ckpt} was saved (sha256 {was[:12]}... "
+                              f"-> {new[:12]}...): the learning curve would mix two held-out sets; resume with the "
+                              "held-out file the run started with, or choose another out_dir")
+    was, new = saved.get("vocab_digest"), now["vocab_digest"]
+    if was and was != new:
+        raise CheckpointError(f"{out / 'vocab.txt'} changed since {ckpt} was saved (sha256 {was[:12]}... -> "
+                              f"{(new or 'missing')[:12]}...): the softmax rows would mean other words; restore it, "
+                              "or choose another out_dir")
 
 
 def _adopt_legacy(cfg: TrainConfig, out: Path) -> None:

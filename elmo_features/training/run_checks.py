@@ -25,7 +25,9 @@ def run_steps(cfg, lengths: np.ndarray, world: int = 1) -> tuple[int, float]:
 
 def check_warmup(cfg, lengths: np.ndarray, world: int = 1, warn: bool = True) -> None:
     """Refuse a warm-up so long that the learning rate never reaches half its peak (``ConfigError`` naming
-    warmup_steps); one warning line when it never reaches its peak."""
+    warmup_steps); one warning line when it never reaches its peak. Also the other step counts measured against
+    the run: ``check_steps``."""
+    check_steps(cfg, lengths, world)
     if cfg.warmup_steps <= 1:
         return
     steps, per_step = run_steps(cfg, lengths, world)
@@ -40,6 +42,25 @@ def check_warmup(cfg, lengths: np.ndarray, world: int = 1, warn: bool = True) ->
                           "max_train_tokens")
     if warn:
         print(f"warning: {run}: the learning rate peaks at {peak:.0%} of lr", file=sys.stderr)
+
+
+def check_steps(cfg, lengths: np.ndarray, world: int = 1) -> None:
+    """Refuse an ``init_freeze_steps`` that keeps the biLM frozen for the whole run (only the softmax would learn),
+    and a ``skip_batches`` at or beyond the first epoch's batches (``ConfigError`` naming the key)."""
+    if cfg.skip_batches:
+        n = len(batches_for_epoch(lengths, cfg.batch_tokens * world, cfg.seed, 0))
+        if cfg.skip_batches >= n:
+            raise ConfigError(f"skip_batches {cfg.skip_batches} is at or beyond the {n} batches of an epoch of this "
+                              f"corpus: epoch 0 would train on nothing; give fewer than {n} (the batches the "
+                              "init_from model already saw of this corpus)")
+    if not cfg.init_freeze_steps:
+        return
+    steps, per_step = run_steps(cfg, lengths, world)
+    if cfg.init_freeze_steps >= steps:
+        raise ConfigError(f"init_freeze_steps {cfg.init_freeze_steps} is longer than the whole run (about {steps} "
+                          f"steps: max_train_tokens {cfg.max_train_tokens} at about {per_step:.0f} tokens per step): "
+                          "the biLM would stay frozen and only the softmax would learn; lower init_freeze_steps "
+                          f"(below {steps}) or raise max_train_tokens")
 
 
 def not_finite(ppl: dict) -> str | None:

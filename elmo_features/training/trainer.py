@@ -32,8 +32,8 @@ from elmo_features.util.threads import set_threads
 from elmo_features.training.config import TrainConfig
 from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, type_char_ids, type_targets
 from elmo_features.training.evaluate import exp_or_inf, perplexity, read_heldout
-from elmo_features.training.prep_cache import (check_out_dir_is_ours, check_prep_key, corpus_digest, prep_key,
-                                                 write_prep_key)
+from elmo_features.training.prep_cache import (check_out_dir_is_ours, check_prep_key, check_resume_inputs,
+                                                 corpus_digest, input_digests, prep_key, write_prep_key)
 from elmo_features.training.export import export_model
 from elmo_features.training.run_checks import check_warmup, not_finite, sample_problem
 from elmo_features.training.lm import BiLanguageModel
@@ -180,9 +180,10 @@ class Trainer:
             warm_start(self.model, Path(cfg.init_from), self.vocab, self._tv_module if cfg.token_vectors else None,
                        counts)
             self.state["batch_in_epoch"] = cfg.skip_batches
-        corpus_key = corpus_digest(self.out)
+        corpus_key, digests = corpus_digest(self.out), input_digests(cfg, self.out)
         if resume:
             self._load(ckpt)
+            check_resume_inputs(self.state, digests, cfg, self.out, ckpt)
             if self.state.get("token_vectors_digest") != self.tv_digest:
                 raise CheckpointError(f"{ckpt}: was trained with other token vectors than {cfg.token_vectors!r} now "
                                       "gives; resume with the same vectors file, or start a new out_dir")
@@ -191,6 +192,7 @@ class Trainer:
                                       "holds; choose another out_dir")
         self.state["token_vectors_digest"] = self.tv_digest
         self.state["corpus_digest"] = corpus_key
+        self.state.update(digests)
         self.state["world_size"] = self.world
         if self.main:
             write_text_atomic(self.out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.text_input import check_text
 
 
 class VectorFileError(ElmoTasksError, ValueError):
@@ -34,8 +35,9 @@ def read_vector_table(path: str | Path, dim: int | None = None) -> tuple[list[st
     elif path.is_file():
         words, rows = [], []
         opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as f:
+        with opener(path, "rt", encoding="utf-8-sig") as f:  # a byte-order mark at the start is dropped
             for lineno, line in enumerate(f, 1):
+                check_text(line, path, lineno)  # NUL, a byte-order mark in the middle (elmo_features.util.text_input)
                 parts = line.rstrip("\n").split(" ")
                 if len(parts) < 2:
                     continue

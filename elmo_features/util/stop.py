@@ -40,6 +40,11 @@ def check() -> None:
         raise KeyboardInterrupt(signal.Signals(_REQUESTED[-1]).name)
 
 
+def first() -> int | None:
+    """The number of the first signal recorded since the command started (its exit code is 128 + it), or None."""
+    return _REQUESTED[0] if _REQUESTED else None
+
+
 def requested() -> bool:
     """True once a stop was requested (and not cleared)."""
     return bool(_REQUESTED)

@@ -1,6 +1,7 @@
 """The text-input policy shared by ``embed``, ``predict``, ``train-bilm``/``eval-bilm`` and the data readers.
 
-* Encoding: UTF-8. A byte-order mark at the start of the file is dropped. Invalid UTF-8 is an error
+* Encoding: UTF-8. A byte-order mark at the start of the file is dropped; one anywhere else (two files joined
+  with ``cat``) is an error naming the line, since it would stay glued to a word. Invalid UTF-8 is an error
   naming the file, line and byte column (a UTF-16 file is recognised and named as such).
 * Line ends: ``\\n`` or ``\\r\\n``; a ``.gz`` file is read decompressed (one that is not gzip, truncated or
   damaged is an error naming it). A carriage return anywhere else (old-Mac ``\\r`` line ends, which would make
@@ -81,11 +82,31 @@ def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
     if nul >= 0:
         raise TextInputError(f"{path}:{lineno}: NUL byte at byte column {nul + 1} (a binary file?); "
                              "the input must be UTF-8 text")
+    bom = raw.find(BOM)
+    if bom >= 0:
+        raise TextInputError(_bom_problem(path, lineno, bom))
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise TextInputError(f"{path}:{lineno}: not valid UTF-8 (byte {raw[e.start]:#04x} at byte column "
                              f"{e.start + 1}); the input must be UTF-8 text") from None
+
+
+def _bom_problem(path: str | os.PathLike, lineno: int, column: int) -> str:
+    return (f"{path}:{lineno}: a byte-order mark (U+FEFF) inside the file at byte column {column + 1} (files "
+            "joined with cat?); it would stay glued to a word that then never matches: remove it")
+
+
+def check_text(line: str, path: str | os.PathLike, lineno: int) -> None:
+    """For a reader that decodes a line itself: the policy's NUL and misplaced byte-order mark checks on its text
+    (a BOM at the very start of the file is for the reader to drop), as a TextInputError naming ``path:lineno``."""
+    nul = line.find("\x00")
+    if nul >= 0:
+        raise TextInputError(f"{path}:{lineno}: NUL byte at column {nul + 1} (a binary file?); "
+                             "the input must be UTF-8 text")
+    bom = line.find("\ufeff")
+    if bom >= 0:
+        raise TextInputError(_bom_problem(path, lineno, len(line[:bom].encode("utf-8"))))
 
 
 def iter_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:

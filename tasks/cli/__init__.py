@@ -48,14 +48,12 @@ COMMANDS = [
 ]
 DEBUG_ENV = "ELMO_TASKS_DEBUG"
 USER_ERROR = 2  # exit code of every user error (argparse uses it too)
-_SIGNAL = [signal.SIGINT]  # the last stop signal received (its number gives the exit code)
 
 
 def _on_stop_signal(signum, _frame) -> None:
     if stop.in_grace():  # a second Ctrl-C while the first is handled: recorded, the cleanup goes on
         stop.request(signum)
         return
-    _SIGNAL[0] = signum
     stop.request(signum)  # kept: a KeyboardInterrupt that Python swallows is raised again by stop.check()
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
@@ -63,7 +61,6 @@ def _on_stop_signal(signum, _frame) -> None:
 def install_stop_signals() -> dict:
     """SIGINT and SIGTERM raise KeyboardInterrupt (so ``finally`` blocks run); an ignored SIGINT stays ignored.
     Returns the previous handlers (for ``signal.signal`` to restore)."""
-    _SIGNAL[0] = signal.SIGINT
     stop.clear()
     old = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_stop_signal)}
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
@@ -72,8 +69,11 @@ def install_stop_signals() -> dict:
 
 
 def interrupt_exit_code() -> int:
-    """128 + the number of the signal that stopped the command (130 for Ctrl-C)."""
-    return 128 + int(_SIGNAL[0])
+    """128 + the number of the signal that stopped the command (130 for Ctrl-C, 143 for SIGTERM): the first one
+    ``stop`` recorded, whichever way its KeyboardInterrupt reached ``main`` (raised again by ``stop.check()``, or
+    chained through a cleanup); SIGINT only for a KeyboardInterrupt that no recorded signal explains."""
+    first = stop.first()
+    return 128 + int(first if first is not None else signal.SIGINT)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from elmo_features.util.text_input import check_text
 
 from tasks.data.types import DataFormatError
 
@@ -139,6 +140,7 @@ def _read_text(path: Path, max_vectors: int | None, progress: bool) -> tuple[lis
         for lineno, line in enumerate(f, 1):
             if lineno % 10000 == 0:
                 bar.update(f.buffer.tell() - bar.n if not gz else 0)
+            check_text(line, path, lineno)  # a NUL byte, or a byte-order mark after the first (files joined by cat)
             parts = line.rstrip("\r\n").rstrip(" ").split(" ")
             if lineno == 1 and _header(parts):
                 header = _header(parts)
