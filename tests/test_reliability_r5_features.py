@@ -206,3 +206,10 @@ def test_static_vectors_with_a_nul_or_a_joined_files_byte_order_mark_are_refused
     path.write_text(f"the 0.1 0.2\n{bad} 0.3 0.4\n", encoding="utf-8")
     with pytest.raises(TextInputError, match=r"vec.txt:2: "):
         _read_text(path, None, False)
+
+
+def test_a_fetched_encoder_whose_source_md_is_not_utf8_is_damaged(tmp_path):
+    from elmo_features.encoders.packaged import folder_problem
+
+    (tmp_path / "SOURCE.md").write_bytes("| `config.json` | 2 | caf\xe9 |\n".encode("latin-1"))
+    assert folder_problem(tmp_path).startswith("SOURCE.md is not UTF-8 text")

@@ -118,7 +118,10 @@ def _recorded_files(folder: Path) -> dict[str, tuple[int, str]]:
 def folder_problem(folder: Path) -> str:
     """'' when every file of a fetched encoder folder is the one its SOURCE.md records (sha256; files unchanged in
     size and modification time since the last check are not hashed again), else what differs."""
-    recorded = _recorded_files(folder)
+    try:
+        recorded = _recorded_files(folder)
+    except UnicodeDecodeError as e:
+        return f"SOURCE.md is not UTF-8 text: byte {e.start} is invalid"
     if not recorded:
         return "SOURCE.md lists no files"
     present = {f.relative_to(folder).as_posix() for f in folder.rglob("*")

@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -13,7 +14,9 @@ from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument,
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
 from elmo_features.util.locking import OutputLock, lock_output_file
-from elmo_features.util.errors import CheckpointError, ConfigError, ElmoTasksError, PathError, UsageError
+from elmo_features.embedding.embed_input import spool_input
+from elmo_features.util.errors import (CheckpointError, ConfigError, ElmoTasksError, PathError, TextInputError,
+                                       UsageError)
 from elmo_features.util.paths import (check_flags_given, check_input_file, check_not_an_input,
                                       check_text_output)
 from elmo_features.util.provenance import write_text_atomic
@@ -234,11 +237,16 @@ def predict_command(args) -> str:
 def cmd_predict(args) -> int:
     check_flags_given(args, "out")
     check_run_folder(args.run_dir)
-    check_input_file(args.input, "predict input")
+    if args.input == "-" and args.reader:
+        raise UsageError("predict input: '-' (standard input) is read as plain text only (one sentence per line); "
+                         "with --reader give the data file (or <(...))")
+    if args.input != "-":  # standard input: read once into a temporary copy (read_plain_input)
+        check_input_file(args.input, "predict input")
     check_output_dirs(cache_dir=_cache_dir(args))
     saved = load_raw(Path(args.run_dir) / "config.yaml")
     if args.out:  # the run folder, the input and the frozen model / vectors files it names are read, never replaced
-        check_not_an_input(args.out, [args.input, args.run_dir, *feature_input_paths(saved.get("features"))], "--out")
+        inputs = [p for p in (args.input, args.run_dir) if p != "-"]
+        check_not_an_input(args.out, [*inputs, *feature_input_paths(saved.get("features"))], "--out")
     check_text_output(args.out)
     rel = relative_paths(saved.get("features"))
     if rel:  # the run's config names them relative to the folder it ran in; here they resolve against this one
@@ -253,6 +261,23 @@ def cmd_predict(args) -> int:
                             if args.out else "") + f"to run again: {predict_command(args)}")
     with lock_output_file(args.out, "--out"):  # one writer per output file
         return _predict(args)
+
+
+def read_plain_input(path: str) -> list[list[str]]:
+    """The sentences of predict's plain-text input under the text policy (a blank line is an error: outputs follow
+    input lines); ``-``: standard input, copied once to a temporary file (removed after) as ``embed -`` does."""
+    if path != "-":
+        return read_sentences(path, blank_lines="error")
+    fd, name = tempfile.mkstemp(prefix=".elmo-tasks-predict.", suffix=".stdin")
+    os.close(fd)
+    spooled = Path(name)
+    try:
+        spool_input("-", spooled)
+        return read_sentences(spooled, blank_lines="error")
+    except TextInputError as e:  # named by the input, not by its (removed) copy
+        raise TextInputError(str(e).replace(str(spooled), "stdin")) from None
+    finally:
+        spooled.unlink(missing_ok=True)
 
 
 def _predict(args) -> int:
@@ -271,9 +296,11 @@ def _predict(args) -> int:
                               "vocab.json and config.yaml do not belong together: rerun the run") from e
     if args.reader:
         examples = [ex for ex in get_reader(cfg.data.reader)(args.input, **cfg.data.reader_options) if ex.tokens]
+        # as run does for data.test: a set its metrics are undefined on (e.g. NER without entities) is refused
+        type(model.head).check_scored_examples(model.head.vocab, examples, f"{args.input} (predict --reader)")
     else:  # the text policy of elmo_features.util.text_input; a blank line is an error (outputs follow input lines)
         try:
-            examples = [model.head.blank_example(s) for s in read_sentences(args.input, blank_lines="error")]
+            examples = [model.head.blank_example(s) for s in read_plain_input(args.input)]
         except NotImplementedError as e:
             raise UsageError(f"{e} (the run's data reader: {cfg.data.reader})") from None
     preds = predict_examples(cfg, model, examples, progress)

@@ -7,6 +7,7 @@ imported.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -51,6 +52,23 @@ def _reader_contract(name: str, reader) -> list[str]:
 
 
 READERS.set_contract(_reader_contract)
+
+
+def reader_example_types(name: str) -> set[str]:
+    """The example classes reader ``name`` returns, read from its return annotation (e.g. ``list[TaggedSentence]``
+    -> {"TaggedSentence"}); empty when it declares none (not checked)."""
+    try:
+        ann = inspect.signature(get_reader(name)).return_annotation
+    except (TypeError, ValueError):
+        return set()
+    if ann is inspect.Signature.empty:
+        return set()
+    text = ann if isinstance(ann, str) else getattr(ann, "__name__", "") + " " + str(ann)
+    return {w.rsplit(".", 1)[-1] for w in re.findall(r"[A-Za-z_][\w.]*", text)} - ANNOTATION_WORDS
+
+
+ANNOTATION_WORDS = {"list", "List", "Sequence", "Iterable", "Iterator", "tuple", "None", "Optional", "Union", "Any",
+                    "typing", "collections", "abc", "class"}
 
 
 def reader_options(name: str) -> dict[str, object]:

@@ -26,7 +26,8 @@ from elmo_features.util.schema import Int, List, Map, Num, Str, build, check_opt
 from tasks import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from tasks.components import resolve_component
 from tasks.data import get_reader
-from tasks.registry import FEATURES, HEADS
+from tasks.data.registry import reader_example_types
+from tasks.registry import FEATURES, HEADS, READERS
 
 
 # ---------------------------------------------------------------- the run config
@@ -161,6 +162,22 @@ def check_reader_options(reader: str, options: dict, where: str) -> None:
     check_options(fn, options, f"{where}.reader_options")
 
 
+def check_reader_fits_head(reader: str, head: str, source: str) -> None:
+    """ConfigError when the reader's examples (its return annotation) are not the kind the head takes (its
+    ``example_type``), e.g. a sentence-label reader (tsv) with a token tagger: it would fail inside training.
+    A reader or head that declares no known kind is not checked."""
+    wanted = getattr(HEADS.get(head), "example_type", None)
+    kinds = {getattr(HEADS.get(h), "example_type", None) for h in HEADS.names()} - {None}
+    given = reader_example_types(reader) & kinds
+    if wanted is None or not given or wanted in given:
+        return
+    readers = [r for r in READERS.names() if wanted in reader_example_types(r)]
+    heads = [h for h in HEADS.names() if getattr(HEADS.get(h), "example_type", None) in given]
+    raise ConfigError(f"{source}: data.reader {reader} gives {'/'.join(sorted(given))} examples, but head.name {head} "
+                      f"takes {wanted} examples; use a reader of those ({', '.join(readers) or 'none registered'}) "
+                      f"or a head for {reader}'s ({', '.join(heads) or 'none registered'})")
+
+
 def resolve(raw: dict, source: str = "config") -> RunConfig:
     """Check a raw config dict and fill in every default."""
     if not isinstance(raw, dict):
@@ -177,6 +194,7 @@ def resolve(raw: dict, source: str = "config") -> RunConfig:
     check_reader_options(data.reader, data.reader_options, f"{source}: data")
     features = resolve_component(FEATURES, raw["features"], f"{source}: features")
     head = resolve_component(HEADS, raw["head"], f"{source}: head")
+    check_reader_fits_head(data.reader, head["name"], source)
     training = build(TrainingConfig, raw.get("training"), f"{source}: training")
     compare = None
     if raw.get("compare") is not None:

@@ -98,6 +98,58 @@ def check_run_inputs(cfg: RunConfig, source: str, splits: Iterable[str] = ("trai
         check_input_path(wordnet, f"{source}: data.reader_options.wordnet", fetch_hint(wordnet))
     for name, section in (features if features is not None else {"features": cfg.features}).items():
         check_feature_paths(section, f"{source}: {name}")
+    warn_training(cfg, source)
+
+
+def warn_training(cfg: RunConfig, source: str) -> None:
+    """One warning line for valid training settings that cannot take effect: a learning-rate reduction that needs
+    more epochs without improvement than early stopping allows (it stops after patience + 1 of them)."""
+    t = cfg.training
+    if t.lr_reduce_factor < 1 and t.lr_reduce_patience > t.patience:
+        print(f"warning: {source}: training.lr_reduce_patience {t.lr_reduce_patience} > patience {t.patience}: early "
+              f"stopping ends the run after {t.patience + 1} epochs without improvement, before any learning-rate "
+              "reduction (lr_reduce_factor does nothing); lower lr_reduce_patience or raise patience", file=sys.stderr)
+
+
+# the config keys that decide what a trained model means: the reader and its options (the gold label set, e.g. the
+# tag scheme), the features section and the head; not the data paths, the training loop or a frozen input's path
+# (its content is fingerprinted: tasks.experiment.run.frozen_change)
+PATH_KEYS = frozenset({"path", "words_path", "options_file", "weights_file", "bilm", "model"})
+
+
+def _without_paths(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {str(k): _without_paths(v) for k, v in node.items() if not (k in PATH_KEYS and isinstance(v, str))}
+    if isinstance(node, (list, tuple)):
+        return [_without_paths(v) for v in node]
+    return node
+
+
+def config_digests(config: dict) -> dict[str, str]:
+    """sha256 per part of a run config (as config.yaml holds it) that decides the trained model (model.pt records
+    them): ``reader`` (data.reader and reader_options), ``features`` (paths left out) and ``head``."""
+    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    parts = {"reader": {"reader": data.get("reader"), "reader_options": data.get("reader_options") or {}},
+             "features": _without_paths(config.get("features")), "head": config.get("head")}
+    return {k: hashlib.sha256(json.dumps(v, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+            .hexdigest() for k, v in parts.items()}
+
+
+PART_KEYS = {"reader": "data.reader / data.reader_options", "features": "features", "head": "head"}
+
+
+def check_config_digest(run_dir: Path, raw: dict, ckpt: dict) -> None:
+    """config.yaml still says what model.pt was trained with (its recorded digests; runs saved before them:
+    unchecked): CheckpointError naming the edited part."""
+    recorded = ckpt.get("config_sha256")
+    if not isinstance(recorded, dict):
+        return
+    now = config_digests(raw if isinstance(raw, dict) else {})
+    changed = [PART_KEYS[k] for k in PART_KEYS if k in recorded and recorded[k] != now[k]]
+    if changed:
+        raise CheckpointError(f"{run_dir / 'config.yaml'}: {', '.join(changed)} differ from the config model.pt was "
+                              "trained with (config.yaml was edited after training, e.g. the tag scheme); restore the "
+                              "run's config.yaml, or rerun the run with the new settings")
 
 
 RESULTS_LOCK = ".writer.lock"  # inside a results folder while a command writes it

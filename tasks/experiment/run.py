@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import sys
 import time
 from contextlib import nullcontext
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from elmo_features.util.paths import RUN_MODEL_FILES
+from elmo_features.util.paths import RUN_MODEL_FILES, check_output_dir
 from elmo_features.util.errors import CheckpointError, ConfigError, StaleCacheError, UsageError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
@@ -32,7 +33,8 @@ from tasks.features.base import FeatureContext, build_features, section_fingerpr
 from tasks.features.fingerprints import report_fingerprints
 from tasks.heads.base import Head
 from tasks.registry import HEADS
-from tasks.experiment.preflight import CHECKPOINT_FORMAT, UNFINISHED, clear_unfinished_run
+from tasks.experiment.preflight import (CHECKPOINT_FORMAT, UNFINISHED, check_config_digest, clear_unfinished_run,
+                                       config_digests)
 from tasks.experiment.training import Split, TaskModel, evaluate, predict, set_seed, train
 
 if TYPE_CHECKING:
@@ -125,11 +127,13 @@ def vocab_digest(vocab: dict) -> str:
     return hashlib.sha256(json.dumps(vocab, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def save_state(model: TaskModel, path: Path) -> None:
+def save_state(model: TaskModel, path: Path, config_sha256: dict | None = None) -> None:
     buf = io.BytesIO()
     vocab = json.loads(json.dumps(model.head.vocab))  # as vocab.json holds it (tuples as lists, keys as strings)
-    torch.save({"format": CHECKPOINT_FORMAT, "state_dict": model.state_dict(), "vocab_sha256": vocab_digest(vocab)},
-               buf)
+    state = {"format": CHECKPOINT_FORMAT, "state_dict": model.state_dict(), "vocab_sha256": vocab_digest(vocab)}
+    if config_sha256:  # what of config.yaml decides the model (load_run: check_config_digest)
+        state["config_sha256"] = config_sha256
+    torch.save(state, buf)
     write_bytes_atomic(path, buf.getvalue())
 
 
@@ -159,7 +163,10 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
     """
     check_run_args(cfg, examples, features)
     main = dist is None or dist.is_main
-    out_dir = Path(out_dir)
+    if not isinstance(out_dir, (str, os.PathLike)) or str(out_dir) == "":
+        raise TypeError(f"out_dir: expected the run folder's path (a str or Path), got {type(out_dir).__name__} "
+                        f"{out_dir!r:.40}")
+    out_dir = check_output_dir(out_dir, "out_dir (the run folder, which holds config.yaml, model.pt, ...)")
     if not main:
         return _run_experiment(cfg, out_dir, context, progress, command, examples, dist, features)
     # one writer per run folder: a second process (e.g. two resumed comparisons) is refused, not interleaved
@@ -235,15 +242,17 @@ class RunFolder:
 
     path: Path
     writes: bool = True
+    config_sha256: dict | None = None
 
     def start(self, cfg: RunConfig, vocab: dict) -> None:
+        self.config_sha256 = config_digests(cfg.to_dict())
         if self.writes:
             dump_yaml(cfg.to_dict(), self.path / "config.yaml")  # creates the folder
             save_json(vocab, self.path / "vocab.json")
 
     def save_model(self, model: TaskModel) -> None:
         if self.writes:
-            save_state(model, self.path / "model.pt")
+            save_state(model, self.path / "model.pt", self.config_sha256)
 
     def note(self, message: str) -> None:
         if self.writes:
@@ -329,6 +338,7 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
         found = ckpt.get("format") if isinstance(ckpt, dict) else type(ckpt).__name__
         raise CheckpointError(f"{run_dir / 'model.pt'}: unknown checkpoint format {found!r}; rerun the run")
     check_vocab_digest(run_dir, vocab, ckpt)
+    check_config_digest(run_dir, load_raw(run_dir / "config.yaml"), ckpt)
     changed = frozen_change(run_dir, cfg, context)
     try:
         model = build_model(cfg, vocab, context)

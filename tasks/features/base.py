@@ -26,10 +26,13 @@ import torch
 from torch import nn
 
 from elmo_features.util.devices import module_device
+from elmo_features.formats.default_model import empty_spec_problem
+from elmo_features.util.errors import ConfigError, ElmoTasksError
 from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path
 
 from tasks.components import component_config
 from tasks.data.fetch import fetch_hint
+from tasks.plugins import PluginError
 from tasks.registry import FEATURES, class_contract
 
 
@@ -222,14 +225,38 @@ def section_class(section: dict) -> type[FeatureSource]:
     return FEATURES.get(section["name"])
 
 
+def plugin_call(section: dict, what: str, call: Callable[[type[FeatureSource]], Any]) -> Any:
+    """``call(cls)`` for the section's class; an unexpected exception from a class a plugin registered (not an
+    ElmoTasksError or OSError, which say what is wrong) is one PluginError line naming the plugin module."""
+    cls = section_class(section)
+    try:
+        return call(cls)
+    except (ElmoTasksError, OSError):
+        raise
+    except Exception as e:
+        module = getattr(cls, "__module__", "") or "?"
+        if module == "tasks" or module.startswith("tasks."):
+            raise
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        raise PluginError(f"plugin module {module}: feature source {section['name']} failed while {what} "
+                          f"({type(e).__name__}: {first}); this is a bug in the plugin: rerun with --debug for "
+                          "the traceback") from e
+
+
 def check_section_inputs(section: dict, where: str) -> None:
-    """Every input of a resolved features section exists (the class's ``check_inputs``)."""
-    section_class(section).check_inputs(component_config(FEATURES, section), where)
+    """Every input of a resolved features section exists (the class's ``check_inputs``); an empty path (an unset
+    variable, which would read as the current folder) is refused first, naming its key."""
+    for p in section_input_paths(section):
+        if problem := empty_spec_problem(p.path, f"{where}.{p.key}", "the file or folder it names"):
+            raise ConfigError(problem)
+    plugin_call(section, "checking its inputs",
+                lambda cls: cls.check_inputs(component_config(FEATURES, section), where))
 
 
 def section_input_paths(section: dict) -> list[InputPath]:
     """The inputs a resolved features section names (the class's ``input_paths``)."""
-    return section_class(section).input_paths(component_config(FEATURES, section))
+    return plugin_call(section, "listing its input paths",
+                       lambda cls: cls.input_paths(component_config(FEATURES, section)))
 
 
 def section_frozen_description(section: dict) -> str:
@@ -244,7 +271,7 @@ def section_fingerprints(section: dict, memo: Memo) -> list[str]:
     config_check = getattr(config, "check", None)
     if config_check is not None:
         config_check("features")
-    return section_class(section).frozen_fingerprints(config, memo)
+    return plugin_call(section, "fingerprinting its frozen inputs", lambda cls: cls.frozen_fingerprints(config, memo))
 
 
 def pad_tokens(items: list[np.ndarray], T: int) -> torch.Tensor:

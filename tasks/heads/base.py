@@ -29,6 +29,9 @@ class Head(nn.Module, abc.ABC):
     Config: ClassVar[type]  # dataclass of hyperparameters
     primary_metric: ClassVar[str]  # the dev metric used for early stopping (higher is better)
     block_output: ClassVar[bool] = False  # format_prediction gives a multi-line block (blank line between)
+    # the class name of the examples it takes (e.g. "TaggedSentence"), matched against a reader's return annotation
+    # before any work; None: not checked
+    example_type: ClassVar[str | None] = None
 
     def __init__(self, config: Any, input_dim: int, vocab: dict):
         super().__init__()
@@ -140,6 +143,8 @@ HEADS.set_contract(class_contract(Head, attributes=("primary_metric",)))
 
 class TaggingHead(Head):
     """A head that labels every token of a ``TaggedSentence``: its gold labels are the sentence's tags."""
+
+    example_type = "TaggedSentence"
 
     @classmethod
     def gold_labels(cls, example) -> list[str]:

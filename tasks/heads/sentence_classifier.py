@@ -40,6 +40,7 @@ class SentenceClassifier(OutputMixOption, Head):
 
     Config = SentenceClassifierConfig
     primary_metric = "accuracy"
+    example_type = "LabeledSentence"
 
     def __init__(self, config: SentenceClassifierConfig, input_dim: int, vocab: dict):
         super().__init__(config, input_dim, vocab)

@@ -155,8 +155,10 @@ def cmd_tag(args) -> int:
         _check_tag_output(args, meta)
     check_text_output(args.out)
     set_threads(args.threads)
+    rerun = command_line(argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "input"}), "tag",
+                         args.input)
     args.interrupt_hint = (f"{args.out} was not written (it is written at the end); " if args.out else "") + \
-        "to run again: the same command"
+        f"to run again: {rerun}" + (" (with the same standard input)" if args.input == "-" else "")
     with lock_output_file(args.out, "--out"):  # one writer per output file, from before any work
         if args.input == "-":  # stdin: one sentence per line
             sentences = [line.split() for line in sys.stdin.read().splitlines() if line.strip()]

@@ -33,6 +33,7 @@ class WsdLinear(Head):
 
     Config = WsdLinearConfig
     primary_metric = "f1"
+    example_type = "WsdSentence"
     block_output = True
 
     def __init__(self, config: WsdLinearConfig, input_dim: int, vocab: dict):
