@@ -178,3 +178,23 @@ def test_h02_an_interrupted_wsd_tag_prints_the_command(tmp_path, capsys, monkeyp
     rerun = err.split("to run again: ", 1)[1].split()
     assert rerun[:4] == ["elmo-tasks", "wsd", "tag", str(tmp_path / "in.txt")], err
     assert " ".join(rerun[4:]) in (f"--out {out} --senses {senses}", f"--senses {senses} --out {out}"), err
+
+
+def test_g15_wsd_tag_reads_standard_input_under_the_text_rules(monkeypatch, tmp_path):
+    import io
+
+    from elmo_features.embedding.embed_input import read_sentence_lines
+    from elmo_features.util.errors import TextInputError
+    from elmo_features.util.text_input import read_sentences
+
+    def stdin(data: bytes):
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+
+    data = "I sat on the bank\u2028of the river\nthe bank raised rates\n".encode("utf-8")
+    (tmp_path / "in.txt").write_bytes(data)
+    stdin(data)  # a line separator inside a line: read as the same file would be, not split into two sentences
+    assert read_sentence_lines("-") == read_sentences(tmp_path / "in.txt", blank_lines="error")
+    assert len(read_sentence_lines(str(tmp_path / "in.txt"))) == 2
+    stdin(b"the bank\n\nthe river\n")
+    with pytest.raises(TextInputError, match="stdin:2: "):  # a blank line would shift outputs against inputs
+        read_sentence_lines("-")

@@ -12,15 +12,17 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
+import os
 import shutil
 import sys
+import tempfile
 from array import array
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from elmo_features.util.errors import TextInputError
 from elmo_features.util.paths import check_input_file
-from elmo_features.util.text_input import decode_line, raw_lines
+from elmo_features.util.text_input import decode_line, raw_lines, read_sentences
 
 
 def needs_spooling(path: str) -> bool:
@@ -173,3 +175,21 @@ class EmbedInput:
         for i, line in enumerate(self.lines()):
             index[line] = str(i)
         return json.dumps(index)
+
+
+def read_sentence_lines(path: str) -> list[list[str]]:
+    """One sentence per line of a text file under the text policy, a blank line an error (outputs follow input lines:
+    ``predict``, ``wsd tag``); ``-``: standard input, copied once to a temporary file (removed after) as ``embed -``
+    copies it, so the same rules apply."""
+    if path != "-":
+        return read_sentences(path, blank_lines="error")
+    fd, name = tempfile.mkstemp(prefix=".elmo-tasks-predict.", suffix=".stdin")
+    os.close(fd)
+    spooled = Path(name)
+    try:
+        spool_input("-", spooled)
+        return read_sentences(spooled, blank_lines="error")
+    except TextInputError as e:  # named by the input, not by its (removed) copy
+        raise TextInputError(str(e).replace(str(spooled), "stdin")) from None
+    finally:
+        spooled.unlink(missing_ok=True)

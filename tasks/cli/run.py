@@ -5,7 +5,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 
@@ -14,7 +13,7 @@ from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument,
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
 from elmo_features.util.locking import OutputLock, lock_output_file
-from elmo_features.embedding.embed_input import spool_input
+from elmo_features.embedding.embed_input import read_sentence_lines
 from elmo_features.util.errors import (CheckpointError, ConfigError, ElmoTasksError, PathError, TextInputError,
                                        UsageError)
 from elmo_features.util.paths import (check_flags_given, check_input_file, check_not_an_input,
@@ -263,21 +262,6 @@ def cmd_predict(args) -> int:
         return _predict(args)
 
 
-def read_plain_input(path: str) -> list[list[str]]:
-    """The sentences of predict's plain-text input under the text policy (a blank line is an error: outputs follow
-    input lines); ``-``: standard input, copied once to a temporary file (removed after) as ``embed -`` does."""
-    if path != "-":
-        return read_sentences(path, blank_lines="error")
-    fd, name = tempfile.mkstemp(prefix=".elmo-tasks-predict.", suffix=".stdin")
-    os.close(fd)
-    spooled = Path(name)
-    try:
-        spool_input("-", spooled)
-        return read_sentences(spooled, blank_lines="error")
-    except TextInputError as e:  # named by the input, not by its (removed) copy
-        raise TextInputError(str(e).replace(str(spooled), "stdin")) from None
-    finally:
-        spooled.unlink(missing_ok=True)
 
 
 def _predict(args) -> int:
@@ -300,7 +284,7 @@ def _predict(args) -> int:
         type(model.head).check_scored_examples(model.head.vocab, examples, f"{args.input} (predict --reader)")
     else:  # the text policy of elmo_features.util.text_input; a blank line is an error (outputs follow input lines)
         try:
-            examples = [model.head.blank_example(s) for s in read_plain_input(args.input)]
+            examples = [model.head.blank_example(s) for s in read_sentence_lines(args.input)]
         except NotImplementedError as e:
             raise UsageError(f"{e} (the run's data reader: {cfg.data.reader})") from None
     preds = predict_examples(cfg, model, examples, progress)

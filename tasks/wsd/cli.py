@@ -136,11 +136,10 @@ def cmd_senses(args) -> int:
 def cmd_tag(args) -> int:
     import json
 
-    from elmo_features.util.errors import TextInputError
     from elmo_features.util.locking import lock_output_file
     from elmo_features.util.paths import check_flags_given, check_input_file, check_text_output
     from elmo_features.util.provenance import write_text_atomic
-    from elmo_features.util.text_input import read_sentences
+    from elmo_features.embedding.embed_input import read_sentence_lines
     from elmo_features.util.threads import set_threads
 
     from tasks.features.base import FeatureContext
@@ -160,12 +159,7 @@ def cmd_tag(args) -> int:
     args.interrupt_hint = (f"{args.out} was not written (it is written at the end); " if args.out else "") + \
         f"to run again: {rerun}" + (" (with the same standard input)" if args.input == "-" else "")
     with lock_output_file(args.out, "--out"):  # one writer per output file, from before any work
-        if args.input == "-":  # stdin: one sentence per line
-            sentences = [line.split() for line in sys.stdin.read().splitlines() if line.strip()]
-            if not sentences:
-                raise TextInputError("-: no sentences (standard input is empty or blank); give one sentence per line")
-        else:
-            sentences = read_sentences(args.input, blank_lines="error")
+        sentences = read_sentence_lines(args.input)  # a file, or - (standard input): the same text rules
         tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))),
                              prior=args.prior)
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in tagger.tag(sentences))
