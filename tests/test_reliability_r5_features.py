@@ -213,3 +213,18 @@ def test_a_fetched_encoder_whose_source_md_is_not_utf8_is_damaged(tmp_path):
 
     (tmp_path / "SOURCE.md").write_bytes("| `config.json` | 2 | caf\xe9 |\n".encode("latin-1"))
     assert folder_problem(tmp_path).startswith("SOURCE.md is not UTF-8 text")
+
+
+def test_outputs_through_a_symlink_loop_are_named(tmp_path):
+    import os
+
+    from elmo_features.util.errors import PathError
+    from elmo_features.util.paths import check_output_dir, check_output_file
+
+    os.symlink(tmp_path / "loopb", tmp_path / "loopa")
+    os.symlink(tmp_path / "loopa", tmp_path / "loopb")
+    with pytest.raises(PathError, match="loopa is a symlink loop"):
+        check_output_file(tmp_path / "loopa", "OUTPUT")
+    with pytest.raises(PathError, match="loopa is a symlink loop"):
+        check_output_dir(tmp_path / "loopa" / "R", "--out")
+    assert (tmp_path / "loopa").is_symlink()  # left as it was

@@ -6,6 +6,7 @@ are fine as long as they can be created (the nearest existing ancestor is a writ
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -13,11 +14,24 @@ from pathlib import Path
 from elmo_features.util.errors import MissingPathError, PathError
 
 
+def _check_not_a_loop(p: Path, what: str) -> None:
+    """A symlink that leads back to itself (``a -> b -> a``) is a PathError naming it (it has no target to write)."""
+    if not p.is_symlink():
+        return
+    try:
+        p.resolve(strict=True)
+    except (RuntimeError, OSError) as e:
+        if isinstance(e, RuntimeError) or getattr(e, "errno", None) == errno.ELOOP:
+            raise PathError(f"{what}: {p} is a symlink loop ({p} -> {os.readlink(p)} -> ...); give another path") \
+                from None
+
+
 def _nearest_existing(path: Path, what: str) -> Path:
-    """The nearest existing ancestor of ``path`` (or itself); a dangling symlink on the way is a PathError (making
-    the folders would fail with "File exists")."""
+    """The nearest existing ancestor of ``path`` (or itself); a dangling symlink or a symlink loop on the way is a
+    PathError (making the folders would fail with "File exists")."""
     p = path
     while not p.exists():
+        _check_not_a_loop(p, what)
         if p.is_symlink():
             raise PathError(f"{what}: {p} is a symlink to {os.readlink(p)}, which does not exist; create the target "
                             "folder, or give another path")
@@ -49,6 +63,7 @@ def is_stream(path: str | os.PathLike) -> bool:
 def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
     """An output file path: not a folder, and its folder exists writable or can be created (a stream: writable)."""
     p = Path(path).expanduser()
+    _check_not_a_loop(p, what)
     if str(path).endswith(("/", os.sep)) or p.is_dir():
         raise PathError(f"{what}: {p} is a folder; give a file name (e.g. {p / 'out.hdf5'})")
     if p.exists() and not os.access(p, os.W_OK):
