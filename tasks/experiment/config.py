@@ -194,7 +194,6 @@ def resolve(raw: dict, source: str = "config") -> RunConfig:
     check_reader_options(data.reader, data.reader_options, f"{source}: data")
     features = resolve_component(FEATURES, raw["features"], f"{source}: features")
     head = resolve_component(HEADS, raw["head"], f"{source}: head")
-    check_reader_fits_head(data.reader, head["name"], source)
     training = build(TrainingConfig, raw.get("training"), f"{source}: training")
     compare = None
     if raw.get("compare") is not None:

@@ -23,7 +23,7 @@ from elmo_features.util.paths import (RUN_FOLDER_FILES, RUN_MODEL_FILES, check_i
 from elmo_features.util.errors import CheckpointError, ConfigError, OutputExistsError, PathError
 from elmo_features.util.locking import OutputLock
 
-from tasks.experiment.config import RunConfig
+from tasks.experiment.config import RunConfig, check_reader_fits_head
 from tasks.data.fetch import fetch_hint
 from tasks.data.registry import reader_path_kind
 from tasks.features.base import check_section_inputs, section_input_paths
@@ -89,6 +89,7 @@ def check_run_inputs(cfg: RunConfig, source: str, splits: Iterable[str] = ("trai
     """The config's name (a folder name), the data files of ``splits`` and every path of the features sections
     (name -> section; default: ``{"features": cfg.features}``)."""
     check_config_name(cfg.name, source)
+    check_reader_fits_head(cfg.data.reader, cfg.head["name"], source)  # the reader is used: its examples fit?
     for split in splits:
         path = getattr(cfg.data, split)
         if path is not None:

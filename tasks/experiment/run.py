@@ -26,7 +26,7 @@ from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
 from tasks.components import component_config
-from tasks.experiment.config import RunConfig, dump_yaml, load_raw, resolve
+from tasks.experiment.config import RunConfig, check_reader_fits_head, dump_yaml, load_raw, resolve
 from tasks.data import get_reader
 from tasks.data.types import DataFormatError
 from tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
@@ -202,6 +202,8 @@ def read_run_data(cfg: RunConfig, examples: dict[str, list] | None, context: Fea
                   main: bool) -> tuple[dict, dict, dict]:
     """The run's checked examples per split, their stats and the head's vocab: every data check before any work."""
     head_cls = HEADS.get(cfg.head["name"])
+    if examples is None:  # the reader is used: its kind of example is the head's
+        check_reader_fits_head(cfg.data.reader, cfg.head["name"], cfg.name)
     data, stats = {}, {}
     for split in ("train", "dev", "test"):
         if examples is not None:
