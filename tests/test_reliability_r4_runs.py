@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from test_tasks_helpers import classification_config, make_env, one_line_error, tagging_config
+from test_reliability_api_r3 import compare_cfg  # noqa: F401  (the fixture: a one-source comparison)
 from elmo_features.util.config_files import read_config_file
 from elmo_features.util.errors import ConfigError, MissingPathError, PathError, UsageError
 from tasks.cli import main
@@ -104,14 +105,6 @@ def test_f07_predict_examples_refuses_an_empty_sentence(tmp_path):
     for examples, where in (([["the", "cat"], []], "examples[1]"), ([[]], "examples[0]"), ([["a", ""]], "examples[0]")):
         with pytest.raises(UsageError, match=rf"{where.replace('[', '.').replace(']', '.')}: an empty sentence"):
             predict_examples(None, model, examples)
-
-
-@pytest.fixture
-def compare_cfg(tmp_path):
-    env = make_env(tmp_path)
-    raw = tagging_config(env, max_epochs=1)
-    raw["compare"] = {"seeds": [1], "sources": {"glove": {"name": "static", "path": str(env["glove"])}}}
-    return resolve(raw)
 
 
 @pytest.mark.parametrize("kw, error, message", [
