@@ -12,7 +12,7 @@ from datetime import datetime
 import pytest
 import yaml
 
-from test_tasks_helpers import classification_config, make_env, one_line_error, tagging_config
+from test_tasks_helpers import classification_config, make_env, one_line_error, static_config_file
 from test_reliability_api_r3 import compare_cfg  # noqa: F401  (the fixture: a one-source comparison)
 from elmo_features.util.config_files import read_config_file
 from elmo_features.util.errors import ConfigError, MissingPathError, PathError, UsageError
@@ -22,16 +22,8 @@ from tasks.experiment.config import resolve
 FAST = ["--cache-dir", "none", "--progress", "off"]
 
 
-def _config(tmp_path, kind: str = "sentiment", **extra) -> tuple[dict, str]:
-    """A tiny config on static vectors (fast), written to c.yaml; returns (env, its path)."""
-    env = make_env(tmp_path)
-    features = {"name": "static", "path": str(env["glove"])}
-    cfg = tagging_config(env, features=features, max_epochs=1) if kind == "ner" else \
-        classification_config(env, features=features)
-    cfg["training"]["max_epochs"] = 1
-    cfg.update(extra)
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
-    return env, str(tmp_path / "c.yaml")
+def _config(tmp_path, kind: str = "sentiment", **top) -> tuple[dict, str]:
+    return static_config_file(tmp_path, kind, **top)
 
 
 # ---------------------------------------------------------------- E01, E02: scored sets that share no label

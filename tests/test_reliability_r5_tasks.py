@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from test_tasks_helpers import classification_config, make_env, one_line_error, tagging_config
+from test_tasks_helpers import one_line_error, static_config_file
 from elmo_features.util.errors import PathError
 from tasks.cli import main
 
@@ -18,13 +18,7 @@ FAST = ["--cache-dir", "none", "--progress", "off"]
 
 
 def _config(tmp_path, kind: str = "ner", **training) -> tuple[dict, str]:
-    """A tiny config on static vectors (fast), written to c.yaml; returns (env, its path)."""
-    env = make_env(tmp_path)
-    features = {"name": "static", "path": str(env["glove"])}
-    cfg = tagging_config(env, features=features) if kind == "ner" else classification_config(env, features=features)
-    cfg["training"].update({"max_epochs": 1, **training})
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
-    return env, str(tmp_path / "c.yaml")
+    return static_config_file(tmp_path, kind, training=training)
 
 
 @pytest.fixture

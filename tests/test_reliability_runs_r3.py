@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from test_data_fetch import conll_wheel, pin  # noqa: F401  (conll_wheel is a fixture)
-from test_tasks_helpers import classification_config, make_env, tagging_config, one_line_error
+from test_tasks_helpers import classification_config, make_env, tagging_config, one_line_error, static_config_file
 from elmo_features.formats.download import DownloadError
 from tasks.cli import main
 from tasks.data import cli as data_cli
@@ -26,14 +26,7 @@ FAST = ["--cache-dir", "none", "--progress", "off"]
 
 
 def _glove_config(tmp_path, kind: str = "ner", **data) -> tuple[dict, str]:
-    """A tiny config on static vectors (fast) written to c.yaml; returns (env, its path)."""
-    env = make_env(tmp_path)
-    features = {"name": "static", "path": str(env["glove"])}
-    cfg = tagging_config(env, features=features, max_epochs=1) if kind == "ner" else \
-        classification_config(env, features=features)
-    cfg["data"].update({k: str(env[v]) if v in env else v for k, v in data.items()})
-    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
-    return env, str(tmp_path / "c.yaml")
+    return static_config_file(tmp_path, kind, data=data)
 
 
 # ---------------------------------------------------------------- 28: vocab.json no longer fits model.pt

@@ -128,6 +128,22 @@ def classification_config(env: dict, head: dict | None = None, features: dict | 
     }
 
 
+def static_config_file(tmp_path: Path, kind: str = "ner", data: dict | None = None, training: dict | None = None,
+                       **top) -> tuple[dict, str]:
+    """A tiny config on static vectors (fast; ``kind`` "ner" or "sentiment", one epoch), written to c.yaml: ``data``
+    entries naming an env file take its path; ``training`` and top-level keys (``top``) are set. -> (env, its path)."""
+    import yaml
+
+    env = make_env(tmp_path)
+    features = {"name": "static", "path": str(env["glove"])}
+    cfg = tagging_config(env, features=features) if kind == "ner" else classification_config(env, features=features)
+    cfg["data"].update({k: str(env[v]) if v in env else v for k, v in (data or {}).items()})
+    cfg["training"].update({"max_epochs": 1, **(training or {})})
+    cfg.update(top)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
+    return env, str(tmp_path / "c.yaml")
+
+
 def one_line_error(capsys, *needles: str) -> str:
     """The captured stderr is one ``error:`` line holding every needle; returns it."""
     err = capsys.readouterr().err.strip()
