@@ -295,6 +295,18 @@ def file_bilm_sha256(f: h5py.File) -> str:
     return arrays_sha256(arrays)
 
 
+def check_softmax_bilm(f: h5py.File, src: str, weights: str) -> None:
+    """Refuse a softmax file ``f`` (``eval-bilm --softmax``) that train-bilm exported with another biLM than the one
+    in ``weights`` (its ``softmax/bilm_sha256``; official files have none and are not checked)."""
+    recorded = f.get("softmax/bilm_sha256")
+    if not isinstance(recorded, h5py.Dataset) or src == weights:
+        return
+    with h5py.File(weights, "r") as w:
+        if file_bilm_sha256(w) != recorded.asstr()[()]:
+            raise WeightFileError(f"{src}: this softmax was trained with another biLM than {weights} (the perplexity "
+                                  "would be wrong); give the weights.hdf5 exported with it, or that file's own softmax")
+
+
 def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
               dtype: str = "float32", extra_arrays: dict[str, np.ndarray] | None = None) -> None:
     """Write options JSON + HDF5 weights (bilm-tf layout) atomically. dtype 'float16' halves the size."""

@@ -105,21 +105,10 @@ def cmd_train(args) -> int:
     return 128 + int(signum) if signum else 0
 
 
-def _check_softmax_bilm(f, src: str, weights: str, digest, error) -> None:
-    """Refuse a softmax (``--softmax``) that train-bilm exported with another biLM than ``weights``."""
-    recorded = f.get("softmax/bilm_sha256")  # written by train-bilm's export (not in official files)
-    if not isinstance(recorded, h5py.Dataset) or src == weights:
-        return
-    with h5py.File(weights, "r") as w:
-        if digest(w) != recorded.asstr()[()]:
-            raise error(f"{src}: this softmax was trained with another biLM than {weights} (the perplexity would be "
-                        "wrong); give the weights.hdf5 exported with it, or that file's own softmax")
-
-
 def load_language_model(options: str, weights: str, vocab_path: str, softmax: str | None = None):
     """A BiLanguageModel (biLM + softmax) from exported files, for perplexity."""
     from elmo_features.model.options import BiLMOptions
-    from elmo_features.formats.weights import WeightFileError, file_bilm_sha256, load_weights_into
+    from elmo_features.formats.weights import WeightFileError, check_softmax_bilm, load_weights_into
     from elmo_features.training.data import read_vocab, vocab_sha256
     from elmo_features.training.lm import BiLanguageModel
 
@@ -147,7 +136,7 @@ def load_language_model(options: str, weights: str, vocab_path: str, softmax: st
                     raise WeightFileError(f"{vocab_path}: not the vocabulary the softmax in {src} was trained with "
                                           "(another word order or other words: each row of the softmax is a word, so "
                                           "the perplexity would be wrong); give the vocab.txt exported with it")
-            _check_softmax_bilm(f, src, weights, file_bilm_sha256, WeightFileError)
+            check_softmax_bilm(f, src, weights)
     except OSError as e:
         raise WeightFileError(f"{src}: unreadable HDF5 file ({' '.join(str(e).split())}); the file is truncated or "
                               "not a weights file") from None
