@@ -53,3 +53,25 @@ def test_configs_list_and_show(tmp_path, monkeypatch, capsys):
     assert "exists; give another file, or --force" in capsys.readouterr().err
     assert main(["configs", "show", "nosuch"]) == 2
     assert "no packaged config 'nosuch'" in capsys.readouterr().err
+
+
+def test_train_bilm_takes_a_packaged_name_and_says_what_a_user_must_give(tmp_path, monkeypatch, capsys):
+    """The bilm/* configs name the development corpus and the run folders of the shipped biLMs' training: from
+    any folder, train-bilm finds the config by name and says, before any work, which file is missing and how to
+    give one's own text; with those given it goes on to the next missing input (init_from), not into training."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["train-bilm", "--config", "bilm/charonly"]) == 2
+    err = capsys.readouterr().err
+    assert "bilm/charonly: train_files[0]: ../shared/data/corpus/train.txt.gz not found; the packaged config" in err
+    assert "--set 'train_files=[FILE,...]' --set heldout_file=FILE" in err
+    (tmp_path / "t.txt").write_text("a b c\nd e f\n")
+    assert main(["train-bilm", "--config", "bilm/charonly", "--set", "train_files=[t.txt]", "--set",
+                 "heldout_file=t.txt", "--set", "out_dir=o"]) == 2
+    err = capsys.readouterr().err
+    assert "bilm/charonly: init_from: elmo_features/models/default not found; give an exported biLM folder" in err
+    assert not (tmp_path / "o").exists()  # refused before the corpus was read
+    (tmp_path / "mine.yaml").write_text("train_files: [missing.txt]\n")
+    assert main(["train-bilm", "--config", "mine.yaml"]) == 2
+    err = capsys.readouterr().err
+    assert "mine.yaml: train_files[0]: missing.txt not found; give your own tokenized text" in err
+    assert "packaged config" not in err

@@ -15,7 +15,7 @@ from elmo_features.util.cli_types import (add_progress_argument, add_threads_arg
 from elmo_features.util.errors import DivergedError, OutputExistsError, UsageError
 from elmo_features.util import stop
 from elmo_features.util.config_files import apply_set
-from elmo_features.util.paths import check_input_file, check_input_path, check_output_dir
+from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path, check_output_dir
 from elmo_features.util.threads import set_threads
 
 
@@ -49,14 +49,25 @@ def fixed_keys_changed(cfg) -> list[str]:
             if saved.get(k, defaults[k]) != getattr(cfg, k)]
 
 
-def check_train_inputs(cfg, source: str) -> None:
-    """Every file the run reads and its out_dir, before any work."""
+def check_train_inputs(cfg, source: str, packaged: bool = False, resume: bool = False) -> None:
+    """Every file the run reads and its out_dir, before any work (``packaged``: the config ships inside the package,
+    a record of how a shipped biLM was trained, whose corpus a user does not have)."""
     if not cfg.train_files:
         raise UsageError(f"{source}: train_files is empty; list the training text files")
+    hint = ("give your own tokenized text (one sentence per line, plain or .gz): --set 'train_files=[FILE,...]' "
+            "--set heldout_file=FILE")
+    if packaged:
+        hint = (f"the packaged config {source} records the development corpus a shipped biLM was trained on, which "
+                f"is not distributed; {hint}")
     for i, p in enumerate(cfg.train_files):
-        check_input_file(p, f"{source}: train_files[{i}]")
+        check_input_file(p, f"{source}: train_files[{i}]", hint)
     if cfg.heldout_file:
-        check_input_file(cfg.heldout_file, f"{source}: heldout_file")
+        check_input_file(cfg.heldout_file, f"{source}: heldout_file", hint)
+    if cfg.init_from and not resume:  # read before the first step only
+        check_input_dir(cfg.init_from, f"{source}: init_from", needs=("options.json", "weights.hdf5"),
+                        hint="give an exported biLM folder (a train-bilm run's OUT_DIR/export) or --set init_from=null"
+                             + (f"; the packaged config {source} names the run folder of a shipped biLM's training"
+                                if packaged else ""))
     if cfg.vocab_file:
         check_input_file(cfg.vocab_file, f"{source}: vocab_file")
     if cfg.token_vectors:
@@ -69,12 +80,14 @@ def cmd_train(args) -> int:
     from elmo_features.training.config import TrainConfig
     from elmo_features.training.trainer import Trainer
 
-    check_input_file(args.config, "--config")
+    find = getattr(args, "find_config", None)  # elmo-tasks: a packaged config's name works as well as a path
+    path = find(args.config) if find is not None else check_input_file(args.config, "--config")
+    check_input_file(path, "--config")
     overrides = _parse_set(args.set)
     if args.threads:
         overrides["threads"] = args.threads
-    cfg = TrainConfig.from_yaml(args.config, overrides)
-    check_train_inputs(cfg, args.config)
+    cfg = TrainConfig.from_yaml(path, overrides)
+    check_train_inputs(cfg, args.config, packaged=Path(path) != Path(args.config).expanduser(), resume=args.resume)
     ckpt = Path(cfg.out_dir) / "checkpoint.pt"  # a stop before the training loop (it saves on a signal itself)
     args.interrupt_hint = lambda: (f"continue with: {resume_command(args)}" if ckpt.exists() else
                                    "no checkpoint was saved yet; rerun the same command to start again")
@@ -173,7 +186,8 @@ def cmd_eval(args) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("train-bilm", help="train a biLM (bilm-tf architecture) on tokenized text")
-    p.add_argument("--config", required=True, help="YAML training config (configs/bilm/*.yaml)")
+    p.add_argument("--config", required=True, help="YAML training config: a file, or a packaged config's name "
+                   "(`elmo-tasks configs list`: bilm/*)")
     p.add_argument("--resume", action="store_true", help="continue the run in the config's out_dir")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
     add_progress_argument(p)

@@ -34,6 +34,7 @@ from elmo_features.util.env import warn_retired
 from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
 
+from tasks.experiment.config import find_config
 from tasks.plugins import includes_in, load_plugins
 
 # sub-command module, in the order shown by --help
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in COMMANDS:
         importlib.import_module(name).register(sub)
+    parser.set_defaults(find_config=find_config)  # train-bilm --config takes a packaged config's name too
     return parser
 
 

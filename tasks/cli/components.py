@@ -104,7 +104,9 @@ def cmd_configs_list(args) -> int:
     for name, path in configs.items():
         print(f"{name:<{width}}{_config_summary(path)}")
     print("(give a name where a config path goes, e.g. `elmo-tasks compare ner_conll2003`; an existing file of that "
-          "name wins. Copy one to edit it: `elmo-tasks configs show NAME --out my.yaml`)")
+          "name wins. Copy one to edit it: `elmo-tasks configs show NAME --out my.yaml`. The bilm/* configs record how "
+          "the shipped biLMs were trained, on a corpus that is not distributed: train on your own text with "
+          "`elmo-tasks train-bilm --config bilm/NAME --set 'train_files=[FILE]' --set heldout_file=FILE`)")
     return 0
 
 
