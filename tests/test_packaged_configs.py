@@ -75,3 +75,17 @@ def test_train_bilm_takes_a_packaged_name_and_says_what_a_user_must_give(tmp_pat
     err = capsys.readouterr().err
     assert "mine.yaml: train_files[0]: missing.txt not found; give your own tokenized text" in err
     assert "packaged config" not in err
+
+
+def test_printed_commands_hold_only_options_a_user_typed():
+    """The top-level parser hands every sub-command a config finder; no rebuilt command (resume hints, recorded
+    commands) may show it as an option."""
+    from elmo_features.training.cli import resume_command
+    from tasks.cli import build_parser
+    from tasks.cli.run import command_line
+
+    args = build_parser().parse_args(["compare", "sentiment_polarity", "--sources", "glove", "--progress", "off"])
+    assert callable(args.find_config)
+    assert command_line(args) == "elmo-tasks compare sentiment_polarity --sources glove --progress off"
+    args = build_parser().parse_args(["train-bilm", "--config", "bilm/default", "--set", "max_train_tokens=5"])
+    assert resume_command(args) == "elmo-tasks train-bilm --config bilm/default --resume --set max_train_tokens=5"

@@ -93,11 +93,12 @@ def rebuild_command(prog: list[str], args: argparse.Namespace, defaults: dict, s
     """The command line as typed, rebuilt from parsed ``args`` (right however main() was called): ``prog`` (the
     program, sub-command and positional values), then every option in parser order that differs from ``defaults``.
     ``repeated`` maps a list option to its flag given once per item (``overrides`` -> ``--set``); other lists are
-    one flag followed by their values; True is a bare flag; None, False and [] are left out."""
+    one flag followed by their values; True is a bare flag; None, False, [] and callables (the sub-command's function,
+    hooks such as ``find_config``) are left out."""
     repeated = repeated or {}
     parts = list(prog)
     for key, value in vars(args).items():
-        if key in skip or key in ("func", "interrupt_hint", "debug") or value is None or value is False \
+        if key in skip or key == "debug" or callable(value) or value is None or value is False \
                 or value == [] or (key in defaults and defaults[key] == value):
             continue
         if key in repeated:
