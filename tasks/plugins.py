@@ -17,6 +17,7 @@ of ``compare --jobs N`` (``loaded_includes``).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import importlib.metadata
 import os
 import pkgutil
@@ -53,10 +54,28 @@ def includes_in(argv: Iterable[str]) -> list[str]:
 
 
 def _import_tree(name: str) -> None:
-    """Import module ``name`` and, when it is a package, all of its submodules."""
-    module = importlib.import_module(name)
-    for info in pkgutil.walk_packages(getattr(module, "__path__", []), prefix=f"{name}."):
-        importlib.import_module(info.name)
+    """Import module ``name`` and, when it is a package, all of its submodules. An exception raised by one of them
+    carries that module's name as ``plugin_module``."""
+    current = name
+    try:
+        module = importlib.import_module(name)
+        for info in pkgutil.walk_packages(getattr(module, "__path__", []), prefix=f"{name}."):
+            current = info.name
+            importlib.import_module(info.name)
+    except BaseException as e:
+        e.plugin_module = current
+        raise
+
+
+def _failed_module(name: str, e: BaseException) -> str:
+    """Which module of ``--include name`` raised ``e``: "it" or "its submodule NAME", with its file when known."""
+    sub = getattr(e, "plugin_module", name)
+    try:
+        spec = importlib.util.find_spec(sub)
+    except (ImportError, ValueError):
+        spec = None
+    where = f" ({spec.origin})" if spec is not None and spec.origin else ""
+    return ("it" if sub == name else f"its submodule {sub}") + where
 
 
 def include(name: str) -> None:
@@ -73,12 +92,13 @@ def include(name: str) -> None:
     except ElmoTasksError as e:  # e.g. a ContractError: already one line
         raise PluginError(f"--include {name}: {e}") from None
     except ImportError as e:
-        missing = getattr(e, "name", None)
-        what = "not found" if missing == name else f"its import failed ({type(e).__name__}: {e})"
-        raise PluginError(f"--include {name}: module {what}; is it installed, or in the current folder "
-                          f"{os.getcwd()}?") from None
+        if getattr(e, "name", None) == name:
+            raise PluginError(f"--include {name}: module not found; is it installed, or in the current folder "
+                              f"{os.getcwd()}?") from None
+        raise PluginError(f"--include {name}: importing {_failed_module(name, e)} failed ({type(e).__name__}: "
+                          f"{' '.join(str(e).split())})") from None
     except Exception as e:  # a bug in the plugin: name it on one line (--debug shows the traceback)
-        raise PluginError(f"--include {name}: importing it raised {type(e).__name__}: "
+        raise PluginError(f"--include {name}: importing {_failed_module(name, e)} raised {type(e).__name__}: "
                           f"{' '.join(str(e).split())}") from e
     except SystemExit as e:  # a script's sys.exit() at import would end the command, even with exit code 0
         raise PluginError(f"--include {name}: importing it called sys.exit({e.code!r}); a plugin module must not "

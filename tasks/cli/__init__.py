@@ -30,6 +30,20 @@ import sys
 import threading
 import unicodedata
 
+
+def _exit_if_no_current_folder() -> None:
+    """Loading torch from a deleted current folder dies with an "Intel oneMKL FATAL ERROR" about the install: say
+    what is wrong, before torch is imported (this module is the ``elmo-tasks`` entry point)."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        sys.stderr.write("error: the current folder no longer exists (it was deleted while this shell was in it); "
+                         "cd to an existing folder and run the command again\n")
+        raise SystemExit(2) from None
+
+
+_exit_if_no_current_folder()
+
 from elmo_features.util.env import warn_retired
 from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError

@@ -17,6 +17,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from elmo_features.util.arguments import check_sentences
+
 from elmo_features.util.errors import StaleCacheError, UsageError
 from elmo_features.util.provenance import atomic_path, git_commit
 
@@ -187,6 +189,7 @@ class SenseTagger:
 
     def tag(self, sentences: list[list[str]]) -> list[list[dict]]:
         """Per sentence, per token: {"token", "key", "synset", "gloss", "score"} (key None: no WordNet sense)."""
+        sentences = check_sentences(sentences)  # a str, a sentence as one string, a None token: one clear error
         parsed = [[_split_pos(t) for t in s] for s in sentences]
         arrays = all_layers(self.source, [[w for w, _ in s] for s in parsed], "tag")  # [(L, n, D)]
         weights = np.asarray(self.meta["layers"], dtype=np.float64)
