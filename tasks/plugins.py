@@ -12,19 +12,24 @@ decorators of ``tasks.registry`` (``@HEADS.register("my_head")``, ``@FEATURES.re
 
 A component that does not meet its registry's contract fails when it registers, with one line naming what is
 missing (``tasks.registry.ContractError``). The modules loaded here are loaded again in the worker processes
-of ``compare --jobs N`` (``loaded_includes``).
+of ``compare --jobs N`` (``loaded_includes``). ``plugin_digests`` fingerprints the source files of the plugin
+modules a run uses (recorded in its metrics.json: ``compare --resume`` refuses a run made with another version).
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import importlib.metadata
+import inspect
 import os
 import pkgutil
 import sys
 from collections.abc import Iterable
 
 from elmo_features.util.errors import ElmoTasksError
+
+from tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
 
 ENTRY_POINT_GROUP = "elmo_tasks.plugins"
 _INCLUDED: list[str] = []  # modules loaded by --include, in order (for worker processes)
@@ -137,3 +142,49 @@ def load_plugins(includes: Iterable[str] = ()) -> None:
 def loaded_includes() -> list[str]:
     """The ``--include`` modules loaded in this process (worker processes load them too)."""
     return list(_INCLUDED)
+
+
+BUILT_IN = ("tasks", "elmo_features")  # packages whose components are not plugins (their code is the git commit's)
+
+
+def plugin_digests(config: dict) -> dict[str, str]:
+    """module -> sha256 of its source file, for every plugin module a run of ``config`` (a config dict) uses: the
+    ``--include`` modules (and their loaded submodules) and the module of each registered non-built-in component
+    that the config names (any string value of it that is a registered name). Modules without a source file are
+    left out."""
+    modules = {m for name in _INCLUDED for m in sys.modules if m == name or m.startswith(name + ".")}
+    for value in _strings(config):
+        for registry in (HEADS, FEATURES, FUSIONS, CHAR_ENCODERS, READERS):
+            if value in registry:
+                module = getattr(registry.get(value), "__module__", None) or ""
+                if module and module.split(".")[0] not in BUILT_IN:
+                    modules.add(module)
+    out = {}
+    for name in sorted(modules):
+        try:
+            path = inspect.getsourcefile(sys.modules[name])
+            with open(path, "rb") as f:  # type: ignore[arg-type]
+                out[name] = hashlib.sha256(f.read()).hexdigest()
+        except (KeyError, TypeError, OSError):  # no such module loaded, or no source file (a built-in, a REPL)
+            continue
+    return out
+
+
+def _strings(value) -> list[str]:
+    """Every string value in a (nested) config."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def changed_plugin(saved: dict | None, now: dict[str, str]) -> tuple[str, str, str] | None:
+    """(module, sha256 then, sha256 now) of the first plugin module recorded in ``saved`` (a run's
+    ``plugin_modules``; missing: no plugins) whose source file differs now, else None."""
+    for name, digest in sorted((saved or {}).items()):
+        if name in now and now[name] != digest:
+            return name, str(digest), now[name]
+    return None

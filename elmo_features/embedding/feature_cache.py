@@ -4,7 +4,8 @@
 sha256 over the model fingerprint, the stored dtype and every sentence's tokens (each sentence
 JSON-encoded, one per line: JSON escapes newlines, so no token can fake a boundary). One HDF5
 file per key, datasets "0", "1", ... (as ``allennlp elmo --all``), written to a temp file and
-renamed, so a file that exists is complete. The batching settings of the embedder are not part
+renamed, so a file that exists is complete; an entry whose arrays hold NaN/Inf (bit rot, another program) is
+damaged: ``embed`` recomputes it, ``LazyFeatures`` refuses it. The batching settings of the embedder are not part
 of the key (they change outputs only by float rounding, < 1e-6). While an entry is computed, its
 ``KEY.hdf5.lock`` is held (``elmo_features.util.locking``); a second process needing the same entry waits
 for it, then reads it.
@@ -23,7 +24,7 @@ import h5py
 import numpy as np
 
 from elmo_features.model.bilm import BiLM
-from elmo_features.util.errors import PathError
+from elmo_features.util.errors import DamagedCacheError, PathError
 from elmo_features.util.locking import OutputLock, lock_path_for
 from elmo_features.model.precision import precision_of
 from elmo_features.util.provenance import atomic_path
@@ -119,7 +120,11 @@ class LazyFeatures(Sequence):
             i += self._n
         if not 0 <= i < self._n:
             raise IndexError(f"sentence index out of range: {i} (have {self._n}) in {self.path}")
-        return self._file()[str(i)][...].astype(np.float32, copy=False)  # (L, n_i, D)
+        a = self._file()[str(i)][...].astype(np.float32, copy=False)  # (L, n_i, D)
+        if not np.isfinite(a).all():
+            raise DamagedCacheError(f"feature cache file {self.path} holds NaN/Inf values (sentence {i}); "
+                                    "delete it and it will be recomputed")
+        return a
 
     def close(self) -> None:
         if self._f is not None:
@@ -211,8 +216,14 @@ class FeatureCache:
         path, arrays = self._ensure(embedder, sentences, dtype, keep=True)
         if arrays is not None:
             return arrays
-        with LazyFeatures(path) as lf:
-            return [lf[i] for i in range(len(lf))]
+        try:
+            with LazyFeatures(path) as lf:
+                return [lf[i] for i in range(len(lf))]
+        except DamagedCacheError:  # NaN/Inf in the entry: damaged, like an unreadable one
+            print(f"feature cache file {path} holds NaN/Inf values; recomputing", file=sys.stderr)
+        lock = OutputLock(lock_path_for(path), f"the feature cache entry {path}")
+        with lock.acquire(wait=True):
+            return self._write(embedder, sentences, dtype, path, keep=True)  # type: ignore[return-value]
 
     def embed_lazy(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> LazyFeatures:
         """Like ``embed`` but returns an h5py-backed sequence (nothing loaded until indexed)."""

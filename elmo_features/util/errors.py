@@ -56,6 +56,10 @@ class StaleCacheError(ElmoTasksError, ValueError):
     """A cache on disk was built from other inputs or settings than the current run's."""
 
 
+class DamagedCacheError(ElmoTasksError, ValueError):
+    """A cache entry on disk is damaged (e.g. holds NaN/Inf values) and cannot be recomputed where it is read."""
+
+
 class LockError(ElmoTasksError, RuntimeError):
     """Another process is writing the same output or cache."""
 

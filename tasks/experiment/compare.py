@@ -37,6 +37,7 @@ from tasks.features.base import FeatureContext, section_fingerprints
 from tasks.features.fingerprints import report_fingerprints
 from tasks.experiment.parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
 from tasks.experiment.summary import FROZEN_KINDS, find_in_report, summarize, write_summary
+from tasks.plugins import changed_plugin, plugin_digests
 from tasks.registry import HEADS
 
 
@@ -263,7 +264,8 @@ def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir
                     fold_sets: list | None, fingerprints_now) -> dict | None:
     """The record of a run that finished in ``run_dir`` (metrics.json is written last) with the config this
     cell would run, else None (not started or interrupted: it runs again). Another config, or another biLM
-    behind the same config (``fingerprints_now(name)``, e.g. a new ``default``): ConfigError."""
+    behind the same config (``fingerprints_now(name)``, e.g. a new ``default``), or another version of a plugin
+    module's code (its recorded ``plugin_modules`` digests; none recorded: no plugins): ConfigError."""
     metrics_path = run_dir / "metrics.json"
     if not metrics_path.is_file():
         return None
@@ -284,6 +286,12 @@ def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir
         raise ConfigError(f"{run_dir}: finished with another frozen model (fingerprint {short(saved_fps)}; this "
                           f"source now loads {short(now)}); its results would mix two models: drop --resume to run "
                           "the comparison again")
+    changed = changed_plugin(m.get("plugin_modules"), plugin_digests(expected))  # the plugin code is the model too
+    if changed:
+        grid = run_dir.parent if k is None else run_dir.parent.parent
+        raise ConfigError(f"--resume {grid}: run {run_dir.relative_to(grid)} was made with another version of plugin "
+                          f"module {changed[0]} (sha256 {changed[1][:12]} -> {changed[2][:12]}); its results would mix "
+                          "two models: start a new comparison (drop --resume)")
     return run_record(name, seed, k, run_dir, m, pool, fold_sets)
 
 

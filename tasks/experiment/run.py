@@ -30,6 +30,7 @@ from tasks.experiment.config import RunConfig, check_reader_fits_head, dump_yaml
 from tasks.data import get_reader
 from tasks.data.types import DataFormatError
 from tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
+from tasks.plugins import plugin_digests
 from tasks.features.fingerprints import report_fingerprints
 from tasks.heads.base import Head
 from tasks.registry import HEADS
@@ -308,8 +309,9 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
                    on_improve=lambda epoch, dev: folder.save_model(model), dist=dist)
     folder.save_model(model)  # the best state (loaded back by train)
 
-    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": commit,
-                               "machine": machine(), "data": stats}
+    plugins = plugin_digests(cfg.to_dict())  # the plugin code's version: compare --resume refuses another one
+    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": commit, "machine": machine(),
+                               "data": stats, **({"plugin_modules": plugins} if plugins else {})}
     scores, predictions = _evaluate_splits(model, splits, cfg, progress, dist, folder)
     metrics.update(scores)
     metrics.update({"primary_metric": model.head.primary_metric, "best_epoch": result.best_epoch,

@@ -185,12 +185,27 @@ def train_step(model: TaskModel, split: Split, idx: list[int], opt: torch.optim.
         opt.zero_grad(set_to_none=True)
         value = dist.train_step(model, split, idx, params)
     if not math.isfinite(value):
-        raise DivergedError(f"training diverged: the loss is {value} (training.lr {cfg.lr:g} may be too large); "
-                            "the run stopped and is not finished")
+        cause = ("the batch's input features hold NaN/Inf values (a damaged feature cache or vectors file?)"
+                 if _has_nonfinite(dense_items([split.features[i] for i in idx]))
+                 else f"training.lr {cfg.lr:g} may be too large")
+        raise DivergedError(f"training diverged: the loss is {value} ({cause}); the run stopped and is not finished")
     if cfg.grad_clip is not None:
         nn.utils.clip_grad_norm_(params, cfg.grad_clip)
     opt.step()
     return value
+
+
+def _has_nonfinite(value: Any) -> bool:
+    """Whether a feature item (array, tensor, or a dict/list/tuple of them) holds a NaN/Inf float."""
+    if isinstance(value, torch.Tensor):
+        return value.is_floating_point() and not bool(torch.isfinite(value).all())
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind == "f" and not bool(np.isfinite(value).all())
+    if isinstance(value, dict):
+        return any(_has_nonfinite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nonfinite(v) for v in value)
+    return False
 
 
 def check_finite_parameters(model: nn.Module, epoch: int, cfg: TrainingConfig) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from elmo_features.util.provenance import git_commit, machine
 
 from tasks.experiment.config import DataConfig, RunConfig
-from tasks.wsd.data.examples import WsdSentence, all_targets, load_inventory, to_examples, unknown_gold_keys
+from tasks.wsd.data.examples import WsdSentence, all_targets, load_inventory, to_examples, warn_unknown_keys
 from tasks.wsd.data.reader import POS_TAGS, WsdFormatError, load_dataset
 from tasks.wsd.data.scorer import Score, merge_scores, score, write_key_file
 from tasks.experiment.run import load_run, make_split, run_experiment, save_json
@@ -105,16 +105,6 @@ def replace_folder(new: Path, final: Path) -> None:
         os.replace(new, final)
     if old.exists():
         shutil.rmtree(old)
-
-
-def warn_unknown_keys(ds, inventory, what: str) -> list[str]:
-    """Gold keys that are not WordNet 3.0 sense keys: one warning line (count, the first file:line), and the list."""
-    unknown = unknown_gold_keys(ds, inventory)
-    if unknown:
-        print(f"warning: {what}: {len(unknown)} gold key(s) are not WordNet 3.0 sense keys (first: {unknown[0]}); "
-              "they stay in the gold but no method can answer them, so instances with only such keys count as "
-              "errors", file=sys.stderr, flush=True)
-    return unknown
 
 
 def _read_tests(test_dirs: list[str], inventory) -> list[TestSet]:

@@ -23,7 +23,7 @@ from elmo_features.util.errors import StaleCacheError, UsageError
 from elmo_features.util.provenance import atomic_path, git_commit
 
 from tasks.components import resolve_component
-from tasks.wsd.data.examples import all_targets, load_inventory, to_examples
+from tasks.wsd.data.examples import all_targets, load_inventory, require_known_keys, to_examples, warn_unknown_keys
 from tasks.wsd.data.reader import POS_TAGS, load_dataset
 from tasks.features.base import FeatureContext, build_features, section_fingerprints
 from tasks.registry import FEATURES
@@ -41,9 +41,12 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
     """Sense vectors of every WordNet sense from source ``name`` of ``cfg`` trained on ``train_dir``, written to
     ``out`` (atomically); returns the meta dict."""
     section = cfg.sources[name]
-    source = build_features(section, replace(context, memo=context.memo.streaming()))  # keeps no per-word arrays
     inventory = load_inventory(cfg.wordnet)
-    train_ex = to_examples(load_dataset(train_dir), inventory)
+    train_ds = load_dataset(train_dir)
+    require_known_keys(train_ds, inventory, cfg.wordnet)  # keys of another WordNet: no sense at all, refused
+    warn_unknown_keys(train_ds, inventory, f"training set {train_ds.name}")
+    source = build_features(section, replace(context, memo=context.memo.streaming()))  # keeps no per-word arrays
+    train_ex = to_examples(train_ds, inventory)
     train_vecs = instance_layers(source, train_ex, "train", CHUNK)
     graph = load_graph(cfg.wordnet)
     plan = plan_senses(section, graph, hold_out(train_ex, train_vecs, cfg.head_dev_every), context, True, progress)

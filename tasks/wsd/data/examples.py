@@ -6,11 +6,12 @@ candidates of its lemma+pos (sense-number order) and its gold keys.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 
 from tasks.registry import READERS
 from tasks.wsd.data.inventory import SenseInventory
-from tasks.wsd.data.reader import WsdDataset, find_dataset_files, load_dataset
+from tasks.wsd.data.reader import WsdDataset, WsdFormatError, find_dataset_files, load_dataset
 
 DEFAULT_WORDNET = os.environ.get("ELMO_TASKS_WORDNET", "data/wordnet-3.0")
 
@@ -61,15 +62,39 @@ def unknown_gold_keys(dataset: WsdDataset, inventory: SenseInventory) -> list[st
     Such keys are kept as gold, but no method ever answers them (answers are WordNet candidates), so an instance
     whose only gold keys are unknown always counts as an error, and a training instance with one adds nothing to
     the 1-NN sense averages that a test instance can reach."""
-    if dataset.gold is None:
-        return []
-    _, _, key_path = find_dataset_files(dataset.folder)
-    out = []
+    key_path = _key_path(dataset)
+    return [f"{key_path}:{n}: {k}" for n, k in _gold_keys(key_path) if k not in inventory] if key_path else []
+
+
+def warn_unknown_keys(dataset: WsdDataset, inventory: SenseInventory, what: str) -> list[str]:
+    """Gold keys that are not WordNet 3.0 sense keys: one warning line (count, the first file:line), and the list."""
+    unknown = unknown_gold_keys(dataset, inventory)
+    if unknown:
+        print(f"warning: {what}: {len(unknown)} gold key(s) are not WordNet 3.0 sense keys (first: {unknown[0]}); "
+              "they stay in the gold but no method can answer them, so instances with only such keys count as "
+              "errors", file=sys.stderr, flush=True)
+    return unknown
+
+
+def require_known_keys(dataset: WsdDataset, inventory: SenseInventory, wordnet: str | os.PathLike) -> None:
+    """WsdFormatError when the gold has keys but none is a sense key of ``wordnet`` (keys of another version)."""
+    key_path = _key_path(dataset)
+    keys = _gold_keys(key_path) if key_path else []
+    if keys and not any(k in inventory for _, k in keys):
+        n, k = keys[0]
+        raise WsdFormatError(f"{key_path}: none of its {len(keys)} keys is a sense key of WordNet {wordnet} "
+                             f"(first: line {n} {k}): is it for another WordNet version?")
+
+
+def _key_path(dataset: WsdDataset):
+    """The gold key file of a data set (None without gold)."""
+    return None if dataset.gold is None else find_dataset_files(dataset.folder)[2]
+
+
+def _gold_keys(key_path) -> list[tuple[int, str]]:
+    """(line number, key) of every key of a gold key file, in file order."""
     with open(key_path, encoding="utf-8-sig", errors="replace") as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.split()
-            out.extend(f"{key_path}:{lineno}: {k}" for k in parts[1:] if k not in inventory)
-    return out
+        return [(lineno, k) for lineno, line in enumerate(f, 1) for k in line.split()[1:]]
 
 
 def all_targets(examples: list[WsdSentence]) -> list[WsdTarget]:
