@@ -91,7 +91,7 @@ def _cases(w):
                                            "lstm_dim: expected an integer, got '512'"),
         "train-bilm bad --set": (["train-bilm", "--config", w["bad_train_cfg"], "--set", "lstm_dim"],
                                  "expected key.sub=value"),
-        "train-bilm config missing": (["train-bilm", "--config", r / "nope.yaml"], "nope.yaml not found"),
+        "train-bilm config missing": (["train-bilm", "--config", r / "nope.yaml"], "nope.yaml: config file not found, and no packaged config has that name"),
         "eval-bilm truncated weights": (["eval-bilm", w["text"], "--options", w["options"], "--weights",
                                          w["trunc_weights"], "--vocab", w["vocab"]], "unreadable HDF5 file"),
         "eval-bilm bad vocabulary": (["eval-bilm", w["text"], "--options", w["options"], "--weights",

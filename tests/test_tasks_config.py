@@ -121,12 +121,15 @@ def test_shipped_configs_are_valid(name):
         assert set(cfg.compare.sources) == {"glove", "elmo_layer0", "elmo_layer1", "elmo_layer2", "elmo_mix",
                                             "glove+elmo_mix", "elmo_charonly_mix", "glove+elmo_charonly_mix",
                                             "minilm_mix", "glove+minilm_mix", *(f"minilm_layer{i}" for i in range(7)),
-                                            "mpnet_mix", "glove+mpnet_mix"}
+                                            "mpnet_mix", "glove+mpnet_mix",
+                                            *(f"mpnet_layer{i}" for i in range(13) if "strong" not in name)}
         assert cfg.compare.sources["elmo_charonly_mix"]["bilm"] == "default_charonly"
-        for k in range(7):  # the Transformer's per-layer rows: one seed each, hidden state k
-            layer = cfg.compare.sources[f"minilm_layer{k}"]
-            assert (layer["name"], layer["model"], layer["layer"]) == ("transformer", "minilm-l6", k)
-            assert cfg.compare.seeds_of(f"minilm_layer{k}") == [1]
+        layers = [("minilm-l6", k) for k in range(7)] + [("mpnet-base", k) for k in range(13) if "strong" not in name]
+        for model, k in layers:  # the Transformers' per-layer rows: one seed each, hidden state k
+            source = f"{model.split('-')[0]}_layer{k}"
+            layer = cfg.compare.sources[source]
+            assert (layer["name"], layer["model"], layer["layer"]) == ("transformer", model, k)
+            assert cfg.compare.seeds_of(source) == [1]
         assert cfg.compare.sources["glove+minilm_mix"]["sources"][1] == cfg.compare.sources["minilm_mix"]
 
 

@@ -82,13 +82,32 @@ def check_output_dir(path: str | os.PathLike, what: str = "output folder") -> Pa
     return p
 
 
-def check_input_file(path: str | os.PathLike, what: str = "input", hint: str = "") -> Path:
-    """An existing, readable file (``hint``: what to do when it is missing, e.g. a ``data get`` command)."""
+def special_kind(path: str | os.PathLike) -> str | None:
+    """What ``path`` (links followed) is when it exists but is no regular file or folder: "a named pipe",
+    "a socket", "a character device" or "a block device"; else None."""
+    try:
+        mode = os.stat(Path(path).expanduser()).st_mode
+    except (OSError, ValueError):
+        return None
+    kinds = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), None)
+
+
+REREAD_NOTE = "this input is read more than once (checks, sha256, reader): save it to a file first"
+
+
+def check_input_file(path: str | os.PathLike, what: str = "input", hint: str = "", regular: bool = False) -> Path:
+    """An existing, readable file (``hint``: what to do when it is missing, e.g. a ``data get`` command).
+    ``regular``: a file read more than once, so a named pipe, socket or device is refused (naming what it is)."""
     p = Path(path).expanduser()
     if not p.exists():
         raise MissingPathError(f"{what}: {p} not found" + (f"; {hint}" if hint else ""))
     if p.is_dir():
         raise PathError(f"{what}: {p} is a folder; give a file")
+    kind = special_kind(p) if regular else None
+    if kind:
+        raise PathError(f"{what}: {p} is {kind}, not a regular file; {REREAD_NOTE}")
     if not os.access(p, os.R_OK):
         raise PathError(f"{what}: {p} is not readable (permission denied)")
     return p

@@ -75,7 +75,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     temporary file is removed and ``path`` is untouched. The parent folder is created if needed. A symlink is
     followed: its target is replaced (the temporary file is made in the target's folder) and the link kept.
     """
-    path = real_output(path)
+    given, path = path, real_output(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -86,6 +86,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file ordinary permissions
         yield tmp
         commit_file(tmp, path)
+    except OSError as e:  # (a full disk while writing: the one-line error then names the file)
+        if e.filename is None and e.errno is not None:
+            raise OSError(e.errno, e.strerror or str(e), str(given)) from e
+        raise
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -23,6 +23,7 @@ only recorded, and once a stopped command returns they are ignored until the pro
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import signal
@@ -113,7 +114,9 @@ def one_line(text: str) -> str:
 def error_message(e: BaseException) -> str:
     """One line for a user error."""
     if isinstance(e, OSError) and not isinstance(e, ElmoTasksError) and e.filename is not None:
-        return one_line(f"{e.filename}: {e.strerror or e}")
+        full = e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+        hint = "; free some space or write the output elsewhere" if full else ""
+        return one_line(f"{e.filename}: {e.strerror or e}{hint}")
     return one_line(str(e).strip()) or type(e).__name__
 
 

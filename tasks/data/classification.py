@@ -10,7 +10,7 @@ from elmo_features.util.text_input import iter_lines
 
 from tasks.registry import READERS
 from tasks.data.tokenizer import get_tokenizer
-from tasks.data.types import DataFormatError, LabeledSentence
+from tasks.data.types import DataFormatError, LabeledSentence, check_reader_file
 
 LABEL_NAMES = {"label", "labels", "class", "category", "sentiment", "polarity", "target", "y", "gold"}
 TEXT_NAMES = {"text", "sentence", "sentences", "review", "content", "document", "x", "tokens", "phrase"}
@@ -35,6 +35,15 @@ def _looks_like_header(row: list[str], label_col: int | str, text_col: int | str
             and names[label_col] in LABEL_NAMES and names[text_col] in TEXT_NAMES)
 
 
+def check_columns(options: dict, where: str = "reader options") -> None:
+    """The label and text columns of a tsv/csv reader differ (the same one would make every sentence its own
+    label): a ConfigError naming both."""
+    label, text = options.get("label_column", 0), options.get("text_column", 1)
+    if label == text:
+        raise ConfigError(f"{where}: label_column {label!r} is also text_column {text!r}: every sentence would be its "
+                          "own label; give two different columns")
+
+
 def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | str = 0,
                    text_column: int | str = 1, header: bool | str = "auto",
                    tokenizer: str = "whitespace", quoting: bool = False) -> list[LabeledSentence]:
@@ -48,8 +57,8 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
     tok = get_tokenizer(tokenizer)
     if header not in (True, False, "auto"):
         raise ConfigError(f"header: must be true, false or 'auto', got {header!r}")
-    if not path.is_file():
-        raise FileNotFoundError(f"data file not found: {path}")
+    check_columns({"label_column": label_column, "text_column": text_column})
+    check_reader_file(path, "data file")
     for _ in iter_lines(path):  # the text policy of elmo_features.util.text_input: UTF-8, no NUL (exact line on error)
         pass
     rows = _csv_rows(path, delimiter, quoting)
@@ -61,6 +70,9 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
         rows = rows[1:]
     li = _column_index(label_column, names, "label_column", path)
     ti = _column_index(text_column, names, "text_column", path)
+    if li == ti:  # a column name and its number
+        raise ConfigError(f"{path}: label_column {label_column!r} and text_column {text_column!r} are both column "
+                          f"{li}: every sentence would be its own label; give two different columns")
     if max(li, ti) >= n_fields:
         raise DataFormatError(f"needs columns {li} and {ti} but the rows have {n_fields} field(s): {first!r}",
                               path, first_line)
@@ -113,14 +125,14 @@ def _row_width(rows: list[tuple[int, list[str]]], label_column: int | str, text_
     return n_fields
 
 
-@READERS.register("tsv")
+@READERS.register("tsv", check_values=check_columns)
 def read_tsv(path: str | Path, label_column: int | str = 0, text_column: int | str = 1,
              header: bool | str = "auto", tokenizer: str = "whitespace") -> list[LabeledSentence]:
     """Tab-separated ``label<TAB>text`` (no quoting: quotes are part of the text)."""
     return read_delimited(path, "\t", label_column, text_column, header, tokenizer, quoting=False)
 
 
-@READERS.register("csv")
+@READERS.register("csv", check_values=check_columns)
 def read_csv(path: str | Path, label_column: int | str = 0, text_column: int | str = 1,
              header: bool | str = "auto", tokenizer: str = "whitespace") -> list[LabeledSentence]:
     """Comma-separated ``label,text`` with standard CSV quoting (``"..."``, ``""`` escapes)."""

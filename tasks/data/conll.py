@@ -9,7 +9,7 @@ from elmo_features.util.text_input import iter_lines
 
 from tasks.registry import READERS
 from tasks.data.tag_schemes import TagSchemeError, check_scheme_name, convert_data
-from tasks.data.types import DataFormatError, TaggedSentence
+from tasks.data.types import DataFormatError, TaggedSentence, check_reader_file
 
 CONLL2003_COLUMNS = ("word", "pos", "chunk", "ner")
 SPAN_COLUMNS = ("chunk", "ner")  # columns holding span tags (scheme conversion applies)
@@ -57,8 +57,7 @@ def read_conll2003(path: str | Path, tag_column: str = "ner", scheme: str = "BIO
     scheme = check_scheme_name(scheme)
     if input_scheme != "auto":
         input_scheme = check_scheme_name(input_scheme)
-    if not path.is_file():
-        raise FileNotFoundError(f"CoNLL file not found: {path}")
+    check_reader_file(path, "CoNLL file")
     blocks = _read_blocks(path, columns)
     if not blocks:
         raise DataFormatError("no sentences found (empty file?)", path)

@@ -77,6 +77,15 @@ def reader_options(name: str) -> dict[str, object]:
     return {p.name: p.default for p in params}
 
 
+def check_reader_values(name: str, options: dict, where: str) -> None:
+    """A reader's own check of its option values together (its ``check_values``, e.g. tsv/csv: two different
+    columns), given the options over the reader's defaults; a ConfigError names ``where``."""
+    hook = getattr(get_reader(name), "check_values", None)
+    if hook is not None:
+        defaults = {k: v for k, v in reader_options(name).items() if v is not inspect.Parameter.empty}
+        hook({**defaults, **options}, where)
+
+
 def read_data(name: str, path: str | Path, **options) -> list[TaggedSentence] | list[LabeledSentence]:
     """Read ``path`` with reader ``name``; unknown options raise an error listing the valid ones."""
     reader = get_reader(name)

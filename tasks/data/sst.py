@@ -7,7 +7,7 @@ from pathlib import Path
 from elmo_features.util.text_input import iter_lines
 
 from tasks.registry import READERS
-from tasks.data.types import DataFormatError, LabeledSentence
+from tasks.data.types import DataFormatError, LabeledSentence, check_reader_file
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
@@ -86,8 +86,7 @@ def read_sst(path: str | Path, binary: bool = False, include_subtrees: bool = Fa
     ``ptb_unescape`` turns -LRB- -RRB- ... back into brackets and `` '' into ``"`` (the biLM's form).
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"SST file not found: {path}")
+    check_reader_file(path, "SST file")
     out: list[LabeledSentence] = []
     for lineno, line in iter_lines(path):  # the text policy of elmo_features.util.text_input
         if not line.strip():

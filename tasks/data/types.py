@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from elmo_features.util.errors import ElmoTasksError
+from pathlib import Path
+
+from elmo_features.util.errors import ElmoTasksError, MissingPathError, PathError
+from elmo_features.util.paths import REREAD_NOTE, special_kind
 
 
 @dataclass
@@ -45,3 +48,15 @@ class DataFormatError(ElmoTasksError, ValueError):
         super().__init__(where + message)
         self.path = path
         self.line = line
+
+
+def check_reader_file(path: Path, what: str) -> None:
+    """The file a reader reads exists and is a regular file: a MissingPathError (a FileNotFoundError) when it is
+    missing, a PathError naming a folder or a named pipe, socket or device (a reader reads its file more than once)."""
+    if path.is_dir():
+        raise PathError(f"{path} is a folder; give the {what} itself")
+    kind = special_kind(path)
+    if kind:
+        raise PathError(f"{path} is {kind}, not a regular file; {REREAD_NOTE}")
+    if not path.is_file():
+        raise MissingPathError(f"{what} not found: {path}")

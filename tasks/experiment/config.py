@@ -26,7 +26,7 @@ from elmo_features.util.schema import Int, List, Map, Num, Str, build, check_opt
 from tasks import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from tasks.components import resolve_component
 from tasks.data import get_reader
-from tasks.data.registry import reader_example_types
+from tasks.data.registry import check_reader_values, reader_example_types
 from tasks.registry import FEATURES, HEADS, READERS
 
 
@@ -160,6 +160,7 @@ def check_reader_options(reader: str, options: dict, where: str) -> None:
     except KeyError as e:
         raise ConfigError(f"{where}.reader: {e.args[0]}") from None
     check_options(fn, options, f"{where}.reader_options")
+    check_reader_values(reader, options, f"{where}.reader_options")
 
 
 def check_reader_fits_head(reader: str, head: str, source: str) -> None:

@@ -8,6 +8,7 @@ checked the same way as the built-in ones.
 """
 from __future__ import annotations
 
+import filecmp
 import hashlib
 import json
 import re
@@ -70,7 +71,36 @@ def check_data_path(reader: str, path: str, where: str) -> None:
     if kind == "folder":
         check_input_dir(path, where, hint=fetch_hint(path))
     elif kind == "file":
-        check_input_file(path, where, fetch_hint(path))
+        check_input_file(path, where, fetch_hint(path), regular=True)
+
+
+SHARED_FILE_NOTES = {  # (split, later split naming the same file) -> what it means for the scores
+    ("train", "test"): "test scores measure fit to the training data, not generalisation",
+    ("dev", "test"): "early stopping and the best epoch are chosen on the test set, so test scores are optimistic",
+}
+
+
+def same_content(a: str | Path, b: str | Path) -> bool:
+    """Two regular files with the same bytes (a copy); folders and hub names are not compared."""
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    try:
+        return pa.is_file() and pb.is_file() and filecmp.cmp(pa, pb, shallow=False)
+    except OSError:
+        return False
+
+
+def warn_shared_files(cfg: RunConfig) -> None:
+    """One warning line when data.test is data.train's file, or data.dev is data.test's, or a byte copy of it."""
+    pairs = cfg.data.same_files()
+    for (a, b), meaning in SHARED_FILE_NOTES.items():
+        pa, pb = getattr(cfg.data, a), getattr(cfg.data, b)
+        if (a, b) in pairs:
+            print(f"warning: data.{a} and data.{b} are the same file ({pb}): {meaning}", file=sys.stderr, flush=True)
+            return
+        if pa is not None and pb is not None and same_content(pa, pb):
+            print(f"warning: data.{b} {pb} has the same content as data.{a} {pa}: {meaning}", file=sys.stderr,
+                  flush=True)
+            return
 
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -198,6 +228,18 @@ def check_output_dirs(**dirs: str | Path | None) -> None:
     for name, path in dirs.items():
         if path is not None:
             check_output_dir(path, f"--{name.replace('_', '-')}")
+            if name == "runs_dir":  # new run folders are made inside it: never inside one run's folder
+                check_not_a_run_folder(path, "--runs-dir")
+
+
+def check_not_a_run_folder(folder: str | Path, flag: str) -> None:
+    """``folder``, where this command makes its run folders, is not itself a run folder (of ``run --out``: its
+    .unfinished marker, or two of its files): PathError naming the files."""
+    folder = Path(folder)
+    found = [n for n in (UNFINISHED, *RUN_FOLDER_FILES) if (folder / n).exists()]
+    if UNFINISHED in found or len(found) >= 2:
+        raise PathError(f"{flag} {folder}: is a run folder ({', '.join(found)}); the new runs would be written into "
+                        "another run's folder: give another folder")
 
 
 

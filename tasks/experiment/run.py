@@ -35,7 +35,7 @@ from tasks.features.fingerprints import report_fingerprints
 from tasks.heads.base import Head
 from tasks.registry import HEADS
 from tasks.experiment.preflight import (CHECKPOINT_FORMAT, UNFINISHED, check_config_digest, clear_unfinished_run,
-                                       config_digests)
+                                       config_digests, warn_shared_files)
 from tasks.experiment.training import Split, TaskModel, evaluate, predict, set_seed, train
 
 if TYPE_CHECKING:
@@ -85,22 +85,6 @@ def check_examples(examples: list, path: str | Path, split: str, head_cls: type[
     stats = {"path": str(path), "examples": len(kept), "tokens": sum(len(ex.tokens) for ex in kept),
              "empty_dropped": len(examples) - len(kept)}
     return kept, stats
-
-
-SHARED_FILE_NOTES = {  # (split, later split naming the same file) -> what it means for the scores
-    ("train", "test"): "test scores measure fit to the training data, not generalisation",
-    ("dev", "test"): "early stopping and the best epoch are chosen on the test set, so test scores are optimistic",
-}
-
-
-def warn_shared_files(cfg: RunConfig) -> None:
-    """One warning line when data.test is data.train's file, or data.dev is data.test's."""
-    pairs = cfg.data.same_files()
-    for (a, b), meaning in SHARED_FILE_NOTES.items():
-        if (a, b) in pairs:
-            print(f"warning: data.{a} and data.{b} are the same file ({getattr(cfg.data, b)}): {meaning}",
-                  file=sys.stderr, flush=True)
-            return
 
 
 def build_model(cfg: RunConfig, vocab: dict, context: FeatureContext) -> TaskModel:

@@ -8,6 +8,7 @@ the head.
 from __future__ import annotations
 
 import copy
+import sys
 import math
 import random
 import time
@@ -216,6 +217,23 @@ def check_finite_parameters(model: nn.Module, epoch: int, cfg: TrainingConfig) -
                             f"(training.lr {cfg.lr:g} may be too large); the run stopped and is not finished")
 
 
+STILL = 1e-12  # an epoch that moves no parameter by more than this learns nothing (an Adam step is ~lr)
+
+
+def warn_if_unchanged(before: list[torch.Tensor], params: list, record: dict, cfg: TrainingConfig,
+                      lr: float) -> bool:
+    """One warning line when no trainable parameter moved by more than ``STILL`` in an epoch whose loss is not ~0
+    (steps too small to learn anything: e.g. a tiny grad_clip); returns whether it was printed."""
+    if not params or record["train_loss"] < 1e-4 or any(
+            not torch.allclose(a, p.detach(), rtol=0.0, atol=STILL) for a, p in zip(before, params)):
+        return False
+    clip = f"training.grad_clip {cfg.grad_clip:g}" if cfg.grad_clip is not None else "training.grad_clip null"
+    print(f"warning: epoch {record['epoch']}: no trainable parameter moved by more than {STILL:g} (train loss "
+          f"{record['train_loss']:.4f}): nothing is being learned; the steps are too small ({clip}, training.lr "
+          f"{lr:g}): raise grad_clip or lr", file=sys.stderr, flush=True)
+    return True
+
+
 def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: TrainingConfig,
           progress: bool | None = None, on_improve: Callable[[int, dict], None] | None = None,
           dist: DataParallel | None = None) -> TrainResult:
@@ -239,12 +257,14 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
     lengths = [len(ex.tokens) for ex in train_split.examples]
     best_state = None
     result = TrainResult(best_epoch=0, best_dev={})
+    warned = False  # the "no parameter changed" warning is printed once
     t0, c0 = time.perf_counter(), time.process_time()
     for epoch in range(1, cfg.max_epochs + 1):
         lr = epoch_lr(cfg, epoch, stopping.lr_scale)
         if lr != cfg.lr:
             for group in opt.param_groups:
                 group["lr"] = lr
+        before = [p.detach().clone() for p in params] if main and not warned else None
         record = _train_epoch(model, train_split, lengths, rng, opt, params, cfg, dist, epoch, progress)
         if lr != cfg.lr:
             record["lr"] = lr
@@ -257,6 +277,8 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
         result.history.append(record)
         if main:
             _log(record, metric)
+        if before is not None:
+            warned = warn_if_unchanged(before, params, record, cfg, lr)
         if stopping.update(dev[metric] if dev else None):
             best_state = copy.deepcopy(model.state_dict())
             result.best_epoch, result.best_dev = epoch, dev
