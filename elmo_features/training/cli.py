@@ -68,6 +68,9 @@ def check_train_inputs(cfg, source: str, packaged: bool = False, resume: bool = 
                         hint="give an exported biLM folder (a train-bilm run's OUT_DIR/export) or --set init_from=null"
                              + (f"; the packaged config {source} names the run folder of a shipped biLM's training"
                                 if packaged else ""))
+        from elmo_features.training.warm_start import check_init_from
+
+        check_init_from(cfg, source)  # the export's model is this config's (before the corpus is prepared)
     if cfg.vocab_file:
         check_input_file(cfg.vocab_file, f"{source}: vocab_file")
     if cfg.token_vectors:
@@ -99,6 +102,8 @@ def cmd_train(args) -> int:
         try:
             trainer = Trainer(cfg, resume=args.resume, progress=progress_shown(args.progress), dist=dist)
         except OutputExistsError as e:
+            if not ckpt.exists():  # an earlier run's results without a checkpoint: nothing to --resume
+                raise
             changed = fixed_keys_changed(cfg)
             if changed:  # --resume would be refused: say so instead of suggesting it
                 raise OutputExistsError(f"{e}; that run's config differs from this one in keys a run cannot change "

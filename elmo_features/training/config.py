@@ -126,6 +126,19 @@ class TrainConfig:
         for name, value, forms in paths:
             if value is not None and not value.strip():
                 raise ConfigError(f"{join_key(where, name)}: empty path {value!r} (an unset variable?); give {forms}")
+        seen: dict = {}  # one file named twice (or through a symlink / hard link) would double the corpus
+        for i, f in enumerate(self.train_files):
+            path = Path(f).expanduser()
+            try:
+                st = path.stat()
+                ident: Any = (st.st_dev, st.st_ino)
+            except OSError:  # (a missing file is reported by the input checks)
+                ident = str(path.resolve())
+            if ident in seen:
+                first = seen[ident]
+                raise ConfigError(f"{join_key(where, f'train_files[{i}]')}: {f} is train_files[{first}] "
+                                  f"({self.train_files[first]}) again; list each file once")
+            seen[ident] = i
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "TrainConfig":

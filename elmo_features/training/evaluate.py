@@ -2,23 +2,43 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 
 import numpy as np
 import torch
 
 from elmo_features.training.data import make_batch, read_sentences, type_char_ids, type_targets
+from elmo_features.formats.download import file_sha256
 from elmo_features.util.paths import same_file
 
 
 def read_heldout(cfg, warn: bool = True) -> list[list[str]]:
     """The held-out sample of a TrainConfig (its first ``eval_sentences``, cut to ``max_sentence_length``); with
     ``warn``, one warning line when the held-out file is a training file (the curve then measures fit)."""
-    if warn and any(same_file(cfg.heldout_file, f) for f in cfg.train_files):
-        print(f"warning: heldout_file {cfg.heldout_file} is one of the train_files: the held-out perplexity measures "
+    what = warn and heldout_overlap(cfg.heldout_file, cfg.train_files)
+    if what:
+        print(f"warning: heldout_file {cfg.heldout_file} {what}: the held-out perplexity measures "
               "fit to the training data, not generalisation; give a separate held-out file", file=sys.stderr)
     sample = zip(range(cfg.eval_sentences), read_sentences([cfg.heldout_file]))
     return [s[: cfg.max_sentence_length] for _, s in sample]
+
+
+def heldout_overlap(heldout: str, train_files: list[str]) -> str | None:
+    """How the held-out file is a training file: the same file, or a byte copy of one (same size and sha256); or
+    None."""
+    if any(same_file(heldout, f) for f in train_files):
+        return "is one of the train_files"
+    try:
+        size, digest = os.path.getsize(heldout), None
+        for i, f in enumerate(train_files):
+            if os.path.getsize(f) == size:  # only a file of the same size can be a copy
+                digest = digest or file_sha256(heldout)
+                if file_sha256(f) == digest:
+                    return f"has the same content as train_files[{i}] ({f})"
+    except OSError:  # (an unreadable file is reported where it is read)
+        return None
+    return None
 
 
 def exp_or_inf(x: float) -> float:

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from elmo_features.formats.download import file_sha256
-from elmo_features.util.errors import CheckpointError, MissingPathError, PathError, StaleCacheError
+from elmo_features.util.errors import CheckpointError, MissingPathError, OutputExistsError, PathError, StaleCacheError
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.training.config import TrainConfig
 
@@ -186,3 +186,18 @@ def check_out_dir_is_ours(out: Path) -> None:
         shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
         raise PathError(f"out_dir {out} holds other files ({shown}) and is not a train-bilm folder (no "
                                 f"{' / '.join(RUN_MARKERS)}): choose an empty or new out_dir")
+
+
+def check_no_earlier_results(out: Path) -> None:
+    """A fresh start (no checkpoint) must not replace the export/ and curve.json of an earlier run that stopped
+    before its first checkpoint (killed, or a closed terminal): refused, naming them and the tokens they reached."""
+    found = [name for name in ("export/", "curve.json") if (out / name.rstrip("/")).exists()]
+    if not found:
+        return
+    try:
+        reached = f" ({int(json.loads((out / 'curve.json').read_text(encoding='utf-8'))[-1]['tokens']):,} tokens)"
+    except (OSError, ValueError, TypeError, KeyError, IndexError):
+        reached = ""
+    raise OutputExistsError(f"out_dir {out} holds {' and '.join(found)} of an earlier run{reached} that left no "
+                            "checkpoint to resume from; a fresh start would replace them: move them away or choose "
+                            "another out_dir")

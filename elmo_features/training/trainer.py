@@ -21,7 +21,7 @@ import torch
 import yaml
 from tqdm.auto import tqdm
 
-from elmo_features.util import distributed as D
+from elmo_features.util import distributed as D, stop
 from elmo_features.util.errors import CheckpointError, DivergedError, MissingPathError, OutputExistsError, StaleCacheError
 from elmo_features.util.locking import OutputLock
 from elmo_features.model.options import BiLMOptions
@@ -32,8 +32,9 @@ from elmo_features.util.threads import set_threads
 from elmo_features.training.config import TrainConfig
 from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, type_char_ids, type_targets
 from elmo_features.training.evaluate import exp_or_inf, perplexity, read_heldout
-from elmo_features.training.prep_cache import (check_out_dir_is_ours, check_prep_key, check_resume_inputs,
-                                                 corpus_digest, input_digests, prep_key, write_prep_key)
+from elmo_features.training.prep_cache import (check_no_earlier_results, check_out_dir_is_ours, check_prep_key,
+                                                 check_resume_inputs, corpus_digest, input_digests, prep_key,
+                                                 write_prep_key)
 from elmo_features.training.export import export_model
 from elmo_features.training.run_checks import check_warmup, not_finite, sample_problem
 from elmo_features.training.lm import BiLanguageModel
@@ -155,6 +156,8 @@ class Trainer:
             raise OutputExistsError(f"{ckpt} exists: pass --resume to continue that run, or choose another out_dir")
         if resume and not ckpt.exists():
             raise MissingPathError(f"--resume: no checkpoint at {ckpt} (start without --resume)")
+        if not resume:  # an earlier run's curve and export, with no checkpoint to continue: a fresh start replaces them
+            check_no_earlier_results(self.out)
         set_threads(cfg.threads)
         check_precision(cfg.precision, "cpu")  # bf16 only where it is fast (PrecisionError, exit 2, otherwise)
         self.corpus = load_or_build_corpus(cfg, self.out)
@@ -298,7 +301,7 @@ class Trainer:
         return perplexity(self.model, self.heldout, self.vocab)
 
     def run(self) -> dict:
-        """Train to max_train_tokens (or until SIGINT/SIGTERM); save a checkpoint; release the lock. A warm-up
+        """Train to max_train_tokens (or until SIGINT/SIGTERM/SIGHUP); save a checkpoint; release the lock. A warm-up
         longer than the run is refused (or warned about) before the first step."""
         try:
             check_warmup(self.cfg, self.lengths, self.world, warn=self.main)
@@ -308,7 +311,7 @@ class Trainer:
 
     def _run(self) -> dict:
         cfg, st = self.cfg, self.state
-        old = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = {s: signal.signal(s, self._on_signal) for s in stop.stop_signals()}  # SIGHUP too: a closed terminal
         last_ckpt = time.time()
         t0 = time.time() - st["elapsed"]
         bar = tqdm(total=cfg.max_train_tokens, initial=st["tokens"], unit="tok", unit_scale=True,
@@ -371,7 +374,9 @@ class Trainer:
         """The one-line error of a diverged training (``what``: the non-finite value seen); nothing more is saved."""
         self.diverged = True
         kept = ("no checkpoint or export was written after it: lower lr and --resume from the last checkpoint, or start "
-                "again" if (self.out / "checkpoint.pt").exists() else "nothing was saved: lower lr and start again")
+                "again" if (self.out / "checkpoint.pt").exists() else "nothing was saved: lower lr and start again"
+                + (" in another out_dir (this one keeps the earlier evaluations)" if (self.out / "curve.json").exists()
+                   else ""))
         return DivergedError(f"training diverged at step {step}: {what} (lr {self.cfg.lr:g} may be too large); {kept}")
 
     def _eval_point(self) -> None:

@@ -1,4 +1,4 @@
-"""Stop requests (Ctrl-C, SIGTERM) that are never lost.
+"""Stop requests (Ctrl-C, SIGTERM, SIGHUP) that are never lost.
 
 The command's signal handler records the request here and raises ``KeyboardInterrupt``, so that blocking code
 (a long forward pass, a download, a wait for worker processes) stops at once. Python can swallow that exception
@@ -55,7 +55,14 @@ def in_grace() -> bool:
     return bool(_REQUESTED) and time.monotonic() - _FIRST_AT[0] < GRACE
 
 
+def stop_signals() -> tuple[int, ...]:
+    """The signals that stop a command: SIGTERM always; SIGINT and SIGHUP (a closed terminal, a dropped ssh session)
+    unless the process inherited them ignored (a background job, ``nohup``), which stay ignored."""
+    optional = (signal.SIGINT, getattr(signal, "SIGHUP", None))  # (no SIGHUP on Windows)
+    return (signal.SIGTERM,) + tuple(s for s in optional if s is not None and signal.getsignal(s) is not signal.SIG_IGN)
+
+
 def ignore_signals() -> None:
-    """Ignore SIGINT and SIGTERM from now on: the process stops, and is only left to exit."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    """Ignore the stop signals from now on: the process stops, and is only left to exit."""
+    for signum in stop_signals():
         signal.signal(signum, signal.SIG_IGN)

@@ -12,13 +12,13 @@ once, and printed as ``error: <message>`` with exit code 2 (an OSError such as "
 "no space left on device" too). ``--debug`` (anywhere on the command line) or ``ELMO_TASKS_DEBUG=1``
 shows the traceback instead.
 
-Interrupts: Ctrl-C (SIGINT) and SIGTERM raise ``KeyboardInterrupt`` in the main thread (a SIGINT the
-process inherited as ignored, e.g. a background job of a script, stays ignored). A command cleans up on
-the way out (a process pool terminates its workers); here one line ``interrupted; <hint>`` is printed,
-the hint set by the command as ``args.interrupt_hint`` (a string, or a callable returning one), and the
-exit code is 128 + the signal number: 130 for Ctrl-C, 143 for SIGTERM. Signals in the seconds after the first are
-only recorded, and once a stopped command returns they are ignored until the process exits
-(``elmo_features.util.stop``).
+Interrupts: Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal) raise ``KeyboardInterrupt`` in the main
+thread (a SIGINT or SIGHUP the process inherited as ignored, e.g. a background job of a script or ``nohup``, stays
+ignored). A command cleans up on the way out (a process pool terminates its workers); here one line
+``interrupted; <hint>`` is printed, the hint set by the command as ``args.interrupt_hint`` (a string, or a callable
+returning one), and the exit code is 128 + the signal number: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP.
+Signals in the seconds after the first are only recorded, and once a stopped command returns they are ignored until
+the process exits (``elmo_features.util.stop``).
 """
 from __future__ import annotations
 
@@ -75,13 +75,10 @@ def _on_stop_signal(signum, _frame) -> None:
 
 
 def install_stop_signals() -> dict:
-    """SIGINT and SIGTERM raise KeyboardInterrupt (so ``finally`` blocks run); an ignored SIGINT stays ignored.
-    Returns the previous handlers (for ``signal.signal`` to restore)."""
+    """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt (so ``finally`` blocks run); an ignored SIGINT or SIGHUP
+    stays ignored (``stop.stop_signals``). Returns the previous handlers (for ``signal.signal`` to restore)."""
     stop.clear()
-    old = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_stop_signal)}
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        old[signal.SIGINT] = signal.signal(signal.SIGINT, _on_stop_signal)
-    return old
+    return {signum: signal.signal(signum, _on_stop_signal) for signum in stop.stop_signals()}
 
 
 def interrupt_exit_code() -> int:
