@@ -122,9 +122,9 @@ def test_shipped_configs_are_valid(name):
                                             "glove+elmo_mix", "elmo_charonly_mix", "glove+elmo_charonly_mix",
                                             "minilm_mix", "glove+minilm_mix", *(f"minilm_layer{i}" for i in range(7)),
                                             "mpnet_mix", "glove+mpnet_mix",
-                                            *(f"mpnet_layer{i}" for i in range(13) if "strong" not in name)}
+                                            *(f"mpnet_layer{i}" for i in range(13))}
         assert cfg.compare.sources["elmo_charonly_mix"]["bilm"] == "default_charonly"
-        layers = [("minilm-l6", k) for k in range(7)] + [("mpnet-base", k) for k in range(13) if "strong" not in name]
+        layers = [("minilm-l6", k) for k in range(7)] + [("mpnet-base", k) for k in range(13)]
         for model, k in layers:  # the Transformers' per-layer rows: one seed each, hidden state k
             source = f"{model.split('-')[0]}_layer{k}"
             layer = cfg.compare.sources[source]
