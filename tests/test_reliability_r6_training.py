@@ -12,8 +12,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import torch
-import yaml
 
 from elmo_features.training.config import TrainConfig
 from elmo_features.training.trainer import Trainer
@@ -22,21 +20,10 @@ from elmo_features.util.errors import ConfigError
 from tasks import cli
 from tasks.cli import main
 from test_reliability_training import SMALL, _text
+from test_reliability_r4_bilm import _config, corpus  # noqa: F401 (corpus: a pytest fixture)
 from test_tasks_helpers import one_line_error
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def corpus(tmp_path):
-    torch.set_num_threads(1)
-    return _text(tmp_path / "a.txt", "the cat sat on a mat".split())
-
-
-def _config(tmp_path, corpus, **kw) -> Path:
-    path = tmp_path / "bilm.yaml"
-    path.write_text(yaml.safe_dump({**SMALL, "train_files": [str(corpus)], "out_dir": str(tmp_path / "run"), **kw}))
-    return path
 
 
 def _train(config: Path, *sets: str) -> int:
