@@ -11,6 +11,20 @@ from elmo_features.model.precision import linear_for, precision_of
 from elmo_features.model.token_vectors import TokenVectors
 
 
+SERIAL_ELEMENTS = 32767  # below ATen's parallel grain size (32768): an elementwise op runs on one thread
+
+
+def serial_sigmoid_(x: torch.Tensor) -> torch.Tensor:
+    """``x.sigmoid_()`` on blocks of rows small enough for ATen to run each on one thread, so the result does not
+    depend on the torch thread count. x: (N, D), in place. (With several threads ATen splits an elementwise op at
+    arbitrary element positions, and the vectorised sigmoid rounds differently from the scalar one it uses for a
+    split's leftover elements; on one thread every row is handled whole, as here.)"""
+    rows = max(1, SERIAL_ELEMENTS // max(1, x.shape[-1]))
+    for start in range(0, x.shape[0], rows):
+        x[start:start + rows].sigmoid_()  # (rows, D)
+    return x
+
+
 class Highway(nn.Module):
     """Highway layers: y = g * x + (1 - g) * relu(W_h x), g = sigmoid(W_g x) (AllenNLP layout)."""
 
@@ -31,7 +45,7 @@ class Highway(nn.Module):
         for k, layer in enumerate(self.layers):
             nonlinear, gate = (self._packed()[k](x) if fast else layer(x)).chunk(2, dim=-1)  # (N, dim) each
             if fast:  # the same arithmetic in place: fewer large allocations
-                gate.sigmoid_()
+                serial_sigmoid_(gate)
                 y = torch.mul(gate, x)
                 y.add_(gate.neg_().add_(1.0).mul_(nonlinear.relu_()))
                 x = y
