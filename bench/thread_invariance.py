@@ -27,7 +27,12 @@ import sys, numpy as np, torch
 torch.set_num_threads(int(sys.argv[1]))
 from elmo_features import Embedder
 sentences = [line.split() for line in open(sys.argv[2], encoding="utf-8") if line.strip()]
-out = Embedder(sys.argv[4], precision=sys.argv[3]).embed_sentences(sentences)
+if sys.argv[3] == "encoder":  # a frozen Transformer encoder's hidden states, for comparison
+    from elmo_features.encoders.embedder import TransformerEmbedder
+    from elmo_features.encoders.loading import load_encoder
+    out = TransformerEmbedder(load_encoder(sys.argv[4])).embed_sentences(sentences)
+else:
+    out = Embedder(sys.argv[4], precision=sys.argv[3]).embed_sentences(sentences)
 np.save(sys.argv[5], np.concatenate([a.reshape(-1) for a in out]))
 """
 
@@ -49,7 +54,9 @@ def read_sentences(path: Path, limit: int) -> list[list[str]]:
 
 
 def embed(threads: int, precision: str, text: Path, bilm: str, tmp: Path) -> np.ndarray:
-    out = tmp / f"{precision}-{threads}.npy"
+    """The vectors of ``text`` made in a process of ``threads`` torch threads (``precision`` "encoder": ``bilm`` is
+    an encoder name)."""
+    out = tmp / f"{precision}-{bilm}-{threads}.npy"
     subprocess.run([sys.executable, "-c", WORKER, str(threads), str(text), precision, bilm, str(out)], check=True)
     return np.load(out)
 
@@ -59,6 +66,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sentences", required=True, help="a CoNLL file or tokenized text, one sentence per line")
     ap.add_argument("--limit", type=int, default=300)
     ap.add_argument("--bilm", default="default")
+    ap.add_argument("--encoder", action="append", default=[],
+                    help="also a frozen Transformer encoder (e.g. minilm-l6), for comparison; repeatable")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     sentences = read_sentences(Path(args.sentences), args.limit)
@@ -69,16 +78,21 @@ def main(argv=None) -> int:
         text.write_text("".join(" ".join(s) + "\n" for s in sentences), encoding="utf-8")
         for precision in ("fp32", "reference"):
             a, b = embed(1, precision, text, args.bilm, tmp), embed(2, precision, text, args.bilm, tmp)
-            rows.append(f"| {precision} | {np.abs(a - b).max():.2e} | {100 * float((a != b).mean()):.3f}% | {a.size:,} |")
+            rows.append(f"| biLM `{args.bilm}`, {precision} | {np.abs(a - b).max():.2e} | "
+                        f"{100 * float((a != b).mean()):.3f}% | {a.size:,} |")
+        for name in args.encoder:
+            a, b = embed(1, "encoder", text, name, tmp), embed(2, "encoder", text, name, tmp)
+            rows.append(f"| encoder `{name}` | {np.abs(a - b).max():.2e} | {100 * float((a != b).mean()):.3f}% | "
+                        f"{a.size:,} |")
     m = machine()
     report = "\n".join([
-        "# Thread invariance of the biLM's features (1 against 2 torch threads)", "",
+        "# Thread invariance of the features (1 against 2 torch threads)", "",
         f"Written by `python bench/thread_invariance.py --sentences {args.sentences} --limit {args.limit}"
-        f"{'' if args.bilm == 'default' else ' --bilm ' + args.bilm}"
+        f"{'' if args.bilm == 'default' else ' --bilm ' + args.bilm}{''.join(' --encoder ' + e for e in args.encoder)}"
         f"{' --out ' + args.out if args.out else ''}` on {now()}, commit `{git_commit()}`.", "",
         f"* CPU: {m['cpu_model']}, {m['cpu_cores']} cores; flags: {m['cpu_flags']}",
-        f"* {len(sentences)} sentences, biLM `{args.bilm}`, every layer of every token", "",
-        "| precision mode | largest absolute difference | values that differ | values |", "|---|---|---|---|",
+        f"* {len(sentences)} sentences, every layer of every token", "",
+        "| features | largest absolute difference | values that differ | values |", "|---|---|---|---|",
         *rows, ""])
     if args.out:
         write_atomic(Path(args.out), report)
