@@ -137,16 +137,16 @@ def cmd_tag(args) -> int:
     import json
 
     from elmo_features.util.locking import lock_output_file
-    from elmo_features.util.paths import check_flags_given, check_input_file, check_text_output
+    from elmo_features.util.paths import check_flags_given, check_text_output
     from elmo_features.util.provenance import write_text_atomic
     from elmo_features.embedding.embed_input import read_sentence_lines
     from elmo_features.util.threads import set_threads
 
     from tasks.features.base import FeatureContext
-    from tasks.wsd.tagging import SenseTagger, prior_weight, read_sense_meta
+    from tasks.wsd.tagging import SenseTagger, check_sense_path, prior_weight, read_sense_meta
 
     check_flags_given(args, "out", "wordnet", "senses")
-    check_input_file(args.senses, "--senses")
+    check_sense_path(args.senses, "--senses")
     meta = read_sense_meta(args.senses)
     if args.prior:
         prior_weight(meta, args.senses)

@@ -18,9 +18,11 @@ import numpy as np
 from elmo_features.util.provenance import git_commit, machine
 
 from tasks.experiment.config import DataConfig, RunConfig
-from tasks.wsd.data.examples import WsdSentence, all_targets, load_inventory, to_examples, warn_unknown_keys
-from tasks.wsd.data.reader import POS_TAGS, WsdFormatError, load_dataset
+from tasks.wsd.data.examples import (WsdSentence, all_targets, check_candidates, load_inventory, to_examples,
+                                     warn_unknown_keys)
+from tasks.wsd.data.reader import POS_TAGS, WsdFormatError, find_dataset_files, load_dataset
 from tasks.wsd.data.scorer import Score, merge_scores, score, write_key_file
+from tasks.experiment.preflight import same_content
 from tasks.experiment.run import load_run, make_split, run_experiment, save_json
 from tasks.features.base import FeatureContext, FeatureSource, build_features
 from tasks.features.subset import subset_items
@@ -46,6 +48,7 @@ class TestSet:
     folder: str
     examples: list[WsdSentence]
     unknown_keys: list[str] = field(default_factory=list)  # "file:line: key" of gold keys not in WordNet
+    no_candidates: int = 0  # instances whose lemma+pos has no WordNet candidate
 
     @property
     def targets(self):
@@ -124,6 +127,8 @@ def _read_tests(test_dirs: list[str], inventory) -> list[TestSet]:
         ts.unknown_keys = warn_unknown_keys(ds, inventory, f"test set {name}")
         if not ts.examples:
             raise WsdFormatError(f"{d}: test set {ds.name} has no <instance> elements")
+        ts.no_candidates = check_candidates(ts.examples, f"test set {name}", find_dataset_files(ds.folder)[1],
+                                            inventory.source)
         tests.append(ts)
     return tests
 
@@ -314,6 +319,22 @@ def wsd_identity(cfg: WsdConfig, train_dir: str, test_dirs: list[str]) -> dict:
                                   "sources": {n: cfg.sources[n] for n in cfg.features}}))
 
 
+def warn_test_is_train(train_dir: str, test_dirs: list[str]) -> None:
+    """One warning line per test folder that is the training folder, or whose data XML or gold key file has the same
+    content as the training set's (a copy under another name)."""
+    meaning = "its scores measure fit to the training data, not generalisation"
+    _, train_xml, train_key = find_dataset_files(train_dir)
+    for d in test_dirs:
+        if Path(d).resolve() == Path(train_dir).resolve():
+            print(f"warning: the test folder {d} is the training folder: {meaning}", file=sys.stderr, flush=True)
+            continue
+        name, xml, key = find_dataset_files(d)
+        same = [p for p, q in ((xml, train_xml), (key, train_key)) if p and q and same_content(p, q)]
+        if same:
+            print(f"warning: test set {name}: {same[0]} has the same content as the training set's "
+                  f"{train_xml if same[0] == xml else train_key}: {meaning}", file=sys.stderr, flush=True)
+
+
 def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str | Path,
             context: FeatureContext | None = None, progress: bool | None = None, command: str = "",
             runs_dir: str | Path = "runs/wsd", plot: bool = True) -> dict:
@@ -329,11 +350,8 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
     train_targets = all_targets(train_ex)
     if not train_targets:
         raise WsdFormatError(f"{train_dir}: training set {train_ds.name} has no <instance> elements")
-    for d in test_dirs:
-        if Path(d).resolve() == Path(train_dir).resolve():
-            print(f"warning: the test folder {d} is the training folder: its scores measure fit to the training data, "
-                  "not generalisation", file=sys.stderr, flush=True)
     report = Report(_read_tests(test_dirs, inventory), out_dir)
+    warn_test_is_train(train_dir, test_dirs)
     if report.keys_dir.exists():  # an earlier run that was interrupted before its table was written
         shutil.rmtree(report.keys_dir)
     print(f"train {train_ds.name}: {len(train_ex)} sentences, {len(train_targets)} instances; test: "
@@ -353,7 +371,8 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
                "train": {"folder": str(train_dir), "name": train_ds.name, "sentences": len(train_ex),
                          "instances": len(train_targets)},
                "tests": [{"name": ts.name, "folder": ts.folder, "instances": len(ts.targets),
-                          "gold_keys_not_in_wordnet": len(ts.unknown_keys), "first_not_in_wordnet": ts.unknown_keys[:3]}
+                          "gold_keys_not_in_wordnet": len(ts.unknown_keys), "first_not_in_wordnet": ts.unknown_keys[:3],
+                          "instances_without_candidates": ts.no_candidates}
                          for ts in report.tests],
                "train_gold_keys_not_in_wordnet": {"count": len(train_unknown), "first": train_unknown[:3]},
                "wordnet": inventory.source, "config": cfg.to_dict(), "identity": wsd_identity(cfg, train_dir, test_dirs),

@@ -11,6 +11,7 @@ fingerprints.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +20,8 @@ import numpy as np
 
 from elmo_features.util.arguments import check_sentences
 
-from elmo_features.util.errors import StaleCacheError, UsageError
+from elmo_features.util.errors import PathError, StaleCacheError, UsageError
+from elmo_features.util.paths import check_input_file
 from elmo_features.util.provenance import atomic_path, git_commit
 
 from tasks.components import resolve_component
@@ -86,8 +88,22 @@ is am are was were be been being do does did have has had will would shall shoul
 not there here""".split())
 
 
-def open_sense_file(path: str | Path) -> h5py.File:
-    """The sense file open for reading; a file that is not HDF5 is one StaleCacheError naming it."""
+def check_sense_path(path, what: str = "sense file") -> Path:
+    """A sense file's path: not empty, found and not a folder (one clear error naming ``what``)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{what} must be a str or a path, got {type(path).__name__}: {path!r}")
+    if not str(path).strip():
+        raise PathError(f"{what}: {str(path)!r} is empty (an unset variable?); give the senses .h5 file written by "
+                        "`elmo-tasks wsd senses`")
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise PathError(f"{what}: {p} is a folder; give the senses .h5 file (written by `elmo-tasks wsd senses`)")
+    return check_input_file(p, what, "make it with `elmo-tasks wsd senses --out FILE`")
+
+
+def open_sense_file(path: str | Path, what: str = "sense file") -> h5py.File:
+    """The sense file open for reading; a missing path, a folder or a file that is not HDF5 is one error naming it."""
+    check_sense_path(path, what)
     try:
         return h5py.File(path, "r")
     except OSError as e:
@@ -142,7 +158,7 @@ class SenseTagger:
 
     def __init__(self, path: str | Path, wordnet: str | Path | None = None, context: FeatureContext | None = None,
                  prior: bool = False):
-        with open_sense_file(path) as f:
+        with open_sense_file(path, "SenseTagger: path") as f:
             self.meta = _sense_meta(f, path)
             self.keys = [k.decode() if isinstance(k, bytes) else k for k in f["keys"][()]]
             self.context = _unit(f["context"][()].astype(np.float64))

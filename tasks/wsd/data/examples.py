@@ -76,6 +76,24 @@ def warn_unknown_keys(dataset: WsdDataset, inventory: SenseInventory, what: str)
     return unknown
 
 
+def check_candidates(examples: list[WsdSentence], what: str, where, wordnet) -> int:
+    """WsdFormatError when no instance of ``examples`` has a WordNet candidate for its lemma+pos (every method scores
+    0: another WordNet, or missing lemma/pos attributes); one warning line when some have none. Returns their number."""
+    targets = all_targets(examples)
+    missing = [t for t in targets if not t.candidates]
+    if not missing:
+        return 0
+    first = f"{missing[0].id} {missing[0].lemma}#{missing[0].pos}"
+    if len(missing) == len(targets):
+        raise WsdFormatError(f"{where}: {what}: none of its {len(targets)} instances has a WordNet candidate for its "
+                             f"lemma+pos in WordNet {wordnet} (first: {first}): is it for another WordNet, or are "
+                             "lemmas/POS missing?")
+    print(f"warning: {what}: {len(missing)} of its {len(targets)} instances have no WordNet candidate for their "
+          f"lemma+pos (first: {first}); no method can answer them, so they count as errors", file=sys.stderr,
+          flush=True)
+    return len(missing)
+
+
 def require_known_keys(dataset: WsdDataset, inventory: SenseInventory, wordnet: str | os.PathLike) -> None:
     """WsdFormatError when the gold has keys but none is a sense key of ``wordnet`` (keys of another version)."""
     key_path = _key_path(dataset)
