@@ -74,6 +74,7 @@ class ElmoHub(nn.Module):
         """``signature="default"``: a 1-D list of untokenized strings, each split on spaces; ``"tokens"``: a mapping
         with ``tokens`` [batch][max_length] strings (padded with "") and ``sequence_len`` [batch] ints.
         Returns the dict of outputs with ``as_dict=True``, else the ``default`` output, as the module does."""
+        as_dict = check_bool(as_dict, "as_dict")
         sentences, width = _sentences(inputs, signature)
         out = self._outputs(sentences, width)
         return out if as_dict else out["default"]

@@ -27,7 +27,7 @@ from elmo_features.embedding.feature_cache import bilm_fingerprint
 from elmo_features.model.precision import set_precision
 from elmo_features.embedding.token_cache import TokenCache
 from elmo_features.util import stop
-from elmo_features.util.arguments import check_int, check_sentences
+from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
 
 AUTO_PROGRESS_MIN_SENTENCES = 1000
 
@@ -116,6 +116,13 @@ class Embedder(SentenceEmbedder):
                  sort: bool | None = None, cache_size: int = 100_000, precision: str | None = None):
         batch_size = check_int(batch_size, "batch_size")
         max_tokens_per_batch = check_int(max_tokens_per_batch, "max_tokens_per_batch")
+        if not isinstance(token_cache, TokenCache):
+            if not isinstance(token_cache, (bool, np.bool_)):
+                raise TypeError(f"token_cache must be a bool or a TokenCache, got {type(token_cache).__name__}: "
+                                f"{repr(token_cache)[:40]}")
+            token_cache = bool(token_cache)
+        progress = check_optional_bool(progress, "progress")
+        sort = check_optional_bool(sort, "sort")
         bilm = _as_bilm(bilm)
         if getattr(bilm, "keep_sentence_boundaries", False):
             raise ValueError("Embedder needs a BiLM built with keep_sentence_boundaries=False")

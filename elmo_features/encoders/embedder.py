@@ -25,7 +25,7 @@ from elmo_features.embedding.embedder import SentenceEmbedder, plan_batches
 from elmo_features.encoders.loading import EncoderError, LoadedEncoder
 from elmo_features.encoders.pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
 from elmo_features.util import stop
-from elmo_features.util.arguments import check_int, check_sentences
+from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
 
 
 @dataclass
@@ -92,7 +92,7 @@ class TransformerEmbedder(SentenceEmbedder):
             raise EncoderError(f"window_stride: {self.stride} must be in 1..window_pieces ({self.window})")
         self.batch_size = int(batch_size)
         self.max_pieces_per_batch = int(max_pieces_per_batch)
-        self.progress = progress
+        self.progress = check_optional_bool(progress, "progress")
         self.stats = PieceStats()
 
     @property

@@ -23,6 +23,7 @@ from elmo_features.model.bilm import BiLM
 from elmo_features.util.errors import ElmoTasksError, MissingPathError
 from elmo_features.model.options import BiLMOptions, TransformerOptions
 from elmo_features.model.precision import check_precision, set_precision
+from elmo_features.util.arguments import check_bool, check_path_argument
 from elmo_features.util.provenance import atomic_path, write_text_atomic
 from elmo_features.model.token_vectors import TokenVectors
 
@@ -215,6 +216,10 @@ def load_bilm(options_file: str | Path, weight_file: str | Path, stateful: bool 
     """Build a BiLM from an ELMo options JSON and HDF5 weight file; returned in eval mode, frozen.
 
     precision: "fp32" or "bf16" for the inference path (``elmo_features.model.precision.set_precision``)."""
+    check_path_argument(options_file, "options_file", "the options JSON file")
+    check_path_argument(weight_file, "weight_file", "the HDF5 weight file")
+    stateful = check_bool(stateful, "stateful")
+    keep_sentence_boundaries = check_bool(keep_sentence_boundaries, "keep_sentence_boundaries")
     check_precision(precision)  # before the (possibly large) weights are read
     options = BiLMOptions.from_file(options_file)
     bilm = BiLM(options, stateful=stateful, keep_sentence_boundaries=keep_sentence_boundaries)

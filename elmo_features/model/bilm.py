@@ -12,6 +12,7 @@ from elmo_features.model.lstm import ElmoLstm
 from elmo_features.model.options import BiLMOptions
 from elmo_features.model.precision import precision_of
 from elmo_features.model.transformer import TransformerBiEncoder
+from elmo_features.util.arguments import check_bool
 
 
 @dataclass
@@ -64,8 +65,8 @@ class BiLM(nn.Module):
     def __init__(self, options: BiLMOptions, stateful: bool = False, keep_sentence_boundaries: bool = False):
         super().__init__()
         self.options = options
-        self.stateful = stateful
-        self.keep_sentence_boundaries = keep_sentence_boundaries
+        self.stateful = check_bool(stateful, "stateful")
+        self.keep_sentence_boundaries = check_bool(keep_sentence_boundaries, "keep_sentence_boundaries")
         vdim = options.token_vectors.dim if options.token_vectors is not None else 0
         self.char_cnn = CharCNN(options.char_cnn, options.projection_dim, vector_dim=vdim)
         if options.backbone == "transformer":

@@ -63,6 +63,8 @@ class ScalarMix(nn.Module):
         """
         if not torch.is_tensor(layers):
             layers = torch.stack(list(layers))
+        if not layers.is_floating_point():
+            raise TypeError(f"ScalarMix layers must be floating-point tensors, got {layers.dtype}")
         if layers.shape[0] != self.num_layers:
             raise ValueError(f"ScalarMix got {layers.shape[0]} layers, but was built for {self.num_layers}")
         if self.layer_norm == "batch":

@@ -8,7 +8,6 @@ from pathlib import Path
 import h5py
 import numpy as np
 import torch
-import yaml
 
 from elmo_features.util.cli_types import (add_progress_argument, add_threads_argument, non_negative_int, progress_shown,
                                           rebuild_command)
@@ -35,18 +34,11 @@ def resume_command(args) -> str:
 
 
 def fixed_keys_changed(cfg) -> list[str]:
-    """The keys a resumed run cannot change (``trainer.RESUME_FIXED``) whose values differ between ``cfg`` and the
-    config.yaml of the run already in ``cfg.out_dir`` (none when it cannot be read)."""
-    from elmo_features.training.config import TrainConfig
-    from elmo_features.training.trainer import RESUME_FIXED
+    """The keys a resumed run cannot change (all but ``config.RESUME_FREE``) whose values differ between ``cfg`` and
+    the config.yaml of the run already in ``cfg.out_dir`` (none when it cannot be read)."""
+    from elmo_features.training.config import resume_changes, saved_config
 
-    try:
-        saved = yaml.safe_load((Path(cfg.out_dir) / "config.yaml").read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return []
-    defaults = TrainConfig().to_dict()
-    return [f"{k} {saved.get(k, defaults[k])!r} -> {getattr(cfg, k)!r}" for k in RESUME_FIXED
-            if saved.get(k, defaults[k]) != getattr(cfg, k)]
+    return resume_changes(saved_config(Path(cfg.out_dir)), cfg)
 
 
 def check_train_inputs(cfg, source: str, packaged: bool = False, resume: bool = False) -> None:

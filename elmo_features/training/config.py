@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 
-from elmo_features.util.errors import ConfigError
+import yaml
+
+from elmo_features.util.errors import CheckpointError, ConfigError
 from elmo_features.model.char_ids import MAX_WORD_LENGTH as MAX_CHARACTERS
 from elmo_features.model.options import BACKBONES, TransformerOptions
 from elmo_features.util.config_files import read_config_file
@@ -20,6 +22,13 @@ from elmo_features.util.threads import threads_problem
 TRANSFORMER_KEYS = {"dim": "projection_dim", "n_layers": "n_layers", "n_heads": "transformer_heads",
                     "ff_dim": "transformer_ff_dim", "max_positions": "transformer_max_positions",
                     "chunk_overlap": "transformer_chunk_overlap"}
+
+
+# the keys a resumed run may change: how long, where and how fast it runs, and input paths whose content the resume
+# checks by digest (train_files: the prep key and corpus digest; heldout_file, vocab_file: their sha256; token_vectors:
+# the table digest; init_from is read before the first step only). Every other key decides the model or its training.
+RESUME_FREE = ("out_dir", "max_train_tokens", "eval_every_tokens", "checkpoint_minutes", "threads", "train_files",
+               "heldout_file", "vocab_file", "token_vectors", "init_from")
 
 
 @dataclass
@@ -191,3 +200,33 @@ class TrainConfig:
             d["transformer"] = self.transformer_block()
         return d
 
+
+def resume_changes(saved: Any, cfg: TrainConfig) -> list[str]:
+    """Each key outside ``RESUME_FREE`` whose value differs between a run's saved config (a checkpoint's or its
+    config.yaml; keys it lacks had their default) and ``cfg``, as "key old -> new"."""
+    if not isinstance(saved, dict):
+        return []
+    defaults, now = TrainConfig().to_dict(), cfg.to_dict()
+    return [f"{k} {saved.get(k, defaults[k])!r} -> {now[k]!r}" for k in now
+            if k not in RESUME_FREE and saved.get(k, defaults[k]) != now[k]]
+
+
+def check_resume_config(saved, cfg: TrainConfig, ckpt: Path) -> None:
+    """Refuse a resume whose config differs from the run's in a key it cannot change (``resume_changes``); another
+    backbone is named alone (every backbone key differs with it)."""
+    was = saved.get("backbone", "lstm") if isinstance(saved, dict) else cfg.backbone
+    if was != cfg.backbone:
+        raise CheckpointError(f"{ckpt}: was trained with backbone '{was}', but the config says '{cfg.backbone}'; "
+                              "resume with the same backbone, or start a new out_dir")
+    changed = resume_changes(saved, cfg)
+    if changed:
+        raise CheckpointError(f"{ckpt}: the config changed since this run started ({'; '.join(changed)}); put the "
+                              "run's values back (its config.yaml) to resume, or start a new out_dir")
+
+
+def saved_config(out: Path):
+    """out/config.yaml as written by the run (None when absent or unreadable)."""
+    try:
+        return yaml.safe_load((out / "config.yaml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None

@@ -169,11 +169,22 @@ def _adopt_legacy(cfg: TrainConfig, out: Path) -> None:
     if problems:
         raise StaleCacheError(f"{out / 'prep.npz'} was built from other training data ({'; '.join(problems)}); "
                               + _fix(out))
+    _check_not_newer(cfg, out)
     key = prep_key(cfg, with_hashes=True)
     if (out / "vocab.txt").exists() and "vocab_size" in saved:
         key["vocab_size"] = saved["vocab_size"]
     write_prep_key(out, key)
     print(f"{out}: recorded the key of the cached corpus in {KEY_FILE} (written by an older version)", file=sys.stderr)
+
+
+def _check_not_newer(cfg: TrainConfig, out: Path) -> None:
+    """Refuse to adopt a keyless prep.npz when a training file was modified after it was written: the cache may hold
+    the file's earlier text, and nothing records which."""
+    written = (out / "prep.npz").stat().st_mtime_ns
+    for p in cfg.train_files:
+        if Path(p).expanduser().stat().st_mtime_ns > written:
+            raise StaleCacheError(f"{out / 'prep.npz'} has no key ({KEY_FILE}) and {p} was modified after it was "
+                                  "written: the cache may hold the file's earlier text; " + _fix(out))
 
 
 RUN_MARKERS = ("prep.json", "prep.npz", "checkpoint.pt")  # a train-bilm out_dir holds one of these (older: prep.npz)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import math
 import signal
+import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +31,7 @@ from elmo_features.model.precision import check_precision
 from elmo_features.util.provenance import atomic_open, write_text_atomic
 from elmo_features.util.text_input import iter_lines
 from elmo_features.util.threads import set_threads
-from elmo_features.training.config import TrainConfig
+from elmo_features.training.config import TrainConfig, check_resume_config, saved_config
 from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, type_char_ids, type_targets
 from elmo_features.training.evaluate import exp_or_inf, perplexity, read_heldout
 from elmo_features.training.prep_cache import (check_no_earlier_results, check_out_dir_is_ours, check_prep_key,
@@ -57,9 +59,9 @@ def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
             flat = z["flat"]
             counts = z["counts"]
             types = [t for _, t in iter_lines(out / "types.txt")]
-        except (OSError, ValueError, KeyError) as e:
-            raise StaleCacheError(f"{prep}: damaged cache ({' '.join(str(e).split())[:200]}); delete {prep} "
-                                  "to rebuild it") from None
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:  # a truncated or foreign file
+            raise StaleCacheError(f"{prep}: damaged cache ({' '.join(str(e).split())[:200] or type(e).__name__}); "
+                                  f"delete {prep} to rebuild it") from None
         if len(types) != len(counts) or offsets[-1] != len(flat):
             raise StaleCacheError(f"{prep}: does not match {out / 'types.txt'} (damaged cache); delete {prep} "
                                   "to rebuild it")
@@ -97,14 +99,8 @@ def build_language_model(cfg: TrainConfig, vocab: list[str]) -> tuple[BiLanguage
     return model, digest
 
 
+UNK_WARN = 0.10  # a larger share of <UNK> targets makes the held-out perplexity mostly measure predicting <UNK>
 STEP = "train-bilm: a training step"  # (what a lost rank's error names)
-
-
-# config keys a resumed run must share with its checkpoint: the model's shape (the training data is checked
-# by the prep cache key and the checkpoint's corpus digest)
-RESUME_FIXED = ("char_embedding_dim", "filters", "n_highway", "lstm_dim",
-                "projection_dim", "n_layers", "cell_clip", "proj_clip", "vocab_size", "token_vectors_dim",
-                "token_vectors_lowercase")
 
 
 class Trainer:
@@ -158,6 +154,8 @@ class Trainer:
             raise MissingPathError(f"--resume: no checkpoint at {ckpt} (start without --resume)")
         if not resume:  # an earlier run's curve and export, with no checkpoint to continue: a fresh start replaces them
             check_no_earlier_results(self.out)
+        else:  # before the corpus is prepared; the checkpoint's own config is checked when it is loaded
+            check_resume_config(saved_config(self.out), cfg, ckpt)
         set_threads(cfg.threads)
         check_precision(cfg.precision, "cpu")  # bf16 only where it is fast (PrecisionError, exit 2, otherwise)
         self.corpus = load_or_build_corpus(cfg, self.out)
@@ -228,17 +226,7 @@ class Trainer:
         keys = ("model", "optimizer", "state", "torch_rng", "sampler_rng", "config")
         if not isinstance(ckpt, dict) or any(k not in ckpt for k in keys):
             raise CheckpointError(f"{path}: not a train-bilm checkpoint (expected keys {', '.join(keys)})")
-        was = ckpt["config"].get("backbone", "lstm")
-        if was != self.cfg.backbone:
-            raise CheckpointError(f"{path}: was trained with backbone '{was}', but the config says "
-                                  f"'{self.cfg.backbone}'; resume with the same backbone, or start a new out_dir")
-        defaults = TrainConfig().to_dict()  # keys that older checkpoints lack had their default value
-        saved = {k: ckpt["config"].get(k, defaults[k]) for k in RESUME_FIXED}
-        changed = [f"{k} {saved[k]!r} -> {getattr(self.cfg, k)!r}" for k in RESUME_FIXED
-                   if saved[k] != getattr(self.cfg, k)]
-        if changed:
-            raise CheckpointError(f"{path}: the config changed since this run started ({'; '.join(changed)}); "
-                                  "resume with the run's config (its config.yaml), or choose another out_dir")
+        check_resume_config(ckpt["config"], self.cfg, path)
         saved_world = ckpt["state"].get("world_size", 1)
         if saved_world != self.world:
             raise CheckpointError(f"{path}: was trained by {saved_world} process(es), this launch has {self.world}; "
@@ -393,5 +381,13 @@ class Trainer:
         st["next_eval"] = st["tokens"] + self.cfg.eval_every_tokens
         write_text_atomic(self.out / "curve.json", json.dumps(st["history"], indent=2) + "\n")
         export_model(self.model, self.vocab, self.out / "export")
+        unk = ppl.get("unk_rate", 0.0)
         tqdm.write(f"[{st['tokens']:,} tokens, {st['elapsed'] / 60:.1f} min] held-out ppl "
-                   f"fwd {ppl['forward']:.1f} bwd {ppl['backward']:.1f} mean {ppl['mean']:.1f}")
+                   f"fwd {ppl['forward']:.1f} bwd {ppl['backward']:.1f} mean {ppl['mean']:.1f} "
+                   f"({unk:.0%} of predictions are <UNK>)")
+        if unk > UNK_WARN and not getattr(self, "_unk_warned", False):  # once: the held-out file stays the same
+            self._unk_warned = True
+            tqdm.write(f"warning: heldout_file {self.cfg.heldout_file}: {unk:.0%} of its predictions are <UNK> (words "
+                       f"outside the {len(self.vocab) - 3:,}-word vocabulary): the held-out perplexity mostly measures "
+                       "predicting <UNK>; give held-out text of the training domain, or see forward_no_unk in "
+                       "curve.json", file=sys.stderr)

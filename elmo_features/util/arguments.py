@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,24 @@ def check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {_show(value)}")
     return bool(value)
+
+
+def check_optional_bool(value: Any, name: str) -> bool | None:
+    """None (auto), True or False; "no" or 0 are TypeErrors."""
+    if value is None:
+        return None
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True, False or None, got {_show(value)}")
+    return bool(value)
+
+
+def check_path_argument(value: Any, name: str, forms: str) -> Any:
+    """A file path argument: a str or os.PathLike (else a TypeError); an empty or blank string is a UsageError."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or Path), got {_show(value)}")
+    if not str(value).strip():
+        raise UsageError(f"{name} {str(value)!r} is empty (an unset variable?); give {forms}")
+    return value
 
 
 def check_float(value: Any, name: str, minimum: float | None = None) -> float:
