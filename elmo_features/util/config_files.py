@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from elmo_features.util.errors import ConfigError
+from elmo_features.util.paths import show_bytes, undecodable_byte
 
 
 # ---------------------------------------------------------------- strict readers (no key given twice)
@@ -129,11 +130,21 @@ def check_expanded_size(data, where: str, limit: int = MAX_CONFIG_VALUES) -> int
     return sizes.get(id(data), 1)
 
 
+def check_utf8_argument(text: str, what: str) -> None:
+    """A command-line argument holding a byte that is not UTF-8 (decoded by Python as a ``\\udc80``-``\\udcff``
+    surrogate): one ConfigError line naming the byte (quoting it cannot help)."""
+    byte = undecodable_byte(text)
+    if byte is not None:
+        raise ConfigError(f"{what} '{show_bytes(text)}': byte 0x{byte:02x} is not valid UTF-8 (the terminal's "
+                          "or script's encoding?); give UTF-8 text")
+
+
 def apply_set(raw: dict, assignment: str) -> None:
     """Apply one ``--set key.sub=value`` (the value read as YAML: numbers, booleans, lists, mappings; quote a string
     that looks like one) to a raw config mapping in place; every problem one ``ConfigError`` line."""
     import yaml
 
+    check_utf8_argument(assignment, "--set")
     key, sep, text = assignment.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set {assignment!r}: expected key.sub=value")

@@ -73,9 +73,30 @@ def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
     return p
 
 
+def undecodable_byte(text: str) -> int | None:
+    """The first byte of ``text`` that was not valid UTF-8 (Python decodes it as a ``\\udc80``-``\\udcff``
+    surrogate: a file name or command-line argument in another encoding), else None."""
+    return next((ord(c) - 0xDC00 for c in text if "\udc80" <= c <= "\udcff"), None)
+
+
+def show_bytes(text: str) -> str:
+    """``text`` with each byte that was not valid UTF-8 shown as ``\\xNN``."""
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else c for c in text)
+
+
+def check_utf8_path(path: str | os.PathLike, what: str) -> None:
+    """An output path (with the folders it is in) that is not valid UTF-8 cannot be recorded in the UTF-8 JSON and
+    YAML files a run writes: one PathError, before any work."""
+    byte = undecodable_byte(os.path.abspath(os.fspath(path)))
+    if byte is not None:
+        raise PathError(f"{what}: '{show_bytes(os.path.abspath(os.fspath(path)))}' is not valid UTF-8 (byte "
+                        f"0x{byte:02x}; the outputs record their paths in UTF-8 JSON/YAML); give a UTF-8 name")
+
+
 def check_output_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
-    """An output folder: an existing writable folder, or one that can be created."""
+    """An output folder: an existing writable folder, or one that can be created, whose path is valid UTF-8."""
     p = Path(path).expanduser()
+    check_utf8_path(p, what)
     if p.exists() and not p.is_dir():
         raise PathError(f"{what}: {p} is a file, not a folder; choose another path")
     _check_creatable(p, what)

@@ -9,8 +9,9 @@ are listed by ``components``.
 
 Errors: every expected user error is an ``elmo_features.util.errors.ElmoTasksError``; it is caught here,
 once, and printed as ``error: <message>`` with exit code 2 (an OSError such as "permission denied" or
-"no space left on device" too). ``--debug`` (anywhere on the command line) or ``ELMO_TASKS_DEBUG=1``
-shows the traceback instead.
+"no space left on device" too; text a stream or file cannot encode, and a closed standard output for a command
+that prints its result: ``tasks.cli.streams``). ``--debug`` (anywhere on the command line) or ``ELMO_TASKS_DEBUG=1``
+(or true/yes/on) shows the traceback instead.
 
 Interrupts: Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal) raise ``KeyboardInterrupt`` in the main
 thread (a SIGINT or SIGHUP the process inherited as ignored, e.g. a background job of a script or ``nohup``, stays
@@ -51,6 +52,7 @@ from elmo_features.util.errors import ElmoTasksError
 
 from tasks.experiment.config import find_config
 from tasks.plugins import includes_in, load_plugins
+from tasks.cli.streams import check_stdout, debug_from_env, soften_stderr, unicode_message
 
 # sub-command module, in the order shown by --help
 COMMANDS = [
@@ -120,8 +122,9 @@ def error_message(e: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None  # the process's own command (it exits when main returns)
     argv = list(sys.argv[1:] if argv is None else argv)
+    soften_stderr()
     warn_retired()
-    debug = "--debug" in argv or os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    debug = debug_from_env(DEBUG_ENV, os.environ) or "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
     try:  # before the parsers: a plugin's components are named in configs and listed by `components`
         load_plugins(includes_in(argv))
@@ -134,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     old = install_stop_signals() if threading.current_thread() is threading.main_thread() else {}
     try:
+        check_stdout(args)
         rc = args.func(args)
     except KeyboardInterrupt:
         hint = getattr(args, "interrupt_hint", None)
@@ -144,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         print(f"error: {error_message(e)}", file=sys.stderr)
+        return USER_ERROR
+    except UnicodeError as e:  # text an output (a stream, a UTF-8 file) cannot hold: one line, not a traceback
+        if debug:
+            raise
+        print(f"error: {one_line(unicode_message(e))}", file=sys.stderr)
         return USER_ERROR
     finally:
         if stop.requested() and from_command_line:  # the process only exits now: no KeyboardInterrupt in atexit

@@ -19,6 +19,7 @@ import gzip
 import hashlib
 import mmap
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -264,6 +265,22 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
         i = int(np.argmax(bad))
         raise DataFormatError(f"{int(bad.sum())} vector(s) contain NaN/inf, first: {words[i]!r} (entry {i + 1}; a "
                               "value beyond float32's range, +-3.4e38, is inf)", path)
+    warn_conflicting_duplicates(words, vectors, path)
     if lowercase is None:
         lowercase = not any(w != w.lower() for w in words)
     return StaticVectors(words, vectors, lowercase)
+
+
+def warn_conflicting_duplicates(words: Sequence[str], vectors: np.ndarray, path: Path) -> None:
+    """One warning line when a word is listed twice with different vectors (the first is used); the same word
+    with the same vector, and words that only collide once lower-cased, are not reported."""
+    first: dict[str, int] = {}
+    count, example = 0, None
+    for i, w in enumerate(words):
+        j = first.setdefault(w, i)
+        if j != i and not np.array_equal(vectors[i], vectors[j]):
+            count += 1
+            example = example or (w, j + 1, i + 1)
+    if example:
+        print(f"warning: {path}: {count} word(s) listed twice with different vectors (first: {example[0]!r}, "
+              f"entries {example[1]} and {example[2]}); the first vector is used", file=sys.stderr, flush=True)

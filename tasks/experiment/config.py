@@ -232,15 +232,18 @@ def packaged_name(spec: str) -> str:
 
 
 def find_config(spec: str | Path) -> Path:
-    """The config file ``spec`` names: an existing path wins, else a packaged config's name (so that the
-    documented commands work from a pip install in any folder); else one ConfigError line."""
+    """The config file ``spec`` names: an existing file wins, else a packaged config's name (so that the
+    documented commands work from a pip install in any folder; a folder of that name does not hide it), else an
+    existing path (a folder: refused where it is read); else one ConfigError line."""
     path = Path(spec).expanduser()
-    if path.exists():
+    if path.is_file():
         return path
     packaged = packaged_configs()
     name = packaged_name(str(spec))
     if name in packaged:
         return packaged[name]
+    if path.exists():
+        return path
     raise ConfigError(f"{spec}: config file not found, and no packaged config has that name; `elmo-tasks configs "
                       "list` shows the packaged ones (`elmo-tasks configs show NAME --out FILE` copies one)")
 

@@ -28,6 +28,7 @@ from tasks.experiment.config import RunConfig, check_reader_fits_head
 from tasks.data.fetch import fetch_hint
 from tasks.data.registry import reader_path_kind
 from tasks.features.base import check_section_inputs, section_input_paths
+from tasks.plugins import changed_plugin, plugin_digests
 
 CHECKPOINT_FORMAT = 1  # of a run's model.pt
 
@@ -89,8 +90,9 @@ def same_content(a: str | Path, b: str | Path) -> bool:
         return False
 
 
-def warn_shared_files(cfg: RunConfig) -> None:
-    """One warning line when data.test is data.train's file, or data.dev is data.test's, or a byte copy of it."""
+def warn_shared_files(cfg: RunConfig, data: dict[str, list] | None = None) -> None:
+    """One warning line when data.test is data.train's file, or data.dev is data.test's, or a byte copy of it, or
+    (``data``: split -> examples) every test example's tokens occur in the training examples (e.g. reordered)."""
     pairs = cfg.data.same_files()
     for (a, b), meaning in SHARED_FILE_NOTES.items():
         pa, pb = getattr(cfg.data, a), getattr(cfg.data, b)
@@ -101,6 +103,13 @@ def warn_shared_files(cfg: RunConfig) -> None:
             print(f"warning: data.{b} {pb} has the same content as data.{a} {pa}: {meaning}", file=sys.stderr,
                   flush=True)
             return
+    train, test = (data or {}).get("train"), (data or {}).get("test")
+    if train and test:
+        seen = {json.dumps(ex.tokens, default=str) for ex in train}
+        if all(json.dumps(ex.tokens, default=str) in seen for ex in test):
+            print(f"warning: data.test {cfg.data.test}: all {len(test)} of its examples also occur in data.train "
+                  f"{cfg.data.train} (the same sentences, e.g. in another order): "
+                  f"{SHARED_FILE_NOTES[('train', 'test')]}", file=sys.stderr, flush=True)
 
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -181,6 +190,21 @@ def check_config_digest(run_dir: Path, raw: dict, ckpt: dict) -> None:
         raise CheckpointError(f"{run_dir / 'config.yaml'}: {', '.join(changed)} differ from the config model.pt was "
                               "trained with (config.yaml was edited after training, e.g. the tag scheme); restore the "
                               "run's config.yaml, or rerun the run with the new settings")
+
+
+def check_plugin_versions(run_dir: Path, config: dict) -> None:
+    """The plugin modules a run was trained with (metrics.json's ``plugin_modules`` sha256s) have the same source
+    now: else one ConfigError naming the module (the plugin's code is part of the model)."""
+    path = run_dir / "metrics.json"
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8")).get("plugin_modules") if path.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return  # unreadable metrics.json: refused where it is read
+    changed = changed_plugin(saved if isinstance(saved, dict) else None, plugin_digests(config))
+    if changed:
+        raise ConfigError(f"{run_dir} was trained with another version of plugin module {changed[0]} (sha256 "
+                          f"{changed[1][:12]} -> {changed[2][:12]}); its predictions would differ from the run's: "
+                          f"restore that version of {changed[0]}, or rerun the run with the new one")
 
 
 RESULTS_LOCK = ".writer.lock"  # inside a results folder while a command writes it

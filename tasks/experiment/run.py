@@ -34,8 +34,8 @@ from tasks.plugins import plugin_digests
 from tasks.features.fingerprints import report_fingerprints
 from tasks.heads.base import Head
 from tasks.registry import HEADS
-from tasks.experiment.preflight import (CHECKPOINT_FORMAT, UNFINISHED, check_config_digest, clear_unfinished_run,
-                                       config_digests, warn_shared_files)
+from tasks.experiment.preflight import (CHECKPOINT_FORMAT, UNFINISHED, check_config_digest, check_plugin_versions,
+                                       clear_unfinished_run, config_digests, warn_shared_files)
 from tasks.experiment.training import Split, TaskModel, evaluate, predict, set_seed, train
 
 if TYPE_CHECKING:
@@ -208,7 +208,7 @@ def read_run_data(cfg: RunConfig, examples: dict[str, list] | None, context: Fea
         if split in data:  # e.g. an NER set without entities: span F1 is undefined on it
             head_cls.check_scored_examples(vocab, data[split], f"{stats[split]['path']} (data.{split})")
     if examples is None and main:  # after the errors: a run that cannot start says only why
-        warn_shared_files(cfg)
+        warn_shared_files(cfg, data)
     return data, stats, vocab
 
 
@@ -327,6 +327,7 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
         raise CheckpointError(f"{run_dir / 'model.pt'}: unknown checkpoint format {found!r}; rerun the run")
     check_vocab_digest(run_dir, vocab, ckpt)
     check_config_digest(run_dir, load_raw(run_dir / "config.yaml"), ckpt)
+    check_plugin_versions(run_dir, cfg.to_dict())  # the plugin code is part of the model
     changed = frozen_change(run_dir, cfg, context)
     try:
         model = build_model(cfg, vocab, context)

@@ -1,0 +1,82 @@
+"""The standard streams and environment of the ``elmo-tasks`` command: the debug switch, a closed standard output,
+and text a stream (or a UTF-8 output file) cannot encode, each one line rather than a traceback."""
+from __future__ import annotations
+
+import codecs
+import sys
+
+from elmo_features.util.errors import PathError
+from elmo_features.util.paths import show_bytes, undecodable_byte
+
+DEBUG_ON = ("1", "true", "yes", "on")
+DEBUG_OFF = ("", "0", "false", "no", "off")
+
+
+def debug_from_env(name: str, environ) -> bool:
+    """The value of the environment variable ``name``: 1/true/yes/on (any case) is on, 0/false/no/off or empty
+    (or unset) is off; anything else is off, with one warning line."""
+    value = environ.get(name, "")
+    if value.strip().lower() in DEBUG_ON:
+        return True
+    if value.strip().lower() not in DEBUG_OFF:
+        print(f"warning: {name}={value!r} is not one of 1/true/yes/on or 0/false/no/off; tracebacks stay off",
+              file=sys.stderr)
+    return False
+
+
+def _codec(name: str | None) -> str:
+    """The normalized codec name (``ascii``, ``utf-8``, ...); '' for an unknown one."""
+    try:
+        return codecs.lookup(name or "utf-8").name
+    except LookupError:
+        return ""
+
+
+def _encoding(stream) -> str:
+    return _codec(getattr(stream, "encoding", None))
+
+
+def soften_stderr() -> None:
+    """Messages on a standard error that cannot encode some character (PYTHONIOENCODING=ascii, a C locale) show
+    it escaped (``\\xeb``) rather than failing."""
+    stream = sys.stderr
+    if stream is not None and _encoding(stream) != "utf-8" and hasattr(stream, "reconfigure"):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):
+            pass
+
+
+def prints_result(args) -> bool:
+    """The command's result goes to standard output: the listings, and predict / configs show / wsd tag
+    without --out."""
+    command = getattr(args, "command", None)
+    action = getattr(args, f"{command}_command", None) if command else None
+    if command == "components" or action == "list":
+        return True
+    return (command == "predict" or action in ("show", "tag")) and getattr(args, "out", None) is None
+
+
+def check_stdout(args) -> None:
+    """A closed standard output (``>&-``) for a command whose result goes there: one PathError (else the result
+    would be lost and the exit code 0)."""
+    if prints_result(args) and (sys.stdout is None or getattr(sys.stdout, "closed", False)):
+        hint = "give --out FILE, or " if getattr(args, "out", False) is None else ""
+        raise PathError(f"standard output is closed (>&-), and this command prints its result there; {hint}"
+                        "redirect it to a file (> FILE)")
+
+
+def unicode_message(e: UnicodeError) -> str:
+    """One line for text that could not be encoded or decoded."""
+    if not isinstance(e, UnicodeEncodeError):
+        return f"{e}; give UTF-8 text"
+    bad = e.object[e.start:e.end]
+    byte = undecodable_byte(bad)
+    if byte is not None:
+        return (f"'{show_bytes(e.object[max(0, e.start - 60):e.end + 20])}' holds byte 0x{byte:02x}, which is not "
+                "valid UTF-8 (a file name or argument in another encoding?), and cannot be written to a UTF-8 file; "
+                "give UTF-8 names and text")
+    if sys.stdout is not None and _encoding(sys.stdout) == _codec(e.encoding) != "utf-8":
+        return (f"standard output cannot encode {bad!r} (its encoding is {e.encoding}, from PYTHONIOENCODING or the "
+                "locale); write to a file with --out (UTF-8), or set PYTHONIOENCODING=utf-8 or a UTF-8 locale")
+    return f"cannot encode {bad!r} as {e.encoding} ({e.reason}); give text that encoding can hold"
