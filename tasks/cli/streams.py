@@ -48,13 +48,13 @@ def soften_stderr() -> None:
 
 
 def prints_result(args) -> bool:
-    """The command's result goes to standard output: the listings, and predict / configs show / wsd tag
+    """The command's result goes to standard output: the listings, eval-bilm, and predict / configs show / wsd tag
     without --out."""
     command = getattr(args, "command", None)
     action = getattr(args, f"{command}_command", None) if command else None
     if command == "components" or action == "list":
         return True
-    return (command == "predict" or action in ("show", "tag")) and getattr(args, "out", None) is None
+    return (command in ("predict", "eval-bilm") or action in ("show", "tag")) and getattr(args, "out", None) is None
 
 
 def check_stdout(args) -> None:

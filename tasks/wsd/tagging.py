@@ -98,7 +98,7 @@ def check_sense_path(path, what: str = "sense file") -> Path:
     p = Path(path).expanduser()
     if p.is_dir():
         raise PathError(f"{what}: {p} is a folder; give the senses .h5 file (written by `elmo-tasks wsd senses`)")
-    return check_input_file(p, what, "make it with `elmo-tasks wsd senses --out FILE`")
+    return check_input_file(p, what, "make it with `elmo-tasks wsd senses --out FILE`", regular=True)  # a pipe would block
 
 
 def open_sense_file(path: str | Path, what: str = "sense file") -> h5py.File:
