@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from test_reliability_r6_plugins import PLUGIN_R6, plugin_r6  # noqa: F401 (plugin_r6: a pytest fixture)
 from test_tasks_helpers import one_line_error, static_config_file
 from tasks.cli import main
 
@@ -44,37 +45,18 @@ def test_a01_configs_show_refuses_a_file_of_a_run_folder_even_with_force(tmp_pat
 
 # ---------------------------------------------------------------- C14: plugin edited before predict
 
-PLUGIN_R7 = ("from tasks.registry import FEATURES\nfrom tasks.features.static import StaticFeatures\n"
-             "@FEATURES.register('static_r7')\nclass StaticR7(StaticFeatures):\n    pass\n")
-
-
-@pytest.fixture
-def plugin_r7(tmp_path, monkeypatch):
-    """plugin_r7.py in tmp_path (the current folder), registering the feature source static_r7."""
-    from tasks import plugins
-    from tasks.registry import FEATURES
-
-    (tmp_path / "plugin_r7.py").write_text(PLUGIN_R7)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
-    yield tmp_path / "plugin_r7.py"
-    FEATURES._entries.pop("static_r7", None)
-    sys.modules.pop("plugin_r7", None)
-
-
-def test_c14_predict_refuses_a_run_made_with_another_version_of_a_plugin(plugin_r7, tmp_path, capsys):
+def test_c14_predict_refuses_a_run_made_with_another_version_of_a_plugin(plugin_r6, tmp_path, capsys):
     env, cfg = static_config_file(tmp_path)
-    features = f"features={{name: static_r7, path: {env['glove']}}}"
-    assert main(["run", cfg, "--include", "plugin_r7", "--set", features, "--out", "R", *FAST]) == 0
+    features = f"features={{name: static_r6, path: {env['glove']}}}"
+    assert main(["run", cfg, "--include", "plugin_r6", "--set", features, "--out", "R", *FAST]) == 0
     (tmp_path / "in.txt").write_text("John lives in Paris\n")
-    assert main(["predict", "R", "in.txt", "--include", "plugin_r7", "--out", "p1.txt"]) == 0
+    assert main(["predict", "R", "in.txt", "--include", "plugin_r6", "--out", "p1.txt"]) == 0
     assert (tmp_path / "p1.txt").is_file()
-    plugin_r7.write_text(PLUGIN_R7.replace("    pass\n", "    def forward(self, *a, **k):\n"
+    plugin_r6.write_text(PLUGIN_R6.replace("    pass\n", "    def forward(self, *a, **k):\n"
                                                          "        return super().forward(*a, **k) * 1000.0\n"))
     capsys.readouterr()
-    assert main(["predict", "R", "in.txt", "--include", "plugin_r7", "--out", "p2.txt"]) == 2
-    one_line_error(capsys, "R was trained with another version of plugin module plugin_r7 (sha256 ", "rerun the run")
+    assert main(["predict", "R", "in.txt", "--include", "plugin_r6", "--out", "p2.txt"]) == 2
+    one_line_error(capsys, "R was trained with another version of plugin module plugin_r6 (sha256 ", "rerun the run")
     assert not (tmp_path / "p2.txt").exists()
 
 
