@@ -25,7 +25,9 @@ import inspect
 import os
 import pkgutil
 import sys
+import sysconfig
 from collections.abc import Iterable
+from pathlib import Path
 
 from elmo_features.util.errors import ElmoTasksError
 
@@ -149,10 +151,12 @@ BUILT_IN = ("tasks", "elmo_features")  # packages whose components are not plugi
 
 def plugin_digests(config: dict) -> dict[str, str]:
     """module -> sha256 of its source file, for every plugin module a run of ``config`` (a config dict) uses: the
-    ``--include`` modules (and their loaded submodules) and the module of each registered non-built-in component
+    ``--include`` modules (and their loaded submodules), the modules loaded from an include's own folder (its
+    helpers: ``import myhelper`` beside ``myfeat.py``), and the module of each registered non-built-in component
     that the config names (any string value of it that is a registered name). Modules without a source file are
     left out."""
     modules = {m for name in _INCLUDED for m in sys.modules if m == name or m.startswith(name + ".")}
+    modules |= _helper_modules()
     for value in _strings(config):
         for registry in (HEADS, FEATURES, FUSIONS, CHAR_ENCODERS, READERS):
             if value in registry:
@@ -161,13 +165,59 @@ def plugin_digests(config: dict) -> dict[str, str]:
                     modules.add(module)
     out = {}
     for name in sorted(modules):
-        try:
-            path = inspect.getsourcefile(sys.modules[name])
-            with open(path, "rb") as f:  # type: ignore[arg-type]
-                out[name] = hashlib.sha256(f.read()).hexdigest()
-        except (KeyError, TypeError, OSError):  # no such module loaded, or no source file (a built-in, a REPL)
-            continue
+        digest = _digest(_source_file(sys.modules.get(name)))
+        if digest:
+            out[name] = digest
     return out
+
+
+def _source_file(module) -> str | None:
+    try:
+        return inspect.getsourcefile(module)
+    except TypeError:  # a built-in module, or None
+        return None
+
+
+def _digest(path: str | None) -> str | None:
+    """sha256 of the file ``path``; None when there is none or it cannot be read."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _installed_dirs() -> list[Path]:
+    """The standard library's and installed packages' folders (never a plugin's own folder)."""
+    paths = sysconfig.get_paths()
+    return [Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+
+
+def _helper_modules() -> set[str]:
+    """The loaded modules whose source lies in the folder an ``--include`` module was imported from (the folder of
+    ``myfeat.py``, or the parent of a package ``plugins/``), other than the toolkit's own and installed ones."""
+    installed = _installed_dirs()
+    roots = set()
+    for name in _INCLUDED:
+        top = sys.modules.get(name.split(".")[0])
+        paths = list(getattr(top, "__path__", None) or [])
+        where = Path(paths[0]) if paths else Path(_source_file(top) or "")
+        if where != Path(""):
+            root = where.resolve().parent
+            if not any(root.is_relative_to(d) for d in installed):
+                roots.add(root)
+    if not roots:
+        return set()
+    found = set()
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] in BUILT_IN or not isinstance(getattr(module, "__file__", None), str):
+            continue
+        path = Path(module.__file__).resolve()
+        if any(path.is_relative_to(r) for r in roots) and not any(path.is_relative_to(d) for d in installed):
+            found.add(name)
+    return found
 
 
 def _strings(value) -> list[str]:
@@ -181,10 +231,24 @@ def _strings(value) -> list[str]:
     return []
 
 
-def changed_plugin(saved: dict | None, now: dict[str, str]) -> tuple[str, str, str] | None:
-    """(module, sha256 then, sha256 now) of the first plugin module recorded in ``saved`` (a run's
-    ``plugin_modules``; missing: no plugins) whose source file differs now, else None."""
+def changed_plugin(saved: dict | None, now: dict[str, str]) -> str | None:
+    """A phrase naming the first plugin module recorded in ``saved`` (a run's ``plugin_modules``; missing: no
+    plugins) whose source differs now (``now``: ``plugin_digests``; a module not loaded yet is looked up without
+    running it), or that cannot be found any more (moved or renamed); else None."""
     for name, digest in sorted((saved or {}).items()):
-        if name in now and now[name] != digest:
-            return name, str(digest), now[name]
+        current = now.get(name) or _digest(_spec_origin(name))
+        if current is None:
+            return (f"plugin module {name} (sha256 {str(digest)[:12]}), which cannot be found now (moved or renamed, "
+                    "or its folder is not the current one)")
+        if current != digest:
+            return f"another version of plugin module {name} (sha256 {str(digest)[:12]} -> {current[:12]})"
     return None
+
+
+def _spec_origin(name: str) -> str | None:
+    """The source file module ``name`` would be imported from (its parent packages are imported), or None."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return None
+    return spec.origin if spec is not None and spec.has_location else None

@@ -70,12 +70,31 @@ def test_changed_content_is_refused_touch_is_not(files):
 
 def test_out_dir_of_an_older_version_is_adopted_or_refused(files):
     cfg = _cfg(files, "a")
-    _prepare(cfg)
+    tr = Trainer(cfg, progress=False)
+    tr._stop = True
+    tr.run()  # a checkpoint to resume
     (files["out"] / "prep.json").unlink()  # as written before the key existed
     with pytest.raises(StaleCacheError, match="built from other training data"):
-        Trainer(_cfg(files, "b"), progress=False)  # config.yaml names a.txt
-    Trainer(cfg, progress=False).close()  # same data: adopted, key recorded
+        Trainer(_cfg(files, "b"), resume=True, progress=False)  # config.yaml names a.txt
+    Trainer(cfg, resume=True, progress=False).close()  # same data: adopted, key recorded
     assert json.loads((files["out"] / "prep.json").read_text())["vocab_size"] == 20
+
+
+def test_keyless_cache_without_a_checkpoint_is_prepared_again(files, capsys):
+    """Nothing records what a keyless prep.npz holds: a fresh start prepares the corpus again (a touched or an
+    edited file, even one whose mtime was put back, then cannot matter)."""
+    _prepare(_cfg(files, "a"))
+    (files["out"] / "prep.json").unlink()
+    data = files["a"].read_bytes()
+    st = files["a"].stat()
+    files["a"].write_bytes(data.replace(b"cat", b"cow"))  # same size, old mtime put back
+    os.utime(files["a"], ns=(st.st_atime_ns, st.st_mtime_ns))
+    capsys.readouterr()
+    tr = Trainer(_cfg(files, "a"), progress=False)
+    tr.close()
+    assert "has no key (prep.json), so nothing says what it holds; preparing the corpus again" in capsys.readouterr().err
+    assert "cow" in tr.corpus.types and "cat" not in tr.corpus.types
+    assert json.loads((files["out"] / "prep.json").read_text())["files"][0]["size"] == len(data)
 
 
 def test_one_trainer_per_out_dir(files):

@@ -3,6 +3,8 @@ unknown keys are errors that list the valid keys; every problem is one ``ConfigE
 own key."""
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Any
@@ -201,14 +203,20 @@ class TrainConfig:
         return d
 
 
+NULL_FIXED = ("token_vectors",)  # free to name another path (its digest is checked), not to appear or go: the
+# model's input width changes with it
+
+
 def resume_changes(saved: Any, cfg: TrainConfig) -> list[str]:
     """Each key outside ``RESUME_FREE`` whose value differs between a run's saved config (a checkpoint's or its
-    config.yaml; keys it lacks had their default) and ``cfg``, as "key old -> new"."""
+    config.yaml; keys it lacks had their default) and ``cfg``, and each ``NULL_FIXED`` key switched on or off, as
+    "key old -> new"."""
     if not isinstance(saved, dict):
         return []
     defaults, now = TrainConfig().to_dict(), cfg.to_dict()
     return [f"{k} {saved.get(k, defaults[k])!r} -> {now[k]!r}" for k in now
-            if k not in RESUME_FREE and saved.get(k, defaults[k]) != now[k]]
+            if (k not in RESUME_FREE and saved.get(k, defaults[k]) != now[k])
+            or (k in NULL_FIXED and (saved.get(k, defaults[k]) is None) != (now[k] is None))]
 
 
 def check_resume_config(saved, cfg: TrainConfig, ckpt: Path) -> None:
@@ -222,6 +230,21 @@ def check_resume_config(saved, cfg: TrainConfig, ckpt: Path) -> None:
     if changed:
         raise CheckpointError(f"{ckpt}: the config changed since this run started ({'; '.join(changed)}); put the "
                               "run's values back (its config.yaml) to resume, or start a new out_dir")
+    was = saved.get("init_from") if isinstance(saved, dict) else cfg.init_from
+    if was != cfg.init_from:  # read at a fresh start only: the run's record keeps what it started from
+        print(f"warning: init_from is read at a fresh start only; this run started from {was!r}, which its "
+              f"config.yaml keeps ({cfg.init_from!r} is ignored)", file=sys.stderr)
+        cfg.init_from = was
+
+
+def check_resume_length(tokens: int, saved: Any, cfg: TrainConfig, ckpt: Path) -> None:
+    """Refuse a resume that shortens the run (``max_train_tokens`` below the saved config's) to fewer tokens than it
+    has trained (``tokens``): nothing could be done, and its record would claim a shorter run."""
+    was = saved.get("max_train_tokens") if isinstance(saved, dict) else None
+    if isinstance(was, int) and cfg.max_train_tokens < was and cfg.max_train_tokens < tokens:
+        raise CheckpointError(f"{ckpt}: this run has trained {tokens:,} tokens already, more than max_train_tokens "
+                              f"{cfg.max_train_tokens:,}; resume with at least {tokens:,} (its config.yaml says "
+                              f"{was:,}), or start a new out_dir for a shorter run")
 
 
 def saved_config(out: Path):

@@ -6,7 +6,9 @@ the character CNN runs once per distinct type in a batch. The output vocabulary 
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
+import sys
 
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,43 @@ def read_sentences(paths: Iterable[str | Path]) -> Iterator[list[str]]:
             yield tokens
 
 
+def _text_size(path: Path) -> int:
+    """The bytes of text a training file holds: its size, or for .gz the size its trailer records (mod 2**32)."""
+    if path.suffix != ".gz":
+        return path.stat().st_size
+    with open(path, "rb") as f:
+        f.seek(-4, 2)
+        return int.from_bytes(f.read(4), "little")
+
+
+def _text_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def warn_copied_files(paths: list[str]) -> None:
+    """One warning line for each training file whose text is an earlier one's (a byte copy, or the same text
+    gzipped): the corpus would hold it twice. Only files of equal text size are read."""
+    seen: dict[int, list[int]] = {}
+    digests: dict[int, str] = {}
+    for i, f in enumerate(paths):
+        try:
+            size = _text_size(Path(f).expanduser())
+            for j in seen.get(size, []):
+                for k in (i, j):
+                    digests.setdefault(k, _text_sha256(Path(paths[k]).expanduser()))
+                if digests[i] == digests[j]:
+                    print(f"warning: train_files[{i}] ({f}) holds the same text as train_files[{j}] ({paths[j]}): "
+                          "the corpus counts it twice; list it once unless you mean to weight it", file=sys.stderr)
+                    break
+        except (OSError, EOFError, gzip.BadGzipFile):  # (an unreadable file is reported where it is read)
+            continue
+        seen.setdefault(size, []).append(i)
+
+
 @dataclass
 class Corpus:
     """A tokenized corpus as type ids: ``types`` (list of words), ``sentences`` (list of int32 arrays)."""
@@ -47,6 +86,8 @@ class Corpus:
 
 def build_corpus(paths: Iterable[str | Path], max_sentence_length: int) -> Corpus:
     """Read the files once; cut sentences longer than ``max_sentence_length`` into pieces."""
+    paths = list(paths)
+    warn_copied_files([str(p) for p in paths])
     index: dict[str, int] = {BOS_TOKEN: 0, EOS_TOKEN: 1}
     sentences: list[np.ndarray] = []
     for toks in read_sentences(paths):

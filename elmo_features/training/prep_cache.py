@@ -72,12 +72,17 @@ def _fix(out: Path) -> str:
             f"in {out} to rebuild")
 
 
-def check_prep_key(cfg: TrainConfig, out: Path) -> None:
-    """Refuse (StaleCacheError) an out_dir/prep.npz built from other training data than ``cfg`` names."""
+def check_prep_key(cfg: TrainConfig, out: Path) -> bool:
+    """Refuse (StaleCacheError) an out_dir/prep.npz built from other training data than ``cfg`` names. True: the
+    cache may be used; False: it has no key and no checkpoint, so it is rebuilt (its content cannot be checked)."""
     key = read_prep_key(out)
     if key is None:
-        _adopt_legacy(cfg, out)
-        return
+        if not (out / "checkpoint.pt").exists():  # a fresh start: preparing the corpus again costs what it always does
+            print(f"{out}: {out / 'prep.npz'} has no key ({KEY_FILE}), so nothing says what it holds; preparing the "
+                  "corpus again", file=sys.stderr)
+            return False
+        _adopt_legacy(cfg, out)  # a resume: the checkpoint's corpus digest is checked against the key written here
+        return True
     problems = []
     if key.get("format") != PREP_FORMAT:
         problems.append(f"cache format {key.get('format')!r}, this version needs {PREP_FORMAT}")
@@ -87,7 +92,12 @@ def check_prep_key(cfg: TrainConfig, out: Path) -> None:
     old = key["files"]
     refreshed = False
     if [e.get("path") for e in old] != [e["path"] for e in now]:
-        problems.append(f"train_files {[e.get('path') for e in old]} -> {[e['path'] for e in now]}")
+        if _moved_same_content(old, now):  # e.g. the whole project folder moved: same files, other paths
+            for o, n in zip(old, now):
+                o["path"], o["mtime_ns"] = n["path"], n["mtime_ns"]
+            refreshed = True
+        else:
+            problems.append(f"train_files {[e.get('path') for e in old]} -> {[e['path'] for e in now]}")
     else:
         for o, n in zip(old, now):
             if o.get("size") != n["size"]:
@@ -103,6 +113,13 @@ def check_prep_key(cfg: TrainConfig, out: Path) -> None:
                               + _fix(out))
     if refreshed:
         write_prep_key(out, key)
+    return True
+
+
+def _moved_same_content(old: list, now: list) -> bool:
+    """The training files at other paths hold, one for one, the bytes the key records (size, then sha256)."""
+    return len(old) == len(now) and all(o.get("size") == n["size"] for o, n in zip(old, now)) and all(
+        o.get("sha256") == file_sha256(n["path"]) for o, n in zip(old, now))
 
 
 def check_vocab_key(cfg: TrainConfig, out: Path) -> bool:
@@ -151,8 +168,9 @@ def check_resume_inputs(saved: dict, now: dict, cfg: TrainConfig, out: Path, ckp
 
 
 def _adopt_legacy(cfg: TrainConfig, out: Path) -> None:
-    """prep.npz without prep.json (written by an older version): keep it when out/config.yaml names the same
-    training data, and write its key; otherwise refuse."""
+    """prep.npz without prep.json beside a checkpoint (written by an older version, or prep.json deleted): keep it
+    when out/config.yaml names the same training data, and write its key (with the files' sha256, which the resume
+    compares with the checkpoint's corpus digest); otherwise refuse."""
     saved_path = out / "config.yaml"
     try:
         saved = yaml.safe_load(saved_path.read_text(encoding="utf-8")) if saved_path.exists() else None
@@ -174,7 +192,7 @@ def _adopt_legacy(cfg: TrainConfig, out: Path) -> None:
     if (out / "vocab.txt").exists() and "vocab_size" in saved:
         key["vocab_size"] = saved["vocab_size"]
     write_prep_key(out, key)
-    print(f"{out}: recorded the key of the cached corpus in {KEY_FILE} (written by an older version)", file=sys.stderr)
+    print(f"{out}: recorded the key of the cached corpus in {KEY_FILE}, which was missing", file=sys.stderr)
 
 
 def _check_not_newer(cfg: TrainConfig, out: Path) -> None:

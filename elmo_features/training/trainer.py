@@ -31,7 +31,7 @@ from elmo_features.model.precision import check_precision
 from elmo_features.util.provenance import atomic_open, write_text_atomic
 from elmo_features.util.text_input import iter_lines
 from elmo_features.util.threads import set_threads
-from elmo_features.training.config import TrainConfig, check_resume_config, saved_config
+from elmo_features.training.config import TrainConfig, check_resume_config, check_resume_length, saved_config
 from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, type_char_ids, type_targets
 from elmo_features.training.evaluate import exp_or_inf, perplexity, read_heldout
 from elmo_features.training.prep_cache import (check_no_earlier_results, check_out_dir_is_ours, check_prep_key,
@@ -51,8 +51,7 @@ def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
     The cache is keyed (``out/prep.json``, see ``elmo_features.training.prep_cache``) by the training files and
     max_sentence_length; a cache built from other inputs is refused, never silently reused."""
     prep = out / "prep.npz"
-    if prep.exists():
-        check_prep_key(cfg, out)
+    if prep.exists() and check_prep_key(cfg, out):
         try:
             z = np.load(prep, allow_pickle=False)
             offsets = z["offsets"]
@@ -185,6 +184,7 @@ class Trainer:
         if resume:
             self._load(ckpt)
             check_resume_inputs(self.state, digests, cfg, self.out, ckpt)
+            check_resume_length(self.state["tokens"], saved_config(self.out), cfg, ckpt)
             if self.state.get("token_vectors_digest") != self.tv_digest:
                 raise CheckpointError(f"{ckpt}: was trained with other token vectors than {cfg.token_vectors!r} now "
                                       "gives; resume with the same vectors file, or start a new out_dir")

@@ -187,6 +187,16 @@ def check_not_an_input(output: str | os.PathLike, inputs, what: str = "output",
 
 RUN_FOLDER_FILES = ("config.yaml", "vocab.json", "model.pt", "predictions.json", "metrics.json")  # what `run` writes
 RUN_MODEL_FILES = RUN_FOLDER_FILES[:3]  # what reloading a run reads
+# The folders the commands own, by the files each writes there: a folder holding two of one kind's files is that
+# kind's folder, and none of those files is replaced by another command's output (even with --force).
+OWNED_FOLDERS = (
+    (RUN_FOLDER_FILES, "the run folder", "the run"),
+    (("config.yaml", "checkpoint.pt", "curve.json", "prep.json", "prep.npz", "types.txt", "vocab.txt",
+      "options.json", "weights.hdf5"), "the biLM training folder (or export)", "the trained biLM"),
+    (("summary.json", "summary.md", "summary.csv", "scores.png", "mix_weights.png"), "the results folder",
+     "the comparison's summary"),
+    (("scores.json", "table5.md", "f1_per_layer.png"), "the WSD results folder", "the WSD table"),
+)
 
 
 def check_flags_given(args, *names: str, what: str = "path") -> None:
@@ -221,10 +231,12 @@ def check_own_output(path: str | os.PathLike, what: str, kind: str, is_own) -> N
                         "regular file (it would otherwise replace the device): give a file path")
     if not p.is_file():
         return
-    run_files = [n for n in RUN_FOLDER_FILES if (p.parent / n).is_file()]
-    if len(run_files) >= 2:
-        raise PathError(f"{what}: {p} is a file of the run folder {p.parent} (beside {', '.join(run_files)}); "
-                        "writing it would destroy the run: choose another path")
+    for files, folder, loses in OWNED_FOLDERS:
+        present = [n for n in files if (p.parent / n).is_file()]
+        if p.name in files and len(present) >= 2:
+            beside = ", ".join(n for n in present if n != p.name)
+            raise PathError(f"{what}: {p} is a file of {folder} {p.parent} (beside {beside}); writing it would "
+                            f"destroy {loses}: choose another path")
     try:
         own = is_own(p)
     except OSError:

@@ -52,7 +52,8 @@ from elmo_features.util.errors import ElmoTasksError
 
 from tasks.experiment.config import find_config
 from tasks.plugins import includes_in, load_plugins
-from tasks.cli.streams import check_stdout, debug_from_env, soften_stderr, unicode_message
+from tasks.cli.streams import (check_stdout, debug_from_env, reader_went_away, reopen_closed_stderr, soften_stderr,
+                               unicode_message)
 
 # sub-command module, in the order shown by --help
 COMMANDS = [
@@ -122,6 +123,8 @@ def error_message(e: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None  # the process's own command (it exits when main returns)
     argv = list(sys.argv[1:] if argv is None else argv)
+    if from_command_line:
+        reopen_closed_stderr()
     soften_stderr()
     warn_retired()
     debug = debug_from_env(DEBUG_ENV, os.environ) or "--debug" in argv
@@ -144,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         hint = hint() if callable(hint) else hint
         print("interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr, flush=True)
         return interrupt_exit_code()
+    except BrokenPipeError:
+        if from_command_line and not debug:
+            return reader_went_away()
+        raise
     except (ElmoTasksError, OSError) as e:
         if debug:
             raise

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from elmo_features.util.errors import UsageError
-from elmo_features.util.paths import check_output_file, check_own_output, is_stream
+from elmo_features.util.paths import check_output_file, check_own_output, is_stream, is_text_file
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_docs import describe_keys, spec_text
 from elmo_features.util.schema import option_specs
@@ -119,8 +119,8 @@ def cmd_configs_show(args) -> int:
         print(text, end="")
         return 0
     check_output_file(args.out, "--out")
-    if not is_stream(args.out):  # a file of a run folder is never replaced, even with --force
-        check_own_output(args.out, "--out", "a config file", lambda _path: True)
+    if not is_stream(args.out):  # a file of a command's output folder is never replaced, even with --force
+        check_own_output(args.out, "--out", "a text file (a config)", is_text_file)
     if Path(args.out).exists() and not args.force:
         raise UsageError(f"--out {args.out} exists; give another file, or --force to replace it")
     write_text_atomic(args.out, text)

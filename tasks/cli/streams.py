@@ -3,6 +3,8 @@ and text a stream (or a UTF-8 output file) cannot encode, each one line rather t
 from __future__ import annotations
 
 import codecs
+import fcntl
+import os
 import sys
 
 from elmo_features.util.errors import PathError
@@ -45,6 +47,37 @@ def soften_stderr() -> None:
             stream.reconfigure(errors="backslashreplace")
         except (ValueError, OSError):
             pass
+
+
+def _to_devnull(fd: int) -> None:
+    """Point the file descriptor ``fd`` at /dev/null (its stream then writes nowhere, without an error)."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    if null != fd:
+        os.dup2(null, fd)
+        os.close(null)
+
+
+def reopen_closed_stderr() -> None:
+    """A standard error closed at start (``2>&-``) goes to /dev/null: the command does its work and exits with
+    its own code, instead of failing (exit 1) at its first warning or progress line."""
+    try:  # closed, or (a launcher script's file took the free descriptor) open for reading only
+        writable = (fcntl.fcntl(2, fcntl.F_GETFL) & os.O_ACCMODE) in (os.O_WRONLY, os.O_RDWR)
+    except OSError:
+        writable = False
+    if not writable:
+        _to_devnull(2)
+    if sys.stderr is None:  # Python found fd 2 closed at start: messages would go to standard output instead
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (the process's stderr, kept to exit)
+
+
+def reader_went_away() -> int:
+    """Standard output's reader closed the pipe (``... | head -1``): normal use, so no error line. Later writes
+    (the flush at exit too) go to /dev/null; the exit code is a SIGPIPE death's, 141, as for other Unix tools."""
+    try:
+        _to_devnull(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+    return 128 + 13
 
 
 def prints_result(args) -> bool:

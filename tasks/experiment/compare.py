@@ -289,9 +289,8 @@ def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir
     changed = changed_plugin(m.get("plugin_modules"), plugin_digests(expected))  # the plugin code is the model too
     if changed:
         grid = run_dir.parent if k is None else run_dir.parent.parent
-        raise ConfigError(f"--resume {grid}: run {run_dir.relative_to(grid)} was made with another version of plugin "
-                          f"module {changed[0]} (sha256 {changed[1][:12]} -> {changed[2][:12]}); its results would mix "
-                          "two models: start a new comparison (drop --resume)")
+        raise ConfigError(f"--resume {grid}: run {run_dir.relative_to(grid)} was made with {changed}; its results "
+                          "would mix two models: start a new comparison (drop --resume)")
     return run_record(name, seed, k, run_dir, m, pool, fold_sets)
 
 

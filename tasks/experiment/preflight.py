@@ -202,9 +202,8 @@ def check_plugin_versions(run_dir: Path, config: dict) -> None:
         return  # unreadable metrics.json: refused where it is read
     changed = changed_plugin(saved if isinstance(saved, dict) else None, plugin_digests(config))
     if changed:
-        raise ConfigError(f"{run_dir} was trained with another version of plugin module {changed[0]} (sha256 "
-                          f"{changed[1][:12]} -> {changed[2][:12]}); its predictions would differ from the run's: "
-                          f"restore that version of {changed[0]}, or rerun the run with the new one")
+        raise ConfigError(f"{run_dir} was trained with {changed}; its predictions would differ from the run's: "
+                          "restore the module as it was (and --include it), or rerun the run with the new code")
 
 
 RESULTS_LOCK = ".writer.lock"  # inside a results folder while a command writes it
