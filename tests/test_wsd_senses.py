@@ -127,7 +127,7 @@ def test_the_wsd_command_adds_sense_vector_rows(tmp_path, monkeypatch):
     assert full["senses"]["coverage"] == {"semcor": 3, "synset": 1, "hypernym": 1, "lexfile": 2, "none": 1}
     assert set(glosses["senses"]["w"]) == {"NOUN"} and glosses["senses"]["pooling"] in ("sentence", "lemma")
     assert "sense vectors, + glosses" in (tmp_path / "o" / "table5.md").read_text()
-    assert list((tmp_path / "cache" / "glosses").glob("*.npz"))  # the pooled glosses are cached
+    assert list((tmp_path / "cache" / "glosses").glob("*/sentence.npy"))  # the pooled glosses are cached
 
 
 def test_wsd_senses_and_tag_disambiguate_plain_text(tmp_path, monkeypatch, capsys):
@@ -210,3 +210,48 @@ def test_a_learned_mix_is_a_layer_candidate_chosen_on_held_out_sentences(graph):
     assert plan.layer_label == "mix learned by the head" and plan.weights == [1.0, -1.0]
     assert plan.held_out["layers"]["mix learned by the head"] == 1.0
     assert set(plan.held_out["layers"]) == {"layer 0", "layer 1", "sum of the top 2 layers", "mix learned by the head"}
+
+
+class _Glosses:
+    """A feature source stand-in: each gloss's words as (L=2, n, D=3) vectors from the words' lengths; it raises
+    KeyboardInterrupt at call ``stop_at`` (a stop in the middle of the gloss phase)."""
+
+    def __init__(self, stop_at: int | None = None):
+        self.calls, self.stop_at = 0, stop_at
+
+    def word_layers(self, sentences, split):
+        self.calls += 1
+        if self.calls == self.stop_at:
+            raise KeyboardInterrupt
+        return [np.stack([np.array([[len(w), i, 1.0] for i, w in enumerate(s)], dtype=np.float32)] * 2)
+                for s in sentences]
+
+
+def test_gloss_layers_are_cached_as_computed_and_resume_after_a_stop(graph, tmp_path, monkeypatch):
+    from tasks.wsd import senses
+
+    monkeypatch.setattr(senses, "GLOSS_CHUNK", 3)  # 8 senses: chunks of 3, 3, 2
+    whole = senses.gloss_layers(graph, _Glosses(), "fp", None, progress=False)  # in memory, no cache
+    with pytest.raises(KeyboardInterrupt):
+        senses.gloss_layers(graph, _Glosses(stop_at=3), "fp", tmp_path, progress=False)
+    source = _Glosses()
+    resumed = senses.gloss_layers(graph, source, "fp", tmp_path, progress=False)
+    assert source.calls == 1  # only the chunk that was not done
+    for pooling in senses.POOLINGS:
+        np.testing.assert_array_equal(resumed[pooling], whole[pooling])
+        assert isinstance(resumed[pooling], np.memmap)  # read from the disk as needed, not all held in memory
+    again = _Glosses()
+    senses.gloss_layers(graph, again, "fp", tmp_path, progress=False)
+    assert again.calls == 0  # complete: read back
+    other = _Glosses()
+    senses.gloss_layers(graph, other, "another model", tmp_path, progress=False)
+    assert other.calls == 3  # another fingerprint: its own folder, computed in full
+
+
+def test_mix_in_row_chunks_equals_one_einsum(monkeypatch):
+    from tasks.wsd import senses
+
+    layers = np.random.default_rng(0).standard_normal((50, 3, 4)).astype(np.float16)
+    whole = senses.mix(layers, [0.5, 0.0, 1.0])
+    monkeypatch.setattr(senses, "MIX_ROWS", 7)
+    np.testing.assert_array_equal(senses.mix(layers, [0.5, 0.0, 1.0]), whole)

@@ -15,8 +15,8 @@ chosen on held-out training sentences, never on test data.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -28,6 +28,7 @@ import numpy as np
 from tasks.wsd.data.examples import WsdTarget
 from tasks.wsd.knn import _unit
 from tasks.wsd.data.wordnet import WordNet
+from tasks.wsd.gloss_cache import GlossStore, wait_note
 
 STEPS = ("semcor", "synset", "hypernym", "lexfile")  # where a sense's context vector came from (-1: nowhere)
 W_GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)  # gloss weights tried on the held-out sentences
@@ -100,43 +101,62 @@ def wordnet_fingerprint(wn: WordNet) -> str:
 def gloss_layers(graph: Graph, source, fingerprint: str, cache_dir: Path | None,
                  progress: bool | None = None) -> dict[str, np.ndarray]:
     """Every sense's augmented gloss embedded by ``source`` and pooled per layer: {pooling: (S, L, D) float16}.
-    Computed in chunks (``source.word_layers``), cached in ``cache_dir/glosses/`` keyed by the source's and
-    WordNet's fingerprints."""
-    cache = None
-    if cache_dir is not None:
-        cache = Path(cache_dir) / "glosses" / f"{hashlib.sha256(fingerprint.encode()).hexdigest()[:24]}.npz"
-        if cache.is_file():
-            with np.load(cache) as z:
-                if json.loads(str(z["meta"]))["fingerprint"] == fingerprint:
-                    return {p: z[p] for p in POOLINGS}
+    Computed in chunks (``source.word_layers``); with ``cache_dir``, written to ``cache_dir/glosses/`` as they come
+    (``tasks.wsd.gloss_cache``: memory-mapped, resumed at the next chunk after a stop) and keyed by the source's
+    and WordNet's fingerprints."""
+    store = GlossStore(cache_dir, fingerprint, POOLINGS, len(graph.keys)) if cache_dir is not None else None
+    with store.lock.acquire(wait=True, on_wait=wait_note) if store is not None else contextlib.nullcontext():
+        state = store.progress() if store is not None else {"chunks": 0, "complete": False}
+        if state["complete"]:
+            return store.open()
+        return _embed_glosses(graph, source, store, state["chunks"], progress)
+
+
+def _embed_glosses(graph: Graph, source, store, done: int, progress: bool | None) -> dict[str, np.ndarray]:
+    """``gloss_layers``' computation, from chunk ``done`` on (the earlier ones are in ``store``'s arrays)."""
     sentences = [graph.wn.gloss_sentence(k) for k in graph.keys]
     n_lemma = [len(graph.wn.lemma_of(k).split()) for k in graph.keys]
     order = np.argsort([len(s) for s in sentences], kind="stable")  # similar lengths batch well
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, np.ndarray] = store.open(writable=True) if done else {}
+    starts = range(0, len(order), GLOSS_CHUNK)
+    if done:
+        print(f"glosses: resuming at {min(done * GLOSS_CHUNK, len(order)):,} of {len(order):,} (cached in "
+              f"{store.folder})", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
-    for start in range(0, len(order), GLOSS_CHUNK):
+    for c, start in enumerate(starts):
+        if c < done:
+            continue
         idx = order[start:start + GLOSS_CHUNK]
         arrays = source.word_layers([sentences[i] for i in idx], "glosses")  # [(L, n, D)]
         for i, a in zip(idx, arrays):
             a = a[None] if a.ndim == 2 else a
             if not out:
-                out = {p: np.zeros((len(sentences), a.shape[0], a.shape[-1]), dtype=np.float16) for p in POOLINGS}
+                out = (store.create(a.shape[0], a.shape[-1]) if store is not None else
+                       {p: np.zeros((len(sentences), a.shape[0], a.shape[-1]), dtype=np.float16) for p in POOLINGS})
             out["sentence"][i] = a.mean(axis=1)
             out["lemma"][i] = a[:, : n_lemma[i]].mean(axis=1)
-        if progress is not False and (start // GLOSS_CHUNK) % 10 == 0:
+        if store is not None:
+            store.mark(out, c + 1)
+        if progress is not False and c % 10 == 0:
             print(f"glosses: {start + len(idx):,} of {len(order):,} embedded ({time.perf_counter() - t0:.0f}s)",
                   file=sys.stderr, flush=True)
-    if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(cache.name + ".partial.npz")
-        np.savez(tmp, meta=json.dumps({"fingerprint": fingerprint}), **out)
-        tmp.replace(cache)
-    return out
+    if store is None:
+        return out
+    store.mark(out, len(starts), complete=True)
+    del out
+    return store.open()
+
+
+MIX_ROWS = 16384  # senses mixed at a time (a float32 copy of all layers of every sense would be gigabytes)
 
 
 def mix(layers: np.ndarray, weights: Sequence[float]) -> np.ndarray:
-    """(S, L, D) -> (S, D) float32: sum_l weights[l] * layers[:, l]."""
-    return np.einsum("sld,l->sd", layers, np.asarray(weights, dtype=np.float32), dtype=np.float32)
+    """(S, L, D) -> (S, D) float32: sum_l weights[l] * layers[:, l], ``MIX_ROWS`` senses at a time."""
+    w = np.asarray(weights, dtype=np.float32)  # (L,)
+    out = np.empty((layers.shape[0], layers.shape[2]), dtype=np.float32)  # (S, D)
+    for s in range(0, layers.shape[0], MIX_ROWS):
+        out[s:s + MIX_ROWS] = np.einsum("sld,l->sd", layers[s:s + MIX_ROWS], w, dtype=np.float32)
+    return out
 
 
 # ---------------------------------------------------------------- scoring

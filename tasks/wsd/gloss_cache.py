@@ -1,0 +1,69 @@
+"""The pooled gloss layers of every WordNet sense (``senses.gloss_layers``), cached on disk while they are computed.
+
+One folder per source and WordNet, ``CACHE_DIR/glosses/KEY/``, holds a float16 array per pooling
+(``sentence.npy``, ``lemma.npy``: (S, L, D)) and ``progress.json`` (the fingerprint, the shape and the chunks
+done, written after the arrays are flushed). The arrays are memory-mapped: the operating system keeps only the
+pages in use, so a 12-layer, 768-dimension encoder's 8 GB of gloss vectors need not fit beside the rest. A
+computation that stops (a signal, a crash) resumes at its next chunk; a second process needing the same glosses
+waits for the first, then reads its arrays.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from elmo_features.util.locking import OutputLock
+from elmo_features.util.provenance import write_text_atomic
+
+PROGRESS = "progress.json"
+
+
+class GlossStore:
+    """The cache folder of one fingerprint (``folder``); ``poolings`` names its arrays."""
+
+    def __init__(self, cache_dir: str | Path, fingerprint: str, poolings: tuple[str, ...], n_senses: int):
+        self.folder = Path(cache_dir) / "glosses" / hashlib.sha256(fingerprint.encode()).hexdigest()[:24]
+        self.fingerprint, self.poolings, self.n = fingerprint, poolings, n_senses
+        self.lock = OutputLock(self.folder.with_name(self.folder.name + ".lock"), f"the gloss cache {self.folder}")
+
+    def progress(self) -> dict:
+        """The recorded progress (``chunks``, ``shape``, ``complete``), or a fresh start's when there is none, or
+        when it belongs to another fingerprint or a damaged folder (the arrays are then made again)."""
+        try:
+            saved = json.loads((self.folder / PROGRESS).read_text(encoding="utf-8"))
+            shape = saved["shape"]
+            ok = (saved["fingerprint"] == self.fingerprint and shape[0] == self.n and
+                  all(self._file(p).is_file() for p in self.poolings))
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            ok = False
+        return saved if ok else {"chunks": 0, "shape": None, "complete": False}
+
+    def _file(self, pooling: str) -> Path:
+        return self.folder / f"{pooling}.npy"
+
+    def create(self, layers: int, dim: int) -> dict[str, np.ndarray]:
+        """New zeroed arrays (S, L, D) float16 on disk, opened for writing; the progress is reset first."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / PROGRESS).unlink(missing_ok=True)
+        return {p: np.lib.format.open_memmap(self._file(p), mode="w+", dtype=np.float16,
+                                             shape=(self.n, layers, dim)) for p in self.poolings}
+
+    def open(self, writable: bool = False) -> dict[str, np.ndarray]:
+        """The arrays on disk (read-only unless ``writable``: a resumed computation)."""
+        return {p: np.load(self._file(p), mmap_mode="r+" if writable else "r") for p in self.poolings}
+
+    def mark(self, arrays: dict[str, np.ndarray], chunks: int, complete: bool = False) -> None:
+        """Flush ``arrays``, then record that ``chunks`` chunks are in them."""
+        for a in arrays.values():
+            a.flush()
+        shape = list(next(iter(arrays.values())).shape)
+        write_text_atomic(self.folder / PROGRESS, json.dumps({"fingerprint": self.fingerprint, "shape": shape,
+                                                              "chunks": chunks, "complete": complete}) + "\n")
+
+
+def wait_note(holder: str) -> None:
+    print(f"glosses: {holder} is computing the same gloss vectors; waiting for it", file=sys.stderr, flush=True)
