@@ -84,14 +84,20 @@ def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: Feature
                                               "layers": {k: round(a, 4) for k, a in scores.items()}})
     if not glosses:
         return plan
-    source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
-    fingerprint = json.dumps({"section": section, "models": section_fingerprints(section, context.memo),
-                              "wordnet": wordnet_fingerprint(graph.wn), "version": 1}, sort_keys=True)
     t0 = time.perf_counter()
-    pooled = gloss_layers(graph, source, fingerprint, context.cache_dir, progress)
+    pooled = sense_glosses(section, graph, context, progress)
     plan.held_out["gloss_seconds"] = round(time.perf_counter() - t0, 1)
     _plan_glosses(plan, pooled, held, v, graph, context_vecs, step, candidates)
     return plan
+
+
+def sense_glosses(section: dict, graph: Graph, context: FeatureContext, progress: bool | None) -> dict[str, np.ndarray]:
+    """Every sense's gloss pooled per layer by the source ``section`` (``senses.gloss_layers``), keyed in
+    ``context.cache_dir`` by the section, its models' fingerprints and WordNet's."""
+    source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
+    fingerprint = json.dumps({"section": section, "models": section_fingerprints(section, context.memo),
+                              "wordnet": wordnet_fingerprint(graph.wn), "version": 1}, sort_keys=True)
+    return gloss_layers(graph, source, fingerprint, context.cache_dir, progress)
 
 
 def _best_w_per_pos(held: list, cands: Candidates, graph: Graph) -> tuple[dict[str, float], dict[str, float]]:

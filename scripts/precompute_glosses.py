@@ -1,0 +1,38 @@
+"""Embed and pool every WordNet sense's gloss for one source of a WSD config, into a feature cache, ahead of the
+`wsd` run that needs them (the same key: that run then reads them back). The computation resumes where a stopped
+one left off, so a slow encoder's gloss phase can be spread over several sittings.
+
+    python scripts/precompute_glosses.py --config wsd_senses --source mpnet --cache-dir CACHE --threads 1
+
+Then `elmo-tasks wsd --config wsd_senses --features mpnet --cache-dir CACHE ...` uses them.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from elmo_features.util.threads import set_threads
+from tasks.features.base import FeatureContext
+from tasks.wsd.config import load_wsd_config
+from tasks.wsd.sense_method import load_graph, sense_glosses
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="wsd_senses")
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--cache-dir", required=True)
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args()
+    if args.threads:
+        set_threads(args.threads)
+    cfg = load_wsd_config(args.config, features=[args.source])
+    t0 = time.perf_counter()
+    pooled = sense_glosses(cfg.sources[args.source], load_graph(cfg.wordnet), FeatureContext(cache_dir=args.cache_dir),
+                           progress=True)
+    shape = next(iter(pooled.values())).shape
+    print(f"glosses of {shape[0]:,} senses, {shape[1]} layers of {shape[2]}, in the cache ({time.perf_counter() - t0:.0f}s)")
+
+
+if __name__ == "__main__":
+    main()
