@@ -229,6 +229,7 @@ class _Glosses:
 
 def test_gloss_layers_are_cached_as_computed_and_resume_after_a_stop(graph, tmp_path, monkeypatch):
     from tasks.wsd import senses
+    from tasks.wsd.gloss_cache import GlossStore
 
     monkeypatch.setattr(senses, "GLOSS_CHUNK", 3)  # 8 senses: chunks of 3, 3, 2
     whole = senses.gloss_layers(graph, _Glosses(), "fp", None, progress=False)  # in memory, no cache
@@ -246,6 +247,12 @@ def test_gloss_layers_are_cached_as_computed_and_resume_after_a_stop(graph, tmp_
     other = _Glosses()
     senses.gloss_layers(graph, other, "another model", tmp_path, progress=False)
     assert other.calls == 3  # another fingerprint: its own folder, computed in full
+    folder = GlossStore(tmp_path, "fp", senses.POOLINGS, len(graph.keys), 3).folder
+    (folder / "lemma.npy").write_bytes((folder / "lemma.npy").read_bytes()[:100])  # cut short (a full disk)
+    remade = _Glosses()
+    again = senses.gloss_layers(graph, remade, "fp", tmp_path, progress=False)
+    assert remade.calls == 3  # made again, not a traceback or a short array
+    np.testing.assert_array_equal(again["lemma"], whole["lemma"])
 
 
 def test_mix_in_row_chunks_equals_one_einsum(monkeypatch):

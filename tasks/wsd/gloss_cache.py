@@ -23,11 +23,13 @@ PROGRESS = "progress.json"
 
 
 class GlossStore:
-    """The cache folder of one fingerprint (``folder``); ``poolings`` names its arrays."""
+    """The cache folder of one fingerprint (``folder``); ``poolings`` names its arrays, ``chunk`` is the number of
+    glosses computed at a time (a resume needs the same chunks)."""
 
-    def __init__(self, cache_dir: str | Path, fingerprint: str, poolings: tuple[str, ...], n_senses: int):
+    def __init__(self, cache_dir: str | Path, fingerprint: str, poolings: tuple[str, ...], n_senses: int,
+                 chunk: int):
         self.folder = Path(cache_dir) / "glosses" / hashlib.sha256(fingerprint.encode()).hexdigest()[:24]
-        self.fingerprint, self.poolings, self.n = fingerprint, poolings, n_senses
+        self.fingerprint, self.poolings, self.n, self.chunk = fingerprint, poolings, n_senses, chunk
         self.lock = OutputLock(self.folder.with_name(self.folder.name + ".lock"), f"the gloss cache {self.folder}")
 
     def progress(self) -> dict:
@@ -37,8 +39,9 @@ class GlossStore:
             saved = json.loads((self.folder / PROGRESS).read_text(encoding="utf-8"))
             shape = saved["shape"]
             ok = (saved["fingerprint"] == self.fingerprint and shape[0] == self.n and
-                  all(self._file(p).is_file() for p in self.poolings))
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+                  (saved["complete"] or saved["chunk"] == self.chunk) and
+                  all(list(np.load(self._file(p), mmap_mode="r").shape) == shape for p in self.poolings))
+        except (OSError, ValueError, KeyError, TypeError, IndexError):  # (a truncated or damaged array too)
             ok = False
         return saved if ok else {"chunks": 0, "shape": None, "complete": False}
 
@@ -62,7 +65,8 @@ class GlossStore:
             a.flush()
         shape = list(next(iter(arrays.values())).shape)
         write_text_atomic(self.folder / PROGRESS, json.dumps({"fingerprint": self.fingerprint, "shape": shape,
-                                                              "chunks": chunks, "complete": complete}) + "\n")
+                                                              "chunk": self.chunk, "chunks": chunks,
+                                                              "complete": complete}) + "\n")
 
 
 def wait_note(holder: str) -> None:

@@ -104,7 +104,8 @@ def gloss_layers(graph: Graph, source, fingerprint: str, cache_dir: Path | None,
     Computed in chunks (``source.word_layers``); with ``cache_dir``, written to ``cache_dir/glosses/`` as they come
     (``tasks.wsd.gloss_cache``: memory-mapped, resumed at the next chunk after a stop) and keyed by the source's
     and WordNet's fingerprints."""
-    store = GlossStore(cache_dir, fingerprint, POOLINGS, len(graph.keys)) if cache_dir is not None else None
+    store = (GlossStore(cache_dir, fingerprint, POOLINGS, len(graph.keys), GLOSS_CHUNK) if cache_dir is not None
+             else None)
     with store.lock.acquire(wait=True, on_wait=wait_note) if store is not None else contextlib.nullcontext():
         state = store.progress() if store is not None else {"chunks": 0, "complete": False}
         if state["complete"]:
