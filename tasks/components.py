@@ -10,6 +10,7 @@ section against the named component's ``Config`` (nested component fields too) a
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from elmo_features.util.errors import ConfigError
@@ -47,9 +48,22 @@ def resolve_component(registry: Registry, section: Any, where: str) -> dict:
         reg = component_registry(sub)
         if isinstance(out[f.name], list):
             out[f.name] = [resolve_component(reg, s, f"{where}.{f.name}[{i}]") for i, s in enumerate(out[f.name])]
+            _check_listed_once(out[f.name], f"{where}.{f.name}")
         else:
             out[f.name] = resolve_component(reg, out[f.name], f"{where}.{f.name}")
     return out
+
+
+def _check_listed_once(sections: list[dict], where: str) -> None:
+    """A list of components (a concat's sources) names each resolved section once: a repeat would give the same
+    features twice. ConfigError naming both places."""
+    seen: dict[str, int] = {}
+    for i, s in enumerate(sections):
+        first = seen.setdefault(json.dumps(s, sort_keys=True, default=str), i)
+        if first != i:
+            raise ConfigError(f"{where}[{i}] is {where.rsplit('.', 1)[-1]}[{first}] again (the same section once "
+                              "defaults are filled in): it would give the head the same features twice; list each "
+                              "once")
 
 
 def component_registry(kind: str) -> Registry:

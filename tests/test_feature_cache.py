@@ -51,7 +51,8 @@ def test_second_call_reads_from_disk(tmp_path):
     files = list((tmp_path / "c").iterdir())
     assert len(files) == 1 and files[0].suffix == ".hdf5"  # no temp files left behind
     with h5py.File(files[0], "r") as f:
-        assert sorted(f.keys(), key=int) == ["0", "1", "2", "3"] and f["1"].shape == (3, 0, 8)
+        assert sorted(f.keys()) == ["0", "1", "2", "3", "crc32", "lengths"] and f["1"].shape == (3, 0, 8)
+        assert f["lengths"][...].tolist() == [len(s) for s in SENTS]  # what each array's shape is checked against
 
 
 def test_key_depends_on_model_tokens_and_dtype(tmp_path):

@@ -92,11 +92,13 @@ def test_k01_a_feature_cache_entry_holding_nan_is_recomputed(tmp_path, capsys):
     for p in entries:  # bit rot: every float overwritten with NaN
         with h5py.File(p, "r+") as f:
             for name in f:
-                f[name][...] = np.nan
+                if name.isdigit():  # (the arrays; beside them the lengths and checksums)
+                    f[name][...] = np.nan
     capsys.readouterr()
     assert main(run + [str(tmp_path / "R2")]) == 0
     err = capsys.readouterr().err
-    assert f"feature cache file {entries[0]} holds NaN/Inf values; recomputing" in err
+    assert f"feature cache file {entries[0]} is damaged (sentence 0: its values do not match the checksum" in err
+    assert "; recomputing" in err
     m1, m2 = (json.loads((tmp_path / r / "metrics.json").read_text()) for r in ("R1", "R2"))
     assert m1["test"] == m2["test"] and m1["dev"] == m2["dev"]
     with h5py.File(entries[0], "r") as f:  # the entry was rewritten with finite values
@@ -111,7 +113,7 @@ def test_k01_lazy_features_refuse_a_nan_entry(tmp_path):
     with h5py.File(p, "w") as f:
         f.attrs.update({"n_sentences": 1, "num_output_layers": 1, "output_dim": 2})
         f.create_dataset("0", data=np.array([[[1.0, np.inf]]], dtype=np.float32))
-    with LazyFeatures(p) as lf, pytest.raises(DamagedCacheError, match="holds NaN/Inf values"):
+    with LazyFeatures(p) as lf, pytest.raises(DamagedCacheError, match=r"is damaged \(sentence 0: NaN/Inf values\)"):
         lf[0]
 
 

@@ -4,8 +4,9 @@
 sha256 over the model fingerprint, the stored dtype and every sentence's tokens (each sentence
 JSON-encoded, one per line: JSON escapes newlines, so no token can fake a boundary). One HDF5
 file per key, datasets "0", "1", ... (as ``allennlp elmo --all``), written to a temp file and
-renamed, so a file that exists is complete; an entry whose arrays hold NaN/Inf (bit rot, another program) is
-damaged: ``embed`` recomputes it, ``LazyFeatures`` refuses it. The batching settings of the embedder are not part
+renamed, so a file that exists is complete. Beside them, ``lengths`` (tokens per sentence) and ``crc32`` (a
+checksum of each stored array); an entry with a missing or misshapen array, one that fails its checksum, or one
+holding NaN/Inf (bit rot, another program) is damaged: ``embed`` recomputes it, ``LazyFeatures`` refuses it. The batching settings of the embedder are not part
 of the key (they change outputs only by float rounding, < 1e-6). While an entry is computed, its
 ``KEY.hdf5.lock`` is held (``elmo_features.util.locking``); a second process needing the same entry waits
 for it, then reads it.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import zlib
 from pathlib import Path
 from typing import Sequence
 
@@ -103,6 +105,9 @@ class LazyFeatures(Sequence):
             self._n = int(f.attrs["n_sentences"])
             self.num_output_layers = int(f.attrs["num_output_layers"])
             self.output_dim = int(f.attrs["output_dim"])
+            # (entries written before the checks existed have neither: their arrays' L and D are still checked)
+            self._lengths = f["lengths"][...] if "lengths" in f else None  # (n,)
+            self._crc = f["crc32"][...] if "crc32" in f else None  # (n,)
 
     def _file(self) -> h5py.File:
         if self._f is None:
@@ -120,11 +125,25 @@ class LazyFeatures(Sequence):
             i += self._n
         if not 0 <= i < self._n:
             raise IndexError(f"sentence index out of range: {i} (have {self._n}) in {self.path}")
-        a = self._file()[str(i)][...].astype(np.float32, copy=False)  # (L, n_i, D)
+        try:
+            a = self._file()[str(i)][...]  # (L, n_i, D) as stored
+        except (KeyError, OSError) as e:
+            raise self._damaged(i, f"its array cannot be read: {' '.join(str(e).split())}") from None
+        n = None if self._lengths is None else int(self._lengths[i])
+        if a.ndim != 3 or a.shape[0] != self.num_output_layers or a.shape[2] != self.output_dim or (
+                n is not None and a.shape[1] != n):
+            raise self._damaged(i, f"shape {a.shape}, the entry records ({self.num_output_layers}, "
+                                   f"{'n' if n is None else n}, {self.output_dim})")
+        if self._crc is not None and zlib.crc32(np.ascontiguousarray(a).tobytes()) != int(self._crc[i]):
+            raise self._damaged(i, "its values do not match the checksum written with them")
+        a = a.astype(np.float32, copy=False)
         if not np.isfinite(a).all():
-            raise DamagedCacheError(f"feature cache file {self.path} holds NaN/Inf values (sentence {i}); "
-                                    "delete it and it will be recomputed")
+            raise self._damaged(i, "NaN/Inf values")
         return a
+
+    def _damaged(self, i: int, what: str) -> DamagedCacheError:
+        return DamagedCacheError(f"feature cache file {self.path} is damaged (sentence {i}: {what}); delete it and it "
+                                 "will be recomputed")
 
     def close(self) -> None:
         if self._f is not None:
@@ -196,6 +215,7 @@ class FeatureCache:
     def _write(self, embedder, sentences, dtype: str, path: Path, keep: bool = False) -> list[np.ndarray] | None:
         """Compute and store; with ``keep``, return the float32 arrays as stored (what reading the file gives)."""
         kept: list[np.ndarray | None] | None = [None] * len(sentences) if keep else None
+        lengths, crc = np.zeros(len(sentences), dtype=np.int64), np.zeros(len(sentences), dtype=np.uint32)
         with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
             f.attrs.update({"format_version": FORMAT_VERSION, "n_sentences": len(sentences), "dtype": dtype,
                             "bilm_fingerprint": embedder_fingerprint(embedder),
@@ -203,10 +223,13 @@ class FeatureCache:
                             "output_dim": embedder.output_dim})
             for idx, arrays in embedder.embed_batches(sentences):
                 for i, a in zip(idx, arrays):
-                    stored = a.astype(dtype, copy=False)  # (L, n_i, D)
+                    stored = np.ascontiguousarray(a.astype(dtype, copy=False))  # (L, n_i, D)
                     f.create_dataset(str(i), data=stored)
+                    lengths[i], crc[i] = stored.shape[1], zlib.crc32(stored.tobytes())
                     if kept is not None:
                         kept[i] = stored.astype(np.float32, copy=False)
+            f.create_dataset("lengths", data=lengths)
+            f.create_dataset("crc32", data=crc)
         self.computed += 1
         return kept  # type: ignore[return-value]
 
@@ -219,8 +242,8 @@ class FeatureCache:
         try:
             with LazyFeatures(path) as lf:
                 return [lf[i] for i in range(len(lf))]
-        except DamagedCacheError:  # NaN/Inf in the entry: damaged, like an unreadable one
-            print(f"feature cache file {path} holds NaN/Inf values; recomputing", file=sys.stderr)
+        except DamagedCacheError as e:  # a missing or misshapen array, a checksum, NaN/Inf: like an unreadable one
+            print(f"{str(e).split('; delete it')[0]}; recomputing", file=sys.stderr)
         lock = OutputLock(lock_path_for(path), f"the feature cache entry {path}")
         with lock.acquire(wait=True):
             return self._write(embedder, sentences, dtype, path, keep=True)  # type: ignore[return-value]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
@@ -22,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from elmo_features.embedding.embedder import SentenceEmbedder, plan_batches
-from elmo_features.encoders.loading import EncoderError, LoadedEncoder
+from elmo_features.encoders.loading import EncoderError, LoadedEncoder, load_encoder
 from elmo_features.encoders.pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
 from elmo_features.util import stop
 from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
@@ -56,9 +57,16 @@ class _Piece:
 class TransformerEmbedder(SentenceEmbedder):
     """Runs a frozen encoder over many tokenized sentences -> float32 arrays (L, n_i, D) in input order."""
 
-    def __init__(self, encoder: LoadedEncoder, subword_pooling: str = "mean", layers: str | Sequence[int] = "all",
-                 window_pieces: int | None = None, window_stride: int | None = None, batch_size: int = 64,
-                 max_pieces_per_batch: int = 8192, progress: bool | None = None):
+    def __init__(self, encoder: LoadedEncoder | str | os.PathLike, subword_pooling: str = "mean",
+                 layers: str | Sequence[int] = "all", window_pieces: int | None = None,
+                 window_stride: int | None = None, batch_size: int = 64, max_pieces_per_batch: int = 8192,
+                 progress: bool | None = None):
+        if isinstance(encoder, (str, os.PathLike)):  # a folder, a packaged name or a hub id, as load_encoder takes
+            encoder = load_encoder(os.fspath(encoder))
+        elif not isinstance(encoder, LoadedEncoder):
+            raise TypeError(f"TransformerEmbedder: encoder must be a LoadedEncoder (load_encoder(...)) or what "
+                            f"load_encoder takes (a folder, a packaged name, a hub id), got "
+                            f"{type(encoder).__name__}: {repr(encoder)[:60]}")
         if subword_pooling not in POOLINGS:
             raise EncoderError(f"subword_pooling: {subword_pooling!r} is not one of {', '.join(POOLINGS)}")
         batch_size = check_int(batch_size, "batch_size")

@@ -62,7 +62,10 @@ class ScalarMix(nn.Module):
         Padded positions (mask False) hold unspecified values with layer_norm="batch" (as in AllenNLP).
         """
         if not torch.is_tensor(layers):
-            layers = torch.stack(list(layers))
+            layers = list(layers)
+            if len(layers) != self.num_layers:  # (torch.stack would fail on an empty list with its own words)
+                raise ValueError(f"ScalarMix got {len(layers)} layers, but was built for {self.num_layers}")
+            layers = torch.stack(layers)
         if not layers.is_floating_point():
             raise TypeError(f"ScalarMix layers must be floating-point tensors, got {layers.dtype}")
         if layers.shape[0] != self.num_layers:

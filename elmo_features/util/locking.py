@@ -14,11 +14,12 @@ import errno
 import fcntl
 import os
 import socket
+import stat
 import sys
 from pathlib import Path
 from typing import Callable
 
-from elmo_features.util.errors import LockError
+from elmo_features.util.errors import LockError, PathError
 from elmo_features.util.paths import is_stream
 
 
@@ -64,7 +65,7 @@ class OutputLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         waited = False
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -95,6 +96,24 @@ class OutputLock:
             os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
             self.fd = fd
             return self
+
+    def _open(self) -> int:
+        """The lock file, opened (made when absent); never through a symlink or into a file with other names (a
+        hard link): the lock writes its holder into the file, which would destroy a user's file."""
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            raise PathError(f"{self.path} is a symlink (to {os.readlink(self.path)}), not a lock file; writing the "
+                            f"lock would replace what it points to: remove it, then run again") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            os.close(fd)
+            what = "a hard link to a file with other names" if stat.S_ISREG(st.st_mode) else "not a regular file"
+            raise PathError(f"{self.path} is {what}, not a lock file; writing the lock would replace that file's "
+                            "content: remove it, then run again")
+        return fd
 
     def release(self) -> None:
         if self.fd is None:

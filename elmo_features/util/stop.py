@@ -63,6 +63,21 @@ def stop_signals() -> tuple[int, ...]:
 
 
 def ignore_signals() -> None:
-    """Ignore the stop signals from now on: the process stops, and is only left to exit."""
+    """Ignore the stop signals from now on: the process stops, and is only left to exit (with the stopped command's
+    code: ``forget_caught_interrupt``)."""
     for signum in stop_signals():
         signal.signal(signum, signal.SIG_IGN)
+    forget_caught_interrupt()
+
+
+def forget_caught_interrupt() -> None:
+    """CPython notes a KeyboardInterrupt that leaves Python code run by a C extension through ``PyRun_*`` (done
+    during some imports) as unhandled, even when the command catches it later, and then ends the process by SIGINT
+    (exit -2) instead of with the command's exit code. Running one empty statement through that path clears the
+    note (``run_eval_code_obj`` resets it first)."""
+    try:
+        import ctypes
+
+        ctypes.pythonapi.PyRun_SimpleString(b"pass")
+    except (ImportError, AttributeError, OSError):  # (another Python implementation: nothing to clear)
+        pass

@@ -27,6 +27,7 @@ from elmo_features.formats.download import file_sha256
 from elmo_features.util.provenance import git_commit, machine, timestamp, write_text_atomic
 from elmo_features.util.threads import cpu_cores, threads_per_job
 
+from tasks.experiment.records import read_metrics
 from tasks.experiment.config import RunConfig, load_raw
 from tasks.experiment.crossval import fold_indices, fold_split, pooled_splits
 from tasks.experiment.run import read_examples, run_experiment
@@ -272,7 +273,7 @@ def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir
     expected = json.loads(json.dumps(cfg.with_features(cfg.compare.sources[name], seed).to_dict()))
     try:
         saved = load_raw(run_dir / "config.yaml")
-        m = json.loads(metrics_path.read_text(encoding="utf-8"))
+        m = read_metrics(metrics_path, fix="")
     except (ElmoTasksError, OSError, ValueError) as e:
         raise CheckpointError(f"{run_dir}: a finished run of the comparison is damaged ({' '.join(str(e).split())}"
                               f"); delete that folder to run it again") from None

@@ -119,15 +119,32 @@ def check_results_replaceable(results_dir: Path, identity: dict) -> None:
         return
     if not isinstance(saved, dict):
         return
-    differ = [k for k in ("head", "data", "training") if k in saved and saved[k] != identity[k]]
     old, new = saved.get("grid") or {}, identity["grid"]
+    problem = _grid_problem(old)
+    if problem:
+        raise OutputExistsError(f"--results-dir {results_dir}: its summary.json is damaged ({problem}); rerunning "
+                                "would replace it: move it away, or choose another --results-dir")
+    differ = [k for k in ("head", "data", "training") if k in saved and saved[k] != identity[k]]
     if old and old.get("folds") != new["folds"]:
         differ.append("folds")
     lost = [f"{n} seed {s}" for n, ss in (old.get("seeds") or {}).items() for s in ss
-            if n not in new["sources"] or old["sources"].get(n) != new["sources"][n] or s not in new["seeds"][n]]
+            if n not in new["sources"] or (old.get("sources") or {}).get(n) != new["sources"][n]
+            or s not in new["seeds"][n]]
     if differ or lost:
         why = (f"other settings ({', '.join(differ)} differ)" if differ else
                f"runs this command would drop from its table ({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''})")
         raise OutputExistsError(f"--results-dir {results_dir}: holds a comparison with {why}; rerunning would replace "
                                 "it: choose another --results-dir, or give a grid that includes those runs with the "
                                 "same settings (--resume COMPARE_DIR reuses finished runs)")
+
+
+def _grid_problem(grid) -> str | None:
+    """What is wrong with a summary.json's ``grid`` (sources and seeds as mappings, seeds lists of integers)."""
+    if not isinstance(grid, dict):
+        return "grid is not a mapping"
+    for k in ("sources", "seeds"):
+        if not isinstance(grid.get(k) or {}, dict):
+            return f"grid.{k} is not a mapping"
+    if any(not isinstance(ss, list) for ss in (grid.get("seeds") or {}).values()):
+        return "grid.seeds holds a value that is not a list"
+    return None

@@ -26,6 +26,7 @@ from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 
 from tasks.components import component_config
+from tasks.experiment.records import read_metrics
 from tasks.experiment.config import RunConfig, check_reader_fits_head, dump_yaml, load_raw, resolve
 from tasks.data import get_reader
 from tasks.data.types import DataFormatError
@@ -350,7 +351,7 @@ def frozen_change(run_dir: Path, cfg: RunConfig, context: FeatureContext) -> str
     path = run_dir / "metrics.json"
     if not path.exists():
         return ""
-    saved = report_fingerprints(json.loads(path.read_text(encoding="utf-8")).get("features", {}))
+    saved = report_fingerprints(read_metrics(path).get("features") or {})
     if not saved:  # a run that recorded no fingerprint (made before they were): nothing to compare with
         return ""
     now = section_fingerprints(cfg.features, context.memo)

@@ -75,6 +75,12 @@ def resolve_wsd(raw: dict, source: str = "config") -> WsdConfig:
     cfg.sources = {str(k): resolve_component(FEATURES, v, f"{source}: sources.{k}") for k, v in cfg.sources.items()}
     if cfg.head is not None:
         cfg.head = resolve_component(HEADS, cfg.head, f"{source}: head")
+        takes = getattr(HEADS.get(cfg.head["name"]), "example_type", None)
+        if takes not in (None, "WsdSentence"):  # a head for other examples would fail inside its training
+            fits = [h for h in HEADS.names() if getattr(HEADS.get(h), "example_type", None) == "WsdSentence"]
+            raise ConfigError(f"{source}: head.name {cfg.head['name']} takes {takes} examples, but wsd trains on "
+                              f"WsdSentence examples (sense-annotated sentences); use {' or '.join(fits)}, or "
+                              "head: null")
     return cfg
 
 

@@ -111,6 +111,18 @@ def open_sense_file(path: str | Path, what: str = "sense file") -> h5py.File:
                               "written by `elmo-tasks wsd senses`, or make it again") from None
 
 
+def _check_shapes(path, n: int, context: np.ndarray, gloss: np.ndarray, has: np.ndarray, counts: np.ndarray) -> None:
+    """The datasets of a sense file agree: ``n`` keys, context and gloss (n, D) alike, step and counts (n,)."""
+    fix = "the file is damaged: make it again with `elmo-tasks wsd senses`"
+    for name, a in (("step", has), ("counts", counts)):
+        if a.shape != (n,):
+            raise StaleCacheError(f"{path}: dataset {name} has shape {a.shape}, expected ({n},) (one per sense key); "
+                                  + fix)
+    if context.ndim != 2 or context.shape != gloss.shape or context.shape[0] != n or context.shape[1] < 1:
+        raise StaleCacheError(f"{path}: datasets context and gloss have shapes {context.shape} and {gloss.shape}, "
+                              f"expected both ({n}, D) (one vector per sense key); " + fix)
+
+
 def _sense_meta(f: h5py.File, path: str | Path) -> dict:
     try:
         meta = json.loads(f.attrs["meta"])
@@ -165,6 +177,7 @@ class SenseTagger:
             self.gloss = _unit(f["gloss"][()].astype(np.float64))
             self.has = f["step"][()] >= 0
             self.counts = f["counts"][()]
+        _check_shapes(path, len(self.keys), self.context, self.gloss, self.has, self.counts)
         self.prior = prior_weight(self.meta, path) if prior else 0.0
         folder = Path(wordnet or self.meta["wordnet"])
         self.graph = load_graph(folder)
@@ -181,6 +194,10 @@ class SenseTagger:
                                   f"{', '.join(f[:12] for f in self.meta['fingerprints'])}) than the one its section "
                                   f"loads now ({', '.join(f[:12] for f in fps)}); make the sense file again")
         self.source = build_features(section, replace(context, cache_dir=None))
+        if self.context.shape[1] != self.source.output_dim:
+            raise StaleCacheError(f"{path}: its vectors have dimension {self.context.shape[1]}, but its feature source "
+                                  f"gives {self.source.output_dim}; the file is damaged: make it again with "
+                                  "`elmo-tasks wsd senses`")
         self.index = {k: i for i, k in enumerate(self.keys)}
         self.by_lemma: dict[tuple[str, str], list[str]] = {}
         for k in self.keys:

@@ -1,0 +1,52 @@
+"""Reading the JSON records commands leave behind (a run's ``metrics.json``): a file that parses but has the wrong
+shape (a list, a string where a mapping belongs; edited by hand, or by another program) is one CheckpointError
+naming what is wrong, never an AttributeError deep inside the command."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from elmo_features.util.errors import CheckpointError
+
+from tasks.features.fingerprints import is_fingerprint_key
+
+METRICS_MAPPINGS = ("features", "plugin_modules", "dev", "test")  # metrics.json keys whose values are objects
+
+
+def read_metrics(path: str | Path, fix: str = "rerun the run") -> dict:
+    """A run's metrics.json: a JSON object whose ``METRICS_MAPPINGS`` (when present) are objects and whose features
+    report is well formed; else CheckpointError "PATH: damaged (what); FIX"."""
+    path = Path(path)
+    try:
+        m = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _damaged(path, " ".join(str(e).split())[:160], fix) from None
+    if not isinstance(m, dict):
+        raise _damaged(path, f"a JSON {type(m).__name__}, not an object", fix)
+    wrong = [k for k in METRICS_MAPPINGS if m.get(k) is not None and not isinstance(m[k], dict)]
+    if wrong:
+        raise _damaged(path, f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not a mapping", fix)
+    problem = _report_problem(m.get("features") or {}, "features")
+    if problem:
+        raise _damaged(path, problem, fix)
+    return m
+
+
+def _report_problem(report: dict, where: str) -> str | None:
+    """What is wrong with a (nested, concat) features report: its ``sources`` a list of reports, fingerprints
+    strings or lists of strings."""
+    for k, v in report.items():
+        if is_fingerprint_key(k):
+            if v is not None and not isinstance(v, str) and not (
+                    isinstance(v, list) and all(isinstance(x, str) for x in v)):
+                return f"{where}.{k} is not a fingerprint"
+    subs = report.get("sources")
+    if subs is None:
+        return None
+    if not isinstance(subs, list) or not all(isinstance(s, dict) for s in subs):
+        return f"{where}.sources is not a list of mappings"
+    return next((p for i, s in enumerate(subs) if (p := _report_problem(s, f"{where}.sources[{i}]"))), None)
+
+
+def _damaged(path: Path, why: str, fix: str) -> CheckpointError:
+    return CheckpointError(f"{path}: damaged ({why})" + (f"; {fix}" if fix else ""))
