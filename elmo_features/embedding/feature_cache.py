@@ -134,7 +134,7 @@ class LazyFeatures(Sequence):
                 n is not None and a.shape[1] != n):
             raise self._damaged(i, f"shape {a.shape}, the entry records ({self.num_output_layers}, "
                                    f"{'n' if n is None else n}, {self.output_dim})")
-        if self._crc is not None and zlib.crc32(np.ascontiguousarray(a).tobytes()) != int(self._crc[i]):
+        if self._crc is not None and zlib.crc32(np.ascontiguousarray(a)) != int(self._crc[i]):
             raise self._damaged(i, "its values do not match the checksum written with them")
         a = a.astype(np.float32, copy=False)
         if not np.isfinite(a).all():
@@ -225,7 +225,7 @@ class FeatureCache:
                 for i, a in zip(idx, arrays):
                     stored = np.ascontiguousarray(a.astype(dtype, copy=False))  # (L, n_i, D)
                     f.create_dataset(str(i), data=stored)
-                    lengths[i], crc[i] = stored.shape[1], zlib.crc32(stored.tobytes())
+                    lengths[i], crc[i] = stored.shape[1], zlib.crc32(stored)
                     if kept is not None:
                         kept[i] = stored.astype(np.float32, copy=False)
             f.create_dataset("lengths", data=lengths)
