@@ -9,30 +9,50 @@ Then `elmo-tasks wsd --config wsd_senses --features mpnet --cache-dir CACHE ...`
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
+from elmo_features.util.errors import ElmoTasksError, UsageError
+from elmo_features.util.paths import check_output_dir
 from elmo_features.util.threads import set_threads
 from tasks.features.base import FeatureContext
 from tasks.wsd.config import load_wsd_config
 from tasks.wsd.sense_method import load_graph, sense_glosses
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="wsd_senses")
     ap.add_argument("--source", required=True)
     ap.add_argument("--cache-dir", required=True)
     ap.add_argument("--threads", type=int, default=None)
     args = ap.parse_args()
+    try:
+        return run(args)
+    except ElmoTasksError as e:  # one line, exit 2, as the toolkit's commands
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+
+
+def run(args) -> int:
+    if not args.cache_dir.strip():
+        raise UsageError("--cache-dir: empty path (an unset variable?); give the folder the wsd run will use")
+    check_output_dir(args.cache_dir, "--cache-dir")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads {args.threads}: give at least 1 (or leave it out: all cores)")
     if args.threads:
         set_threads(args.threads)
     cfg = load_wsd_config(args.config, features=[args.source])
+    if args.source not in cfg.sources:
+        raise UsageError(f"--source {args.source}: {args.config} has no such source; it has "
+                         f"{', '.join(cfg.sources) or 'none'}")
     t0 = time.perf_counter()
     pooled = sense_glosses(cfg.sources[args.source], load_graph(cfg.wordnet), FeatureContext(cache_dir=args.cache_dir),
                            progress=True)
     shape = next(iter(pooled.values())).shape
     print(f"glosses of {shape[0]:,} senses, {shape[1]} layers of {shape[2]}, in the cache ({time.perf_counter() - t0:.0f}s)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -253,6 +253,14 @@ def test_gloss_layers_are_cached_as_computed_and_resume_after_a_stop(graph, tmp_
     again = senses.gloss_layers(graph, remade, "fp", tmp_path, progress=False)
     assert remade.calls == 3  # made again, not a traceback or a short array
     np.testing.assert_array_equal(again["lemma"], whole["lemma"])
+    del again
+    edited = np.load(folder / "sentence.npy", mmap_mode="r+")
+    edited[:] = np.nan  # edited in place, the file whole: its checksum no longer matches
+    edited.flush()
+    del edited
+    remade = _Glosses()
+    again = senses.gloss_layers(graph, remade, "fp", tmp_path, progress=False)
+    assert remade.calls == 3 and np.array_equal(again["sentence"], whole["sentence"])
 
 
 def test_mix_in_row_chunks_equals_one_einsum(monkeypatch):

@@ -20,7 +20,7 @@ from array import array
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from elmo_features.util.errors import TextInputError
+from elmo_features.util.errors import PathError, TextInputError
 from elmo_features.util.paths import check_input_file
 from elmo_features.util.text_input import decode_line, raw_lines, read_sentences
 
@@ -94,7 +94,12 @@ def spool_input(path: str, dest: Path, stdin: BinaryIO | None = None) -> Path:
     """Copy once-readable input to the regular file ``dest`` (read once, streamed), so that ``embed`` can check it
     and then read it again; returns ``dest``. The copy stops with a TextInputError at a NUL byte, invalid UTF-8 or
     when it would fill its file system (``_SpoolCheck``); the caller removes ``dest`` on any failure."""
-    src = (stdin or sys.stdin.buffer) if path == "-" else open(Path(path).expanduser(), "rb")
+    if path == "-" and stdin is None:
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None or getattr(sys.stdin, "closed", False):  # `<&-`: Python has no standard input at all
+            raise PathError("the input is '-' (standard input), but standard input is closed (<&-): give a file, or "
+                            "pipe the text in")
+    src = stdin if path == "-" else open(Path(path).expanduser(), "rb")
     check = _SpoolCheck("stdin" if path == "-" else path, dest.parent)
     try:
         with open(dest, "wb") as out:

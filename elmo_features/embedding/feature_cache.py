@@ -40,7 +40,7 @@ def bilm_fingerprint(bilm: BiLM) -> str:
     frozen token vectors, if any, and the inference precision when it is not fp32 (``precision.py``).
 
     Memoised on the model object (``_fingerprint_memo``); recomputed when any parameter was modified in place
-    since.
+    since (its version counter, storage or sum of values changed: an edit through ``param.data`` too).
     """
     fp = _weights_fingerprint(bilm)
     precision = precision_of(bilm)
@@ -50,9 +50,11 @@ def bilm_fingerprint(bilm: BiLM) -> str:
 def _weights_fingerprint(bilm: BiLM) -> str:
     """bilm_fingerprint without the precision."""
     sd = bilm.state_dict(keep_vars=True)
+    tensors = list(sd.values()) + ([bilm.char_cnn.token_vectors.table] if bilm.char_cnn.token_vectors is not None else [])
     try:
-        tensors = list(sd.values()) + ([bilm.char_cnn.token_vectors.table] if bilm.char_cnn.token_vectors is not None else [])
-        versions: tuple[int, ...] | None = tuple(t._version for t in tensors)
+        # the version counters miss an edit through ``param.data`` (mul_, fill_): the sums of the values do not
+        versions: tuple | None = tuple((t._version, t.data_ptr(), float(t.detach().double().sum()) if
+                                        t.is_floating_point() else 0.0) for t in tensors)
     except RuntimeError:  # inference tensors (a model built under inference_mode) have no version counter
         versions = None
     memo = getattr(bilm, "_fingerprint_memo", None)
@@ -108,6 +110,10 @@ class LazyFeatures(Sequence):
             # (entries written before the checks existed have neither: their arrays' L and D are still checked)
             self._lengths = f["lengths"][...] if "lengths" in f else None  # (n,)
             self._crc = f["crc32"][...] if "crc32" in f else None  # (n,)
+        for name, a in (("lengths", self._lengths), ("crc32", self._crc)):
+            if a is not None and a.shape != (self._n,):
+                raise DamagedCacheError(f"feature cache file {self.path} is damaged (its {name} has shape {a.shape}, "
+                                        f"not ({self._n},)); delete it and it will be recomputed")
 
     def _file(self) -> h5py.File:
         if self._f is None:
@@ -120,11 +126,11 @@ class LazyFeatures(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(self._n))]
-        i = int(i)
-        if i < 0:
-            i += self._n
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):  # 1.5, "1", True: not an index
+            raise TypeError(f"LazyFeatures indices must be integers or slices, got {type(i).__name__}: {i!r}")
+        given, i = int(i), int(i) + (self._n if i < 0 else 0)
         if not 0 <= i < self._n:
-            raise IndexError(f"sentence index out of range: {i} (have {self._n}) in {self.path}")
+            raise IndexError(f"sentence index out of range: {given} (have {self._n}) in {self.path}")
         try:
             a = self._file()[str(i)][...]  # (L, n_i, D) as stored
         except (KeyError, OSError) as e:
@@ -204,8 +210,9 @@ class FeatureCache:
         if not path.exists():
             return False
         try:
-            with h5py.File(path, "r") as f:
-                return int(f.attrs["n_sentences"]) == n and all(str(i) in f for i in (0, n - 1))
+            with h5py.File(path, "r") as f:  # (an entry copied onto another key's name records its own key)
+                return (int(f.attrs["n_sentences"]) == n and all(str(i) in f for i in (0, n - 1))
+                        and f.attrs.get("key", path.stem) == path.stem)
         except (OSError, KeyError, ValueError) as e:
             if not quiet:
                 print(f"feature cache file {path} is unreadable ({' '.join(str(e).split())}); recomputing",
@@ -218,6 +225,7 @@ class FeatureCache:
         lengths, crc = np.zeros(len(sentences), dtype=np.int64), np.zeros(len(sentences), dtype=np.uint32)
         with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
             f.attrs.update({"format_version": FORMAT_VERSION, "n_sentences": len(sentences), "dtype": dtype,
+                            "key": path.stem,
                             "bilm_fingerprint": embedder_fingerprint(embedder),
                             "num_output_layers": embedder.num_output_layers,
                             "output_dim": embedder.output_dim})

@@ -26,7 +26,7 @@ from elmo_features.embedding.embedder import SentenceEmbedder
 from elmo_features.embedding.feature_cache import embedder_fingerprint
 from elmo_features.util.errors import PathError, TextInputError, UsageError
 from elmo_features.util.locking import OutputLock, lock_path_for
-from elmo_features.util.paths import check_output_file, check_own_output
+from elmo_features.util.paths import check_output_file, check_own_output, check_plain_file
 from elmo_features.util.provenance import commit_file, real_output
 
 FORMATS = ("all", "top", "average")
@@ -78,6 +78,7 @@ def write_chunk(f: h5py.File, c0: int, chunk: list[list[str]], embedder: Sentenc
 
 def open_partial(partial: Path, input_hash: str, settings: str, resume: bool) -> tuple[h5py.File, int]:
     """Open OUTPUT.partial for appending; -> (file, sentences already done)."""
+    check_plain_file(partial, "a partial embed output")  # it is written in place: never through a link
     if resume and partial.exists():
         try:
             f = h5py.File(partial, "a")

@@ -74,7 +74,10 @@ class TransformerEmbedder(SentenceEmbedder):
         self.encoder = encoder
         self.pooling = subword_pooling
         n = encoder.num_hidden_states
-        if layers == "all":
+        if hasattr(layers, "tolist") and not isinstance(layers, str):  # a NumPy array or a tensor of indices
+            layers = layers.tolist()
+            layers = [layers] if not isinstance(layers, list) else layers
+        if isinstance(layers, str) and layers == "all":
             self.layers = list(range(n))
         elif isinstance(layers, str):
             raise EncoderError(f"layers: {layers!r}; give 'all' or a list of hidden-state indices 0..{n - 1}")

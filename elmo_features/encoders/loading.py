@@ -163,6 +163,15 @@ def _weights_kind(folder: Path) -> str:
     raise EncoderError(f"{folder}: no model weights (model.safetensors or pytorch_model.bin)")
 
 
+def _strict_config_error() -> type:
+    """huggingface_hub's error for a config field of the wrong type (``"hidden_size": "16"``), where it exists."""
+    try:
+        from huggingface_hub.errors import StrictDataclassError
+    except ImportError:
+        return ValueError
+    return StrictDataclassError
+
+
 def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weights: bool = False,
                  cache_dir: str | Path | None = None) -> LoadedEncoder:
     """Load a frozen encoder and its fast tokenizer from a spec (see the module docstring)."""
@@ -182,7 +191,7 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
     kw = dict(local_files_only=True, trust_remote_code=trust_remote_code)
     try:
         config = AutoConfig.from_pretrained(folder, **kw)
-    except (ValueError, OSError, KeyError) as e:
+    except (ValueError, OSError, KeyError, TypeError, _strict_config_error()) as e:  # (a field of the wrong type)
         raise EncoderError(f"{folder}/config.json: cannot be read as a model config ({' '.join(str(e).split())[:200]})") from None
     check_encoder_config(config, str(folder))
     kind = _weights_kind(folder)

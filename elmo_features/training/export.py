@@ -1,8 +1,11 @@
 """Export a trained BiLanguageModel as options.json + weights.hdf5 (bilm-tf layout) + vocab.txt."""
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
+import h5py
 import numpy as np
 
 from elmo_features.formats.weights import arrays_sha256, bilm_to_hdf5_arrays, save_bilm
@@ -26,3 +29,29 @@ def export_model(model, vocab: list[str], out_dir: str | Path, with_softmax: boo
     save_bilm(model.bilm, out / "options.json", out / "weights.hdf5", dtype=dtype, extra_arrays=extra)
     write_vocab(vocab, out / "vocab.txt")
     return out
+
+
+def export_problem(folder: str | Path) -> str | None:
+    """What keeps ``folder`` from being a whole export (a file missing, or one that does not load), else None."""
+    folder = Path(folder)
+    missing = [n for n in ("options.json", "weights.hdf5", "vocab.txt") if not (folder / n).is_file()]
+    if missing:
+        return f"{', '.join(missing)} missing" if folder.is_dir() else "missing"
+    try:
+        json.loads((folder / "options.json").read_text(encoding="utf-8"))
+        with h5py.File(folder / "weights.hdf5", "r") as f:
+            f.visit(lambda name: None)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return f"does not load ({' '.join(str(e).split())[:120]})"
+    return None
+
+
+def export_final(model, vocab: list[str], folder: str | Path, always: bool) -> None:
+    """Export a finished run's model: ``always`` (a run without held-out evaluations exports only now), else only
+    when the export its last evaluation wrote is missing or does not load (deleted, truncated since), with a note."""
+    if not always:
+        problem = export_problem(folder)
+        if problem is None:
+            return
+        print(f"{folder}: {problem}; written again from the finished model (checkpoint.pt)", file=sys.stderr)
+    export_model(model, vocab, folder)

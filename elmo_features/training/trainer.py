@@ -37,7 +37,7 @@ from elmo_features.training.evaluate import exp_or_inf, perplexity, read_heldout
 from elmo_features.training.prep_cache import (check_no_earlier_results, check_out_dir_is_ours, check_prep_key,
                                                  check_resume_inputs, corpus_digest, input_digests, prep_key,
                                                  write_prep_key)
-from elmo_features.training.export import export_model
+from elmo_features.training.export import export_final, export_model
 from elmo_features.training.run_checks import check_warmup, not_finite, sample_problem
 from elmo_features.training.lm import BiLanguageModel
 from elmo_features.training.vectors import read_vector_table, table_digest
@@ -349,8 +349,8 @@ class Trainer:
                 self._save()
             for s, h in old.items():
                 signal.signal(s, h)
-        if finished and not self.heldout and self.main:  # no held-out evaluations: export the finished model
-            export_model(self.model, self.vocab, self.out / "export")
+        if finished and self.main:  # no held-out evaluations, or their export deleted or damaged since: export now
+            export_final(self.model, self.vocab, self.out / "export", always=not self.heldout)
         return {"finished": finished, **{k: st[k] for k in ("step", "tokens", "epoch", "elapsed")}}
 
     def _reduce_step(self, loss: float, tokens: int, save: bool) -> tuple[float, int, bool, bool]:

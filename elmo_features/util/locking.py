@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from elmo_features.util.errors import LockError, PathError
-from elmo_features.util.paths import is_stream
+from elmo_features.util.paths import check_plain_file, is_stream
 
 
 def lock_path_for(target: str | os.PathLike) -> Path:
@@ -105,14 +105,14 @@ class OutputLock:
         except OSError as e:
             if e.errno != errno.ELOOP:
                 raise
-            raise PathError(f"{self.path} is a symlink (to {os.readlink(self.path)}), not a lock file; writing the "
-                            f"lock would replace what it points to: remove it, then run again") from None
+            check_plain_file(self.path, "a lock file")  # (a symlink: the error naming it)
+            raise
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
             os.close(fd)
-            what = "a hard link to a file with other names" if stat.S_ISREG(st.st_mode) else "not a regular file"
-            raise PathError(f"{self.path} is {what}, not a lock file; writing the lock would replace that file's "
-                            "content: remove it, then run again")
+            if stat.S_ISREG(st.st_mode):
+                check_plain_file(self.path, "a lock file")  # (a hard link: the error naming it)
+            raise PathError(f"{self.path} is not a regular file, not a lock file: remove it, then run again")
         return fd
 
     def release(self) -> None:

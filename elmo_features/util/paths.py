@@ -231,6 +231,7 @@ def check_own_output(path: str | os.PathLike, what: str, kind: str, is_own) -> N
                         "regular file (it would otherwise replace the device): give a file path")
     if not p.is_file():
         return
+    p = Path(os.path.realpath(p))  # a symlink's target is what the write replaces
     for files, folder, loses in OWNED_FOLDERS:
         present = [n for n in files if (p.parent / n).is_file()]
         if p.name in files and len(present) >= 2:
@@ -244,6 +245,21 @@ def check_own_output(path: str | os.PathLike, what: str, kind: str, is_own) -> N
     if not own:
         raise PathError(f"{what}: {p} exists and is not {kind}; it would be replaced: choose another path, or "
                         "remove it first")
+
+
+def check_plain_file(path: str | os.PathLike, what: str) -> None:
+    """``path``, when it exists, is a regular file of its own: not a symlink and not a hard link with other names (a
+    file written in place there would overwrite what the link points to); else a PathError naming it."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise PathError(f"{path} is a symlink (to {os.readlink(path)}), not {what}; writing it would replace what it "
+                        "points to: remove it, then run again")
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise PathError(f"{path} is a hard link to a file with other names, not {what}; writing it would replace "
+                        "that file's content: remove it, then run again")
 
 
 def check_text_output(out: str | os.PathLike | None, what: str = "--out") -> None:

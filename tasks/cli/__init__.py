@@ -52,8 +52,8 @@ from elmo_features.util.errors import ElmoTasksError
 
 from tasks.experiment.config import find_config
 from tasks.plugins import includes_in, load_plugins
-from tasks.cli.streams import (check_stdout, debug_from_env, reader_went_away, reopen_closed_stderr, soften_stderr,
-                               unicode_message)
+from tasks.cli.streams import (check_stdout, debug_from_env, forgive_stderr, reader_went_away, reopen_closed_stderr,
+                               soften_stderr, unicode_message)
 
 # sub-command module, in the order shown by --help
 COMMANDS = [
@@ -126,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     if from_command_line:
         reopen_closed_stderr()
     soften_stderr()
+    if from_command_line:
+        forgive_stderr()
     warn_retired()
     debug = debug_from_env(DEBUG_ENV, os.environ) or "--debug" in argv
     argv = [a for a in argv if a != "--debug"]

@@ -245,6 +245,8 @@ def cmd_predict(args) -> int:
     saved = load_raw(Path(args.run_dir) / "config.yaml")
     if args.out:  # the run folder, the input and the frozen model / vectors files it names are read, never replaced
         inputs = [p for p in (args.input, args.run_dir) if p != "-"]
+        data = saved.get("data") if isinstance(saved.get("data"), dict) else {}
+        inputs += [data[k] for k in ("train", "dev", "test") if isinstance(data.get(k), str)]  # the run's data
         check_not_an_input(args.out, [*inputs, *feature_input_paths(saved.get("features"))], "--out")
     check_text_output(args.out)
     rel = relative_paths(saved.get("features"))

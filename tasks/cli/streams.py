@@ -70,6 +70,35 @@ def reopen_closed_stderr() -> None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (the process's stderr, kept to exit)
 
 
+class _DroppingErrors:
+    """Standard error whose writes that fail (``2>/dev/full``, a closed pipe) are dropped: a message that cannot be
+    shown must not turn a command's work into exit 1. Everything else is the wrapped stream's."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError:
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError:
+            pass
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def forgive_stderr() -> None:
+    """Wrap standard error in ``_DroppingErrors`` (once)."""
+    if sys.stderr is not None and not isinstance(sys.stderr, _DroppingErrors):
+        sys.stderr = _DroppingErrors(sys.stderr)
+
+
 def reader_went_away() -> int:
     """Standard output's reader closed the pipe (``... | head -1``): normal use, so no error line. Later writes
     (the flush at exit too) go to /dev/null; the exit code is a SIGPIPE death's, 141, as for other Unix tools."""

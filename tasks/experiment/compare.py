@@ -273,7 +273,7 @@ def finished_record(cfg: RunConfig, name: str, seed: int, k: int | None, run_dir
     expected = json.loads(json.dumps(cfg.with_features(cfg.compare.sources[name], seed).to_dict()))
     try:
         saved = load_raw(run_dir / "config.yaml")
-        m = read_metrics(metrics_path, fix="")
+        m = read_metrics(metrics_path, fix="", finished=True, needs_test=cfg.data.test is not None or k is not None)
     except (ElmoTasksError, OSError, ValueError) as e:
         raise CheckpointError(f"{run_dir}: a finished run of the comparison is damaged ({' '.join(str(e).split())}"
                               f"); delete that folder to run it again") from None

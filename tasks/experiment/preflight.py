@@ -25,6 +25,7 @@ from elmo_features.util.errors import CheckpointError, ConfigError, OutputExists
 from elmo_features.util.locking import OutputLock
 
 from tasks.experiment.config import RunConfig, check_reader_fits_head
+from tasks.experiment.records import read_metrics
 from tasks.data.fetch import fetch_hint
 from tasks.data.registry import reader_path_kind
 from tasks.features.base import check_section_inputs, section_input_paths
@@ -196,11 +197,8 @@ def check_plugin_versions(run_dir: Path, config: dict) -> None:
     """The plugin modules a run was trained with (metrics.json's ``plugin_modules`` sha256s) have the same source
     now: else one ConfigError naming the module (the plugin's code is part of the model)."""
     path = run_dir / "metrics.json"
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8")).get("plugin_modules") if path.is_file() else None
-    except (OSError, ValueError, AttributeError):
-        return  # unreadable metrics.json: refused where it is read
-    changed = changed_plugin(saved if isinstance(saved, dict) else None, plugin_digests(config))
+    saved = read_metrics(path).get("plugin_modules") if path.is_file() else None
+    changed = changed_plugin(saved, plugin_digests(config))
     if changed:
         raise ConfigError(f"{run_dir} was trained with {changed}; its predictions would differ from the run's: "
                           "restore the module as it was (and --include it), or rerun the run with the new code")

@@ -13,9 +13,10 @@ from tasks.features.fingerprints import is_fingerprint_key
 METRICS_MAPPINGS = ("features", "plugin_modules", "dev", "test")  # metrics.json keys whose values are objects
 
 
-def read_metrics(path: str | Path, fix: str = "rerun the run") -> dict:
+def read_metrics(path: str | Path, fix: str = "rerun the run", finished: bool = False, needs_test: bool = False) -> dict:
     """A run's metrics.json: a JSON object whose ``METRICS_MAPPINGS`` (when present) are objects and whose features
-    report is well formed; else CheckpointError "PATH: damaged (what); FIX"."""
+    report is well formed (``finished``: with everything a summary row reads, test scores when ``needs_test``); else
+    CheckpointError "PATH: damaged (what); FIX"."""
     path = Path(path)
     try:
         m = json.loads(path.read_text(encoding="utf-8"))
@@ -26,10 +27,29 @@ def read_metrics(path: str | Path, fix: str = "rerun the run") -> dict:
     wrong = [k for k in METRICS_MAPPINGS if m.get(k) is not None and not isinstance(m[k], dict)]
     if wrong:
         raise _damaged(path, f"{', '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} not a mapping", fix)
-    problem = _report_problem(m.get("features") or {}, "features")
+    plugins = m.get("plugin_modules") or {}
+    problem = (_report_problem(m.get("features") or {}, "features")
+               or next((f"plugin_modules.{k} is not a sha256" for k, v in plugins.items() if not isinstance(v, str)), None)
+               or (_record_problem(m, needs_test) if finished else None))
     if problem:
         raise _damaged(path, problem, fix)
     return m
+
+
+def _record_problem(m: dict, needs_test: bool) -> str | None:
+    """What a finished run's record lacks for a summary row: its scores (numbers) and the facts of its training."""
+    for key, kind in (("features", dict), ("primary_metric", str), ("best_epoch", int), ("epochs_run", int),
+                      ("seconds", dict)):
+        if not isinstance(m.get(key), kind) or isinstance(m.get(key), bool):
+            return f"{key} is missing or not a {kind.__name__}"
+    if needs_test and not m.get("test"):
+        return "it has no test scores"
+    for split in ("dev", "test"):
+        bad = [k for k, v in (m.get(split) or {}).items()
+               if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)))]
+        if bad:
+            return f"{split}.{bad[0]} is not a number"
+    return None
 
 
 def _report_problem(report: dict, where: str) -> str | None:

@@ -28,6 +28,11 @@ class ScalarMixConfig:
                                       doc="raw pre-softmax weights, one per layer; default zeros (equal weights)")
     trainable: bool = True
 
+    def check(self, where: str) -> None:
+        if not self.trainable and self.l2_coef:  # as momentum with adam: a setting that would act on nothing
+            raise ConfigError(f"{where}.l2_coef: {self.l2_coef} penalises the mix weights, but trainable is false (they "
+                              "stay fixed); drop l2_coef, or set trainable: true")
+
 
 @FUSIONS.register("scalar")
 class ScalarMixer(ScalarMix):

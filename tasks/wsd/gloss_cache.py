@@ -5,13 +5,15 @@ One folder per source and WordNet, ``CACHE_DIR/glosses/KEY/``, holds a float16 a
 done, written after the arrays are flushed). The arrays are memory-mapped: the operating system keeps only the
 pages in use, so a 12-layer, 768-dimension encoder's 8 GB of gloss vectors need not fit beside the rest. A
 computation that stops (a signal, a crash) resumes at its next chunk; a second process needing the same glosses
-waits for the first, then reads its arrays.
+waits for the first, then reads its arrays. A finished folder records a CRC32 of each array: one that no longer
+matches (edited, damaged) is computed again.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +45,22 @@ class GlossStore:
                   all(list(np.load(self._file(p), mmap_mode="r").shape) == shape for p in self.poolings))
         except (OSError, ValueError, KeyError, TypeError, IndexError):  # (a truncated or damaged array too)
             ok = False
+        if ok and saved["complete"] and saved.get("crc32") != self._checksums():
+            print(f"glosses: {self.folder} does not match the checksums written with it (edited or damaged); "
+                  "computing the glosses again", file=sys.stderr, flush=True)
+            ok = False
         return saved if ok else {"chunks": 0, "shape": None, "complete": False}
+
+    def _checksums(self) -> dict[str, int]:
+        """CRC32 of each array's values, read a block of senses at a time."""
+        out = {}
+        for p in self.poolings:
+            a = np.load(self._file(p), mmap_mode="r")
+            crc = 0
+            for s in range(0, a.shape[0], 8192):
+                crc = zlib.crc32(np.ascontiguousarray(a[s:s + 8192]), crc)
+            out[p] = crc
+        return out
 
     def _file(self, pooling: str) -> Path:
         return self.folder / f"{pooling}.npy"
@@ -64,9 +81,11 @@ class GlossStore:
         for a in arrays.values():
             a.flush()
         shape = list(next(iter(arrays.values())).shape)
-        write_text_atomic(self.folder / PROGRESS, json.dumps({"fingerprint": self.fingerprint, "shape": shape,
-                                                              "chunk": self.chunk, "chunks": chunks,
-                                                              "complete": complete}) + "\n")
+        record = {"fingerprint": self.fingerprint, "shape": shape, "chunk": self.chunk, "chunks": chunks,
+                  "complete": complete}
+        if complete:
+            record["crc32"] = self._checksums()
+        write_text_atomic(self.folder / PROGRESS, json.dumps(record) + "\n")
 
 
 def wait_note(holder: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -111,9 +112,14 @@ def open_sense_file(path: str | Path, what: str = "sense file") -> h5py.File:
                               "written by `elmo-tasks wsd senses`, or make it again") from None
 
 
-def _check_shapes(path, n: int, context: np.ndarray, gloss: np.ndarray, has: np.ndarray, counts: np.ndarray) -> None:
-    """The datasets of a sense file agree: ``n`` keys, context and gloss (n, D) alike, step and counts (n,)."""
+def _check_shapes(path, keys: list[str], context: np.ndarray, gloss: np.ndarray, has: np.ndarray,
+                  counts: np.ndarray) -> None:
+    """The datasets of a sense file agree: ``n`` distinct keys, context and gloss (n, D) alike, step and counts (n,)."""
     fix = "the file is damaged: make it again with `elmo-tasks wsd senses`"
+    n = len(keys)
+    if len(set(keys)) != n:
+        twice = next(k for k, c in Counter(keys).items() if c > 1)
+        raise StaleCacheError(f"{path}: dataset keys lists {twice} more than once; " + fix)
     for name, a in (("step", has), ("counts", counts)):
         if a.shape != (n,):
             raise StaleCacheError(f"{path}: dataset {name} has shape {a.shape}, expected ({n},) (one per sense key); "
@@ -177,7 +183,7 @@ class SenseTagger:
             self.gloss = _unit(f["gloss"][()].astype(np.float64))
             self.has = f["step"][()] >= 0
             self.counts = f["counts"][()]
-        _check_shapes(path, len(self.keys), self.context, self.gloss, self.has, self.counts)
+        _check_shapes(path, self.keys, self.context, self.gloss, self.has, self.counts)
         self.prior = prior_weight(self.meta, path) if prior else 0.0
         folder = Path(wordnet or self.meta["wordnet"])
         self.graph = load_graph(folder)

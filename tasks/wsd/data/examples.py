@@ -78,9 +78,14 @@ def warn_unknown_keys(dataset: WsdDataset, inventory: SenseInventory, what: str)
 
 def check_candidates(examples: list[WsdSentence], what: str, where, wordnet) -> int:
     """WsdFormatError when no instance of ``examples`` has a WordNet candidate for its lemma+pos (every method scores
-    0: another WordNet, or missing lemma/pos attributes); one warning line when some have none. Returns their number."""
+    0: another WordNet, or missing lemma/pos attributes); one warning line when some have none, and one when every
+    instance has a single candidate (every method scores 100). Returns the number without a candidate."""
     targets = all_targets(examples)
     missing = [t for t in targets if not t.candidates]
+    if targets and all(len(t.candidates) == 1 for t in targets):
+        print(f"warning: {what}: each of its {len(targets)} instances has a single WordNet candidate, so every method "
+              "(and the first-sense baseline) scores 100: it measures nothing; give a test set with ambiguous words",
+              file=sys.stderr, flush=True)
     if not missing:
         return 0
     first = f"{missing[0].id} {missing[0].lemma}#{missing[0].pos}"
