@@ -2,8 +2,8 @@
 through ``param.data`` (F06), finished runs whose records lack scores (M04, M05), standard input closed (K02) or
 standard error full (K03), damaged cache datasets and keys (M01, M02, F01), an encoder config field of the wrong type
 (M07), NumPy layer lists (F05), damaged plugin digests (M09), a sense file listing a key twice (M06), a fixed mix with
-a penalty (C01), a finished run's export deleted (R03), a test set of single-candidate words (D07) and the gloss
-precomputation script's errors (G07). (The gloss cache's checksum, G01/G02: tests/test_wsd_senses.py.)"""
+a penalty (C01), a finished run's export deleted (R03), a test set of single-candidate words (D07), the gloss
+precomputation script's errors (G07), a blanked biLM (D02) and a corpus cache copied from another out_dir (M08). (The gloss cache's checksum, G01/G02: tests/test_wsd_senses.py.)"""
 from __future__ import annotations
 
 import glob
@@ -289,3 +289,42 @@ def test_g07_the_gloss_script_gives_one_error_line(tmp_path, args, needle):
                        env=_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and r.stderr.startswith("error: ") and needle in r.stderr, r.stderr
     assert not (tmp_path / "glosses").exists()
+
+
+# ---------------------------------------------------------------- D02 / M08: a blanked biLM, a copied corpus cache
+
+def test_d02_a_bilm_whose_weight_matrices_are_all_zero_is_refused(tmp_path):
+    from elmo_features import load_bilm
+    from elmo_features.formats.weights import WeightFileError
+
+    opts, weights = make_bilm(tmp_path / "bilm")
+    with h5py.File(weights, "r+") as f:
+        f.visititems(lambda name, obj: obj.__setitem__(Ellipsis, 0) if isinstance(obj, h5py.Dataset)
+                     and obj.dtype.kind == "f" else None)
+    with pytest.raises(WeightFileError, match="every weight matrix is zero"):
+        load_bilm(opts, weights)
+
+
+def test_m08_a_corpus_cache_copied_from_another_out_dir_is_prepared_again(tmp_path, capsys):
+    import shutil
+
+    from test_reliability_training import SMALL, _text
+
+    runs = {}
+    for name, words in (("A", "the cat sat on a mat"), ("B", "the cow ran under a rug")):
+        corpus = _text(tmp_path / f"{name}.txt", words.split())
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(corpus)], "out_dir": str(tmp_path / name)}))
+        assert main(["train-bilm", "--config", str(config), "--progress", "off"]) == 0
+        runs[name] = config
+    a = tmp_path / "A"
+    shutil.rmtree(a / "export")
+    for n in ("checkpoint.pt", "curve.json"):
+        (a / n).unlink(missing_ok=True)
+    for n in ("prep.npz", "types.txt", "vocab.txt"):
+        shutil.copy(tmp_path / "B" / n, a / n)  # B's corpus under A's key
+    capsys.readouterr()
+    assert main(["train-bilm", "--config", str(runs["A"]), "--progress", "off"]) == 0
+    assert "is not the file prep.json was written with; preparing the corpus again" in capsys.readouterr().err
+    vocab = (a / "export" / "vocab.txt").read_text().split()
+    assert "cat" in vocab and "cow" not in vocab

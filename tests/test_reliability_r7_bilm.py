@@ -62,7 +62,7 @@ def test_truncated_corpus_cache_is_one_error_line(tmp_path, corpus, capsys):  # 
     prep.write_bytes(prep.read_bytes()[:300])
     capsys.readouterr()
     assert _run(tmp_path, corpus, "--resume", "--set", "max_train_tokens=800") == 2
-    one_line_error(capsys, "prep.npz: damaged cache (File is not a zip file)", "to rebuild it")
+    one_line_error(capsys, "prep.npz: does not match the sha256 its key (prep.json) recorded", "to rebuild it")
     prep.unlink()  # as the message says: rebuilt from the same file, the run continues
     assert _run(tmp_path, corpus, "--resume", "--set", "max_train_tokens=800") == 0
 

@@ -173,6 +173,9 @@ def _load_weights(bilm: BiLM, path: str) -> None:
                 sd[f"{m}.state_linearity.weight"] = W[:, din:]
                 sd[f"{m}.state_linearity.bias"] = b
                 sd[f"{m}.state_projection.weight"] = _read(f, f"{pre}/W_P_0", (C, P), path).T
+    if not any(np.any(v) for k, v in sd.items() if k.endswith(".weight")):
+        raise WeightFileError(f"{path}: every weight matrix is zero (an uninitialised or blanked file): the biLM would "
+                              "give every word the same features; download or export it again")
     state = {k: torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32)) for k, v in sd.items()}
     missing, unexpected = bilm.load_state_dict(state, strict=False)
     if missing or unexpected:

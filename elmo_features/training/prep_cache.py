@@ -72,10 +72,37 @@ def _fix(out: Path) -> str:
             f"in {out} to rebuild")
 
 
+CACHE_DIGESTED = ("prep.npz", "types.txt")  # the corpus cache's own files, whose sha256 its key records
+
+
+def record_cache_digests(out: Path) -> None:
+    """Add the sha256 of the cache's own files to prep.json (after they are written)."""
+    update_prep_key(out, cache_sha256={n: file_sha256(out / n) for n in CACHE_DIGESTED})
+
+
+def _cache_replaced(key: dict, out: Path) -> str | None:
+    """The cache file that is not the one its key was written with (copied from another out_dir, edited), or None
+    (also for a key written before the digests were recorded)."""
+    saved = key.get("cache_sha256")
+    if not isinstance(saved, dict):
+        return None
+    return next((n for n in CACHE_DIGESTED if (out / n).is_file() and saved.get(n) != file_sha256(out / n)), None)
+
+
 def check_prep_key(cfg: TrainConfig, out: Path) -> bool:
     """Refuse (StaleCacheError) an out_dir/prep.npz built from other training data than ``cfg`` names. True: the
-    cache may be used; False: it has no key and no checkpoint, so it is rebuilt (its content cannot be checked)."""
+    cache may be used; False: it has no key, or files that are not its key's, and no checkpoint, so it is rebuilt
+    (its content cannot be checked)."""
     key = read_prep_key(out)
+    replaced = key is not None and _cache_replaced(key, out)
+    if replaced:
+        if (out / "checkpoint.pt").exists():
+            raise StaleCacheError(f"{out / replaced}: does not match the sha256 its key ({KEY_FILE}) recorded "
+                                  f"(damaged, edited, or copied from another out_dir); delete {out / 'prep.npz'} to "
+                                  "rebuild it")
+        print(f"{out}: {replaced} is not the file {KEY_FILE} was written with; preparing the corpus again",
+              file=sys.stderr)
+        return False
     if key is None:
         if not (out / "checkpoint.pt").exists():  # a fresh start: preparing the corpus again costs what it always does
             print(f"{out}: {out / 'prep.npz'} has no key ({KEY_FILE}), so nothing says what it holds; preparing the "

@@ -36,7 +36,7 @@ from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus,
 from elmo_features.training.evaluate import exp_or_inf, perplexity, read_heldout
 from elmo_features.training.prep_cache import (check_no_earlier_results, check_out_dir_is_ours, check_prep_key,
                                                  check_resume_inputs, corpus_digest, input_digests, prep_key,
-                                                 write_prep_key)
+                                                 record_cache_digests, write_prep_key)
 from elmo_features.training.export import export_final, export_model
 from elmo_features.training.run_checks import check_warmup, not_finite, sample_problem
 from elmo_features.training.lm import BiLanguageModel
@@ -72,6 +72,7 @@ def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
     write_text_atomic(out / "types.txt", "\n".join(corpus.types) + "\n")
     with atomic_open(prep) as f:
         np.savez(f, flat=np.concatenate(corpus.sentences), offsets=offsets, counts=corpus.counts)
+    record_cache_digests(out)  # a cache copied from another out_dir is then told apart
     return corpus
 
 
