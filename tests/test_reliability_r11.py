@@ -183,10 +183,13 @@ def test_f01_lazy_features_take_integer_indices_only(tmp_path):
 
     emb, cache = _cached(tmp_path)
     with LazyFeatures(cache.ensure(emb, [["a"], ["b"], ["c"]])) as lf:
-        for bad in (1.5, "1", True):
+        for bad in (1.5, "1", True, np.array(True)):
             with pytest.raises(TypeError, match="indices must be integers or slices"):
                 lf[bad]
         assert np.array_equal(lf[np.int64(1)], lf[-2])
+        import torch
+
+        assert np.array_equal(lf[torch.tensor(1)], lf[np.array(1)])  # a sampler's 0-d indices
         with pytest.raises(IndexError, match=r"out of range: -4 \(have 3\)"):
             lf[-4]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import sys
 import zlib
 from pathlib import Path
@@ -126,9 +127,13 @@ class LazyFeatures(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(self._n))]
-        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):  # 1.5, "1", True: not an index
-            raise TypeError(f"LazyFeatures indices must be integers or slices, got {type(i).__name__}: {i!r}")
-        given, i = int(i), int(i) + (self._n if i < 0 else 0)
+        try:  # an int, a NumPy integer, a 0-d integer array or tensor (a sampler's); never 1.5, "1" or True
+            if isinstance(i, (bool, np.bool_)) or str(getattr(i, "dtype", "")) in ("bool", "torch.bool"):
+                raise TypeError
+            given = operator.index(i)
+        except TypeError:
+            raise TypeError(f"LazyFeatures indices must be integers or slices, got {type(i).__name__}: {i!r}") from None
+        i = given + (self._n if given < 0 else 0)
         if not 0 <= i < self._n:
             raise IndexError(f"sentence index out of range: {given} (have {self._n}) in {self.path}")
         try:
