@@ -34,16 +34,19 @@ def test_c14_wsd_refuses_a_head_for_other_examples_before_any_work(capsys, head)
 # ---------------------------------------------------------------- L01: a lock file that is a link
 
 @pytest.mark.parametrize("link", ["symlink", "hard link"])
-def test_l01_a_lock_file_that_is_a_link_to_a_users_file_is_refused_untouched(tmp_path, capsys, link):
+@pytest.mark.parametrize("suffix, kind", [(".lock", "a lock file"),  # list nine
+                                          (".partial", "a partial embed output")])  # list ten
+def test_l01_a_file_written_in_place_that_is_a_link_to_a_users_file_is_refused_untouched(tmp_path, capsys, link,
+                                                                                         suffix, kind):
     opts, weights = make_bilm(tmp_path / "bilm")
     (tmp_path / "in.txt").write_text("a sentence .\n")
     notes = tmp_path / "notes.txt"
     notes.write_text("my precious notes\n")
-    lock = tmp_path / "e.h5.lock"
-    os.symlink(notes, lock) if link == "symlink" else os.link(notes, lock)
+    target = tmp_path / f"e.h5{suffix}"
+    os.symlink(notes, target) if link == "symlink" else os.link(notes, target)
     assert main(["embed", str(tmp_path / "in.txt"), str(tmp_path / "e.h5"), "--options", str(opts), "--weights",
                  str(weights), "--progress", "off"]) == 2
-    one_line_error(capsys, str(lock), "not a lock file", "remove it")
+    one_line_error(capsys, str(target), f"not {kind}", "remove it")
     assert notes.read_text() == "my precious notes\n" and not (tmp_path / "e.h5").exists()
 
 

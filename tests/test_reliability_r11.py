@@ -1,4 +1,5 @@
-"""Hostile list ten: links where outputs are written (L01, L03), predict onto the run's data (L07), a biLM edited
+"""Hostile list ten: a symlink given as an output (L03; a partial output that is a link, L01, shares the lock files'
+test in tests/test_reliability_r10.py), predict onto the run's data (L07), a biLM edited
 through ``param.data`` (F06), finished runs whose records lack scores (M04, M05), standard input closed (K02) or
 standard error full (K03), damaged cache datasets and keys (M01, M02, F01), an encoder config field of the wrong type
 (M07), NumPy layer lists (F05), damaged plugin digests (M09), a sense file listing a key twice (M06), a fixed mix with
@@ -32,20 +33,6 @@ def _env() -> dict:
 
 
 # ---------------------------------------------------------------- L01 / L03 / L07: where outputs are written
-
-@pytest.mark.parametrize("link", ["symlink", "hard link"])
-def test_l01_embed_never_writes_through_a_partial_file_that_is_a_link(tmp_path, capsys, link):
-    opts, weights = make_bilm(tmp_path / "bilm")
-    (tmp_path / "in.txt").write_text("a sentence .\n")
-    notes = tmp_path / "notes.txt"
-    notes.write_text("my precious notes\n")
-    partial = tmp_path / "e.h5.partial"
-    os.symlink(notes, partial) if link == "symlink" else os.link(notes, partial)
-    assert main(["embed", str(tmp_path / "in.txt"), str(tmp_path / "e.h5"), "--options", str(opts), "--weights",
-                 str(weights), "--progress", "off"]) == 2
-    one_line_error(capsys, str(partial), "not a partial embed output", "remove it")
-    assert notes.read_text() == "my precious notes\n" and not (tmp_path / "e.h5").exists()
-
 
 def test_l03_configs_show_judges_a_symlink_by_the_file_it_points_to(tmp_path, capsys):
     run = tmp_path / "R"
