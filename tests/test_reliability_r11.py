@@ -235,15 +235,9 @@ def test_c01_a_penalty_on_fixed_mix_weights_is_refused(tmp_path, capsys):
 def test_r03_resume_of_a_finished_run_writes_a_deleted_or_damaged_export_again(tmp_path, capsys):
     import shutil
 
-    from test_reliability_training import SMALL, _text
+    from test_reliability_training import finished_bilm_run
 
-    corpus = _text(tmp_path / "a.txt", "the cat sat on a mat".split())
-    (tmp_path / "held.txt").write_text("the cat sat\n")
-    config = tmp_path / "bilm.yaml"
-    config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(corpus)], "heldout_file": str(tmp_path / "held.txt"),
-                                      "out_dir": str(tmp_path / "run")}))
-    args = ["train-bilm", "--config", str(config), "--progress", "off"]
-    assert main(args) == 0
+    args = finished_bilm_run(tmp_path)
     export = tmp_path / "run" / "export"
     weights = (export / "weights.hdf5").read_bytes()
     shutil.rmtree(export)

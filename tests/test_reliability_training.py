@@ -25,6 +25,20 @@ def _text(path, words, n=40):
     return path
 
 
+def finished_bilm_run(tmp_path) -> list[str]:
+    """A finished ``train-bilm`` run in tmp_path/run (SMALL, with held-out evaluations); -> its command line."""
+    from tasks.cli import main
+
+    corpus = _text(tmp_path / "a.txt", "the cat sat on a mat".split())
+    (tmp_path / "held.txt").write_text("the cat sat\n")
+    config = tmp_path / "bilm.yaml"
+    config.write_text(yaml.safe_dump({**SMALL, "train_files": [str(corpus)], "heldout_file": str(tmp_path / "held.txt"),
+                                      "out_dir": str(tmp_path / "run")}))
+    args = ["train-bilm", "--config", str(config), "--progress", "off"]
+    assert main(args) == 0
+    return args
+
+
 @pytest.fixture
 def files(tmp_path):
     torch.set_num_threads(1)

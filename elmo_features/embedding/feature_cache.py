@@ -25,6 +25,7 @@ from typing import Sequence
 
 import h5py
 import numpy as np
+import torch
 
 from elmo_features.model.bilm import BiLM
 from elmo_features.util.errors import DamagedCacheError, PathError
@@ -53,9 +54,9 @@ def _weights_fingerprint(bilm: BiLM) -> str:
     sd = bilm.state_dict(keep_vars=True)
     tensors = list(sd.values()) + ([bilm.char_cnn.token_vectors.table] if bilm.char_cnn.token_vectors is not None else [])
     try:
-        # the version counters miss an edit through ``param.data`` (mul_, fill_): the sums of the values do not
-        versions: tuple | None = tuple((t._version, t.data_ptr(), float(t.detach().double().sum()) if
-                                        t.is_floating_point() else 0.0) for t in tensors)
+        # the version counters miss an edit through ``param.data`` (mul_, fill_, a row swap): position-weighted
+        # sums of the values do not
+        versions: tuple | None = tuple((t._version, t.data_ptr(), _weighted_sum(t)) for t in tensors)
     except RuntimeError:  # inference tensors (a model built under inference_mode) have no version counter
         versions = None
     memo = getattr(bilm, "_fingerprint_memo", None)
@@ -76,6 +77,14 @@ def _weights_fingerprint(bilm: BiLM) -> str:
     if versions is not None:
         bilm._fingerprint_memo = (versions, fp)  # (tensor versions, fingerprint)
     return fp
+
+
+def _weighted_sum(t: torch.Tensor) -> float:
+    """sum_i (i + 1) * t_i over the flattened values (in float64): moving values changes it, not only editing them."""
+    flat = t.detach().reshape(-1).double()  # (N,)
+    if not flat.numel():
+        return 0.0
+    return float(flat @ torch.arange(1, flat.numel() + 1, dtype=torch.float64, device=flat.device))
 
 
 def embedder_fingerprint(embedder) -> str:

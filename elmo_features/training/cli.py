@@ -15,6 +15,7 @@ from elmo_features.util.errors import DivergedError, OutputExistsError, UsageErr
 from elmo_features.util import stop
 from elmo_features.util.config_files import apply_set
 from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path, check_output_dir
+from elmo_features.training.export import check_export_folder
 from elmo_features.util.threads import set_threads
 
 
@@ -69,6 +70,7 @@ def check_train_inputs(cfg, source: str, packaged: bool = False, resume: bool = 
         check_input_path(cfg.token_vectors, f"{source}: token_vectors",
                          "run `elmo-tasks data get glove-6b-50d` or give a vectors folder / GloVe text file")
     check_output_dir(cfg.out_dir, f"{source}: out_dir")
+    check_export_folder(Path(cfg.out_dir) / "export")  # written at each held-out evaluation: found out now
 
 
 def cmd_train(args) -> int:

@@ -8,7 +8,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from elmo_features.formats.weights import arrays_sha256, bilm_to_hdf5_arrays, save_bilm
+from elmo_features.formats.weights import arrays_sha256, bilm_to_hdf5_arrays, file_bilm_sha256, save_bilm
+from elmo_features.util.errors import PathError
 from elmo_features.training.data import vocab_sha256, write_vocab
 
 
@@ -16,7 +17,7 @@ def export_model(model, vocab: list[str], out_dir: str | Path, with_softmax: boo
                  dtype: str = "float32") -> Path:
     """Write ``out_dir/{options.json, weights.hdf5, vocab.txt}``; the softmax goes in ``softmax/W``, ``softmax/b``
     (bilm-tf's names) unless ``with_softmax=False`` (the runtime ignores it either way)."""
-    out = Path(out_dir)
+    out = check_export_folder(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     extra = None
     if with_softmax:
@@ -31,26 +32,44 @@ def export_model(model, vocab: list[str], out_dir: str | Path, with_softmax: boo
     return out
 
 
-def export_problem(folder: str | Path) -> str | None:
-    """What keeps ``folder`` from being a whole export (a file missing, or one that does not load), else None."""
+def check_export_folder(folder: str | Path) -> Path:
+    """``folder`` (a Path), unless something that is not a folder is in its way: PathError saying so."""
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir() or folder.is_symlink() and not folder.exists():
+        raise PathError(f"{folder}: a file is in the way of the export folder; move it away (the export is written "
+                        "from the model again)")
+    return folder
+
+
+def export_problem(folder: str | Path, model=None, vocab: list[str] | None = None) -> str | None:
+    """What keeps ``folder`` from being a whole export (a file missing, or one that does not load; with ``model``
+    and ``vocab``: options, weights or words that are not theirs), else None."""
+    folder = check_export_folder(folder)
     missing = [n for n in ("options.json", "weights.hdf5", "vocab.txt") if not (folder / n).is_file()]
     if missing:
         return f"{', '.join(missing)} missing" if folder.is_dir() else "missing"
     try:
-        json.loads((folder / "options.json").read_text(encoding="utf-8"))
+        options = json.loads((folder / "options.json").read_text(encoding="utf-8"))
         with h5py.File(folder / "weights.hdf5", "r") as f:
-            f.visit(lambda name: None)
+            weights = file_bilm_sha256(f) if model is not None else f.visit(lambda name: None)
+        words = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError, ValueError) as e:
         return f"does not load ({' '.join(str(e).split())[:120]})"
-    return None
+    if model is None:
+        return None
+    if options != model.bilm.options.to_dict():
+        return "options.json is not the trained model's"
+    if weights != arrays_sha256(bilm_to_hdf5_arrays(model.bilm), "float32"):
+        return "weights.hdf5 does not hold the trained model's weights"
+    return None if words == list(vocab or []) else "vocab.txt is not the trained model's vocabulary"
 
 
 def export_final(model, vocab: list[str], folder: str | Path, always: bool) -> None:
     """Export a finished run's model: ``always`` (a run without held-out evaluations exports only now), else only
-    when the export its last evaluation wrote is missing or does not load (deleted, truncated since), with a note."""
+    when the export its last evaluation wrote is missing, does not load, or is not that model's (deleted, truncated,
+    edited since), with a note."""
     if not always:
-        problem = export_problem(folder)
+        problem = export_problem(folder, model, vocab)
         if problem is None:
             return
         print(f"{folder}: {problem}; written again from the finished model (checkpoint.pt)", file=sys.stderr)

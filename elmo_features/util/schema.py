@@ -21,15 +21,40 @@ the key prefix, as ``where``, and catches nothing.
 from __future__ import annotations
 
 import collections.abc
+import contextlib
+import contextvars
 import dataclasses
 import inspect
 import math
+import sys
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from elmo_features.util.errors import ConfigError
+
+
+_SAVED = contextvars.ContextVar("saved_config", default=False)
+
+
+@contextlib.contextmanager
+def saved_config():
+    """Within it, configs are ones a finished run saved: a ``settings_rule`` added since warns instead of refusing
+    (the trained model stays usable)."""
+    token = _SAVED.set(True)
+    try:
+        yield
+    finally:
+        _SAVED.reset(token)
+
+
+def settings_rule(message: str) -> None:
+    """A cross-key rule against settings that would act on nothing: ConfigError ``message`` for a new config, a
+    warning for a saved one (``saved_config``; a run made before the rule existed)."""
+    if not _SAVED.get():
+        raise ConfigError(message)
+    print(f"warning: {message} (the saved run keeps it: it had no effect)", file=sys.stderr)
 
 
 def _at(where: str) -> str:

@@ -26,6 +26,7 @@ from tasks.experiment.config import check_seeds, load_config, load_raw
 from tasks.experiment.data_parallel import join
 from tasks.features.base import FeatureContext
 from tasks.plugins import add_include_argument
+from tasks.experiment.records import read_metrics
 from tasks.experiment.preflight import (check_given_once, check_output_dirs, check_run_folder, check_run_inputs,
                                        claim_results_folder, feature_input_paths, relative_paths)
 
@@ -233,6 +234,24 @@ def predict_command(args) -> str:
                            skip=("command", "run_dir", "input"), repeated={"include": "--include"})
 
 
+def _run_data_paths(run_dir: Path, saved: dict) -> list[str]:
+    """The data files a run read, where they were when it ran (metrics.json records them resolved: a relative path
+    in its config.yaml names them from the folder it ran in); the config's own paths for runs that did not."""
+    data = saved.get("data") if isinstance(saved.get("data"), dict) else {}
+    try:
+        stats = read_metrics(run_dir / "metrics.json").get("data") or {}
+    except (CheckpointError, OSError):
+        stats = {}
+    paths = []
+    for k in ("train", "dev", "test"):
+        rec = stats.get(k) if isinstance(stats.get(k), dict) else {}
+        if isinstance(rec.get("resolved"), str):
+            paths.append(rec["resolved"])
+        elif isinstance(data.get(k), str):
+            paths.append(data[k])
+    return paths
+
+
 def cmd_predict(args) -> int:
     check_flags_given(args, "out")
     check_run_folder(args.run_dir)
@@ -245,8 +264,7 @@ def cmd_predict(args) -> int:
     saved = load_raw(Path(args.run_dir) / "config.yaml")
     if args.out:  # the run folder, the input and the frozen model / vectors files it names are read, never replaced
         inputs = [p for p in (args.input, args.run_dir) if p != "-"]
-        data = saved.get("data") if isinstance(saved.get("data"), dict) else {}
-        inputs += [data[k] for k in ("train", "dev", "test") if isinstance(data.get(k), str)]  # the run's data
+        inputs += _run_data_paths(Path(args.run_dir), saved)  # the run's data
         check_not_an_input(args.out, [*inputs, *feature_input_paths(saved.get("features"))], "--out")
     check_text_output(args.out)
     rel = relative_paths(saved.get("features"))

@@ -21,7 +21,7 @@ from elmo_features.util.errors import ConfigError
 from elmo_features.util.paths import same_file
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_files import apply_set, read_config_file
-from elmo_features.util.schema import Int, List, Map, Num, Str, build, check_options, key, to_dict
+from elmo_features.util.schema import Int, List, Map, Num, Str, build, check_options, key, settings_rule, to_dict
 
 from tasks import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from tasks.components import resolve_component
@@ -90,7 +90,7 @@ class TrainingConfig:
 
     def check(self, where: str) -> None:
         if self.momentum and self.optimizer != "sgd":
-            raise ConfigError(f"{where}.momentum: applies to optimizer: sgd only (optimizer is {self.optimizer!r}); "
+            settings_rule(f"{where}.momentum: applies to optimizer: sgd only (optimizer is {self.optimizer!r}); "
                               "remove it or set optimizer: sgd")
 
 

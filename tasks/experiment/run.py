@@ -24,6 +24,7 @@ from elmo_features.util.paths import RUN_MODEL_FILES, check_output_dir
 from elmo_features.util.errors import CheckpointError, ConfigError, StaleCacheError, UsageError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
+from elmo_features.util.schema import saved_config
 
 from tasks.components import component_config
 from tasks.experiment.records import read_metrics
@@ -85,6 +86,8 @@ def check_examples(examples: list, path: str | Path, split: str, head_cls: type[
                               f"give a {split} file with data")
     stats = {"path": str(path), "examples": len(kept), "tokens": sum(len(ex.tokens) for ex in kept),
              "empty_dropped": len(examples) - len(kept)}
+    if not str(path).startswith("<"):  # a file: where it was (a relative path names another file elsewhere)
+        stats["resolved"] = os.path.abspath(path)
     return kept, stats
 
 
@@ -319,7 +322,8 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
     for f in RUN_MODEL_FILES:
         if not (run_dir / f).exists():
             raise FileNotFoundError(f"{run_dir} is not a finished run folder: {f} is missing")
-    cfg = resolve(load_raw(run_dir / "config.yaml"), source=str(run_dir / "config.yaml"))
+    with saved_config():  # a rule added since it ran warns (the trained model stays usable)
+        cfg = resolve(load_raw(run_dir / "config.yaml"), source=str(run_dir / "config.yaml"))
     vocab = json.loads((run_dir / "vocab.json").read_text(encoding="utf-8"))
     context = context or FeatureContext()
     ckpt = torch.load(run_dir / "model.pt", map_location="cpu", weights_only=True)

@@ -10,7 +10,7 @@ from typing import Literal
 
 from elmo_features import ScalarMix
 from elmo_features.util.errors import ConfigError
-from elmo_features.util.schema import List, Num, key
+from elmo_features.util.schema import List, Num, key, settings_rule
 
 from tasks.registry import FUSIONS
 
@@ -30,7 +30,7 @@ class ScalarMixConfig:
 
     def check(self, where: str) -> None:
         if not self.trainable and self.l2_coef:  # as momentum with adam: a setting that would act on nothing
-            raise ConfigError(f"{where}.l2_coef: {self.l2_coef} penalises the mix weights, but trainable is false (they "
+            settings_rule(f"{where}.l2_coef: {self.l2_coef} penalises the mix weights, but trainable is false (they "
                               "stay fixed); drop l2_coef, or set trainable: true")
 
 

@@ -5,8 +5,9 @@ One folder per source and WordNet, ``CACHE_DIR/glosses/KEY/``, holds a float16 a
 done, written after the arrays are flushed). The arrays are memory-mapped: the operating system keeps only the
 pages in use, so a 12-layer, 768-dimension encoder's 8 GB of gloss vectors need not fit beside the rest. A
 computation that stops (a signal, a crash) resumes at its next chunk; a second process needing the same glosses
-waits for the first, then reads its arrays. A finished folder records a CRC32 of each array: one that no longer
-matches (edited, damaged) is computed again.
+waits for the first, then reads its arrays. A finished folder records a CRC32 of each array and the files' size
+and mtime: an array whose stamp changed is read in full and checked, and one that no longer matches its CRC32
+(edited, damaged) is computed again.
 """
 from __future__ import annotations
 
@@ -45,11 +46,32 @@ class GlossStore:
                   all(list(np.load(self._file(p), mmap_mode="r").shape) == shape for p in self.poolings))
         except (OSError, ValueError, KeyError, TypeError, IndexError):  # (a truncated or damaged array too)
             ok = False
-        if ok and saved["complete"] and saved.get("crc32") != self._checksums():
+        if ok and saved["complete"]:
+            ok = self._verified(saved)
+        return saved if ok else {"chunks": 0, "shape": None, "complete": False}
+
+    def _verified(self, saved: dict) -> bool:
+        """Whether a complete folder's arrays are the ones written: their size and mtime as when last verified
+        (cheap), else their CRC32s as recorded (read in full once, then the new stamp is recorded). A folder from
+        before checksums were recorded gets them now, from its current arrays."""
+        if "crc32" in saved and saved.get("verified") == self._stamps():
+            return True
+        crc = self._checksums()
+        if "crc32" not in saved:
+            print(f"glosses: {self.folder} was written before checksums were recorded; recording them now",
+                  file=sys.stderr, flush=True)
+        elif saved["crc32"] != crc:
             print(f"glosses: {self.folder} does not match the checksums written with it (edited or damaged); "
                   "computing the glosses again", file=sys.stderr, flush=True)
-            ok = False
-        return saved if ok else {"chunks": 0, "shape": None, "complete": False}
+            return False
+        saved.update(crc32=crc, verified=self._stamps())
+        write_text_atomic(self.folder / PROGRESS, json.dumps(saved) + "\n")
+        return True
+
+    def _stamps(self) -> dict[str, list[int]]:
+        """Each array file's [size, mtime in ns]: what changes when it is written again or edited."""
+        stats = {p: self._file(p).stat() for p in self.poolings}
+        return {p: [st.st_size, st.st_mtime_ns] for p, st in stats.items()}
 
     def _checksums(self) -> dict[str, int]:
         """CRC32 of each array's values, read a block of senses at a time."""
@@ -84,7 +106,7 @@ class GlossStore:
         record = {"fingerprint": self.fingerprint, "shape": shape, "chunk": self.chunk, "chunks": chunks,
                   "complete": complete}
         if complete:
-            record["crc32"] = self._checksums()
+            record.update(crc32=self._checksums(), verified=self._stamps())
         write_text_atomic(self.folder / PROGRESS, json.dumps(record) + "\n")
 
 
