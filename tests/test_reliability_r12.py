@@ -159,3 +159,124 @@ def test_an_export_path_taken_by_a_file_is_one_clear_error(tmp_path, capsys):
     assert main(args + ["--resume"]) == 2
     one_line_error(capsys, "a file is in the way of the export folder")
     assert export.read_text() == "my notes\n"
+
+
+def test_predict_in_a_moved_project_never_writes_onto_the_runs_data(tmp_path, capsys, monkeypatch):
+    import json
+    import shutil
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    data = _relative_run(project, monkeypatch)
+    moved = tmp_path / "proj2"
+    shutil.move(project, moved)
+    monkeypatch.chdir(moved)
+    before = {k: (moved / data[k]).read_bytes() for k in ("train", "test")}
+    capsys.readouterr()
+    for k in ("train", "test"):
+        assert main(["predict", "R", "in.txt", "--out", data[k]]) == 2
+        one_line_error(capsys, "would destroy the input")
+    record = json.loads((moved / "R" / "metrics.json").read_text())
+    for k in ("train", "dev", "test"):  # as a run recorded before it stored paths from the run folder
+        del record["data"][k]["from_run"]
+    (moved / "R" / "metrics.json").write_text(json.dumps(record))
+    assert main(["predict", "R", "in.txt", "--out", data["test"]]) == 2  # the config's path, where it ran is gone
+    one_line_error(capsys, "would destroy the input")
+    assert {k: (moved / data[k]).read_bytes() for k in ("train", "test")} == before
+
+
+def test_the_fingerprint_follows_the_stateful_flag_set_after_a_cached_embed():
+    import torch
+
+    from elmo_features import BiLM, BiLMOptions
+    from elmo_features.embedding.feature_cache import bilm_fingerprint
+    from test_tasks_helpers import TINY_OPTIONS
+
+    torch.manual_seed(0)
+    bilm = BiLM(BiLMOptions.from_dict(TINY_OPTIONS))
+    first = bilm_fingerprint(bilm)
+    bilm.stateful = True  # the memo must not answer for the stateless biLM
+    stateful = bilm_fingerprint(bilm)
+    assert stateful != first
+    assert bilm_fingerprint(BiLM(BiLMOptions.from_dict(TINY_OPTIONS), stateful=True)) != first
+
+
+def test_recorded_commands_are_the_commands_typed(tmp_path, capsys, monkeypatch):
+    import json
+    import shlex
+
+    from elmo_features.util.cli_types import rebuild_command
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", *FAST]) == 0
+    command = json.loads((tmp_path / "R" / "metrics.json").read_text())["command"]
+    assert "interrupt" not in command
+    assert shlex.split(command)[1:] == ["run", cfg, "--out", "R", "--cache-dir", "none", "--progress", "off"]
+    import argparse
+    args = argparse.Namespace(command="x", out="o", interrupt_hint="the run was interrupted", debug=True)
+    assert rebuild_command(["elmo-tasks", "x"], args, {}, skip=("command",)) == "elmo-tasks x --out o"
+
+
+def test_a_stray_i_tag_in_a_bio_file_is_the_tag_named(tmp_path):
+    import pytest
+
+    from tasks.data.tag_schemes import TagSchemeError, convert_data, detect_scheme
+
+    bio = [["B-PER", "O"], ["O", "I-PER", "O"], ["B-LOC"], ["O", "B-LOC", "I-LOC"]]
+    assert detect_scheme(bio) == "BIO"  # most chunks start with B-: one stray I- does not make it IOB1
+    with pytest.raises(TagSchemeError) as e:
+        convert_data(bio, "auto", "BIOES")
+    assert (e.value.sentence, e.value.index, e.value.scheme) == (1, 1, "BIO") and "'I-PER'" in str(e.value)
+    assert detect_scheme([["I-PER", "I-PER", "B-PER", "O"], ["I-LOC"]]) == "IOB1"
+
+
+def test_a_token_in_decomposed_unicode_finds_its_vector():
+    import unicodedata
+
+    import numpy as np
+
+    from tasks.data.static_vectors import StaticVectors
+
+    v = StaticVectors(["josé", "paris"], np.eye(2, dtype=np.float32), lowercase=False)
+    nfd = unicodedata.normalize("NFD", "José")
+    assert nfd != "José"
+    vectors, oov = v.lookup([nfd, "Paris", "nowhere"])
+    np.testing.assert_array_equal(vectors[0], [1.0, 0.0])
+    assert oov == 1
+
+
+def test_resume_with_another_runs_dir_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path, compare={"sources": {"g": {"name": "static", "path": "x"}}})
+    args = ["compare", cfg, "--set", f"compare.sources={{g: {{name: static, path: {env['glove']}}}}}",
+            "--results-dir", "RES", *FAST, "--seeds", "1"]
+    assert main(args + ["--runs-dir", "RR"]) == 0
+    grid = next((tmp_path / "RR").glob("*/compare-*"))
+    capsys.readouterr()
+    assert main(args + ["--runs-dir", "OTHER", "--resume", str(grid)]) == 2
+    one_line_error(capsys, "--runs-dir OTHER: --resume continues in", "drop --runs-dir")
+    assert not (tmp_path / "OTHER").exists()
+    assert main(args + ["--runs-dir", "RR", "--resume", str(grid)]) == 0  # the folder that holds it: fine
+
+
+def test_a_comparison_saved_with_a_penalised_fixed_mix_resumes_with_a_warning(tmp_path, capsys, monkeypatch):
+    import tasks.features.mix as mix
+    from test_tasks_helpers import elmo_section
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    raw = yaml.safe_load(Path(cfg).read_text())
+    raw["compare"] = {"sources": {"e": elmo_section(env, mix={"name": "scalar", "trainable": False, "l2_coef": 0.001})}}
+    Path(cfg).write_text(yaml.safe_dump(raw))
+    args = ["compare", cfg, "--runs-dir", "RR", "--results-dir", "RES", *FAST]
+    with monkeypatch.context() as m:  # a comparison made before the rule existed
+        m.setattr(mix, "settings_rule", lambda message: None)
+        assert main(args + ["--seeds", "1"]) == 0
+    grid = next((tmp_path / "RR").glob("*/compare-*"))
+    capsys.readouterr()
+    assert main(args + ["--seeds", "1,2", "--resume", str(grid)]) == 0
+    err = capsys.readouterr().err
+    assert "warning:" in err and "l2_coef: 0.001 penalises" in err
+    assert main(args + ["--seeds", "1"]) == 2  # a new comparison with it is still refused
+    one_line_error(capsys, "l2_coef: 0.001 penalises the mix weights")

@@ -56,7 +56,8 @@ def _weights_fingerprint(bilm: BiLM) -> str:
     try:
         # the version counters miss an edit through ``param.data`` (mul_, fill_, a row swap): position-weighted
         # sums of the values do not
-        versions: tuple | None = tuple((t._version, t.data_ptr(), _weighted_sum(t)) for t in tensors)
+        versions: tuple | None = (bool(bilm.stateful), bool(bilm.keep_sentence_boundaries),  # (flags set later)
+                                  *((t._version, t.data_ptr(), _weighted_sum(t)) for t in tensors))
     except RuntimeError:  # inference tensors (a model built under inference_mode) have no version counter
         versions = None
     memo = getattr(bilm, "_fingerprint_memo", None)

@@ -88,6 +88,10 @@ def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
                              "if set); 'none' = off")
 
 
+NOT_TYPED = ("debug", "interrupt_hint")  # attributes never part of a recorded command (set by the commands, or a
+# debugging switch)
+
+
 def rebuild_command(prog: list[str], args: argparse.Namespace, defaults: dict, skip: tuple[str, ...] = (),
                     repeated: dict[str, str] | None = None) -> str:
     """The command line as typed, rebuilt from parsed ``args`` (right however main() was called): ``prog`` (the
@@ -98,7 +102,7 @@ def rebuild_command(prog: list[str], args: argparse.Namespace, defaults: dict, s
     repeated = repeated or {}
     parts = list(prog)
     for key, value in vars(args).items():
-        if key in skip or key == "debug" or callable(value) or value is None or value is False \
+        if key in skip or key in NOT_TYPED or callable(value) or value is None or value is False \
                 or value == [] or (key in defaults and defaults[key] == value):
             continue
         if key in repeated:

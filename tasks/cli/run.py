@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 
@@ -19,6 +20,7 @@ from elmo_features.util.errors import (CheckpointError, ConfigError, ElmoTasksEr
 from elmo_features.util.paths import (check_flags_given, check_input_file, check_not_an_input,
                                       check_text_output)
 from elmo_features.util.provenance import write_text_atomic
+from elmo_features.util.schema import saved_config
 from elmo_features.util.text_input import read_sentences
 from elmo_features.util.threads import set_threads
 
@@ -159,12 +161,22 @@ def run_folder(args, cfg) -> str:
     return str(out)
 
 
+def _inside(folder: str, parent: str) -> bool:
+    """Whether ``folder`` is ``parent`` or below it (by real paths)."""
+    f, p = os.path.realpath(folder), os.path.realpath(parent)
+    return f == p or f.startswith(p.rstrip(os.sep) + os.sep)
+
+
 def cmd_compare(args) -> int:
     from tasks.experiment.compare import ComparisonInterrupted, run_comparison
     from tasks.experiment.compare_checks import check_comparison_args
 
     check_flags_given(args, "results_dir", "runs_dir", "resume")
-    cfg = load_config(args.config, args.overrides)
+    if args.resume and args.runs_dir and not _inside(args.resume, args.runs_dir):
+        raise UsageError(f"--runs-dir {args.runs_dir}: --resume continues in {args.resume}, where its runs are; drop "
+                         "--runs-dir (or give the folder that holds it)")
+    with saved_config() if args.resume else nullcontext():  # its finished runs may predate a rule: warned about
+        cfg = load_config(args.config, args.overrides)
     if cfg.compare is None:
         raise ConfigError(f"{args.config}: no 'compare' section (name the feature-source variants to compare)")
     if args.sources is not None and not [s for s in args.sources.split(",") if s.strip()]:
@@ -235,8 +247,9 @@ def predict_command(args) -> str:
 
 
 def _run_data_paths(run_dir: Path, saved: dict) -> list[str]:
-    """The data files a run read, where they were when it ran (metrics.json records them resolved: a relative path
-    in its config.yaml names them from the folder it ran in); the config's own paths for runs that did not."""
+    """The data files a run read: where they were when it ran and where they are from the run folder (metrics.json
+    records both: a relative path in its config.yaml names them from the folder it ran in), and, when that place no
+    longer holds them (the project moved) or for runs that recorded neither, the config's own paths as given."""
     data = saved.get("data") if isinstance(saved.get("data"), dict) else {}
     try:
         stats = read_metrics(run_dir / "metrics.json").get("data") or {}
@@ -245,9 +258,12 @@ def _run_data_paths(run_dir: Path, saved: dict) -> list[str]:
     paths = []
     for k in ("train", "dev", "test"):
         rec = stats.get(k) if isinstance(stats.get(k), dict) else {}
-        if isinstance(rec.get("resolved"), str):
-            paths.append(rec["resolved"])
-        elif isinstance(data.get(k), str):
+        resolved, from_run = rec.get("resolved"), rec.get("from_run")
+        if isinstance(from_run, str):
+            paths.append(str(run_dir / from_run))
+        if isinstance(resolved, str):
+            paths.append(resolved)
+        if isinstance(data.get(k), str) and not (isinstance(resolved, str) and Path(resolved).exists()):
             paths.append(data[k])
     return paths
 

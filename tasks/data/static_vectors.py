@@ -20,6 +20,7 @@ import hashlib
 import mmap
 import os
 import sys
+import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -68,11 +69,14 @@ class StaticVectors:
         return len(self.words)
 
     def index_of(self, token: str) -> int | None:
-        """Row of ``token`` under the lookup policy, or None when it is out of vocabulary."""
-        if self.lowercase:
-            return self.index.get(token.lower())
-        i = self.index.get(token)
-        return self.index.get(token.lower()) if i is None else i
+        """Row of ``token`` under the lookup policy (as given, then lowercased; a token not in Unicode NFC form, e.g.
+        an accent written as a combining mark, then by its NFC form), or None when it is out of vocabulary."""
+        i = None if self.lowercase else self.index.get(token)
+        if i is None:
+            i = self.index.get(token.lower())
+        if i is None and not unicodedata.is_normalized("NFC", token):
+            return self.index_of(unicodedata.normalize("NFC", token))
+        return i
 
     def __contains__(self, token: str) -> bool:
         return self.index_of(token) is not None

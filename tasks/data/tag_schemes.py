@@ -145,11 +145,13 @@ def convert_tags(tags: Sequence[str], source: str, target: str) -> list[str]:
 
 
 def detect_scheme(sentences: Iterable[Sequence[str]]) -> str:
-    """Guess the scheme of a data set: BIOES if any E-/S- tag, IOB1 if any chunk starts with I-, else BIO.
+    """Guess the scheme of a data set: BIOES if any E-/S- tag; else IOB1 if chunks start with I- more often than
+    with a B- after another type or O (which IOB1 never has), else BIO. A file of one scheme with a few stray tags
+    of the other is so read as the scheme of most of its chunks, and validating it names the stray tags.
 
     The guess is only a guess: callers should validate every sentence under it (tags_to_spans).
     """
-    iob1 = False
+    i_starts = b_starts = 0  # chunk starts written I- (IOB1's way), and B- starts IOB1 would not write (BIO's way)
     for k, tags in enumerate(sentences):
         prev_type = None
         for i, tag in enumerate(tags):
@@ -159,10 +161,10 @@ def detect_scheme(sentences: Iterable[Sequence[str]]) -> str:
                 raise TagSchemeError(str(e), i, sentence=k) from None
             if prefix in "ES":
                 return "BIOES"
-            if prefix == "I" and t != prev_type:
-                iob1 = True
+            i_starts += prefix == "I" and t != prev_type
+            b_starts += prefix == "B" and t != prev_type
             prev_type = t
-    return "IOB1" if iob1 else "BIO"
+    return "IOB1" if i_starts > b_starts else "BIO"
 
 
 def convert_data(sentences: Sequence[Sequence[str]], input_scheme: str, scheme: str) -> tuple[list[list[str]], str]:

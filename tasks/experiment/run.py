@@ -91,6 +91,17 @@ def check_examples(examples: list, path: str | Path, split: str, head_cls: type[
     return kept, stats
 
 
+def _located(stats: dict, run_dir: Path) -> dict:
+    """The data stats with each file's path from the run folder too (``from_run``): a project moved or copied as a
+    whole keeps that relation, so ``predict`` still knows the run's data files."""
+    out = {}
+    for split, st in stats.items():
+        out[split] = dict(st)
+        if "resolved" in st:
+            out[split]["from_run"] = os.path.relpath(st["resolved"], os.path.abspath(run_dir))
+    return out
+
+
 def build_model(cfg: RunConfig, vocab: dict, context: FeatureContext) -> TaskModel:
     """Feature source + head from a resolved config and the head's vocab (seeded: deterministic init), on
     ``context.device``."""
@@ -299,7 +310,7 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
 
     plugins = plugin_digests(cfg.to_dict())  # the plugin code's version: compare --resume refuses another one
     metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": commit, "machine": machine(),
-                               "data": stats, **({"plugin_modules": plugins} if plugins else {})}
+                               "data": _located(stats, folder.path), **({"plugin_modules": plugins} if plugins else {})}
     scores, predictions = _evaluate_splits(model, splits, cfg, progress, dist, folder)
     metrics.update(scores)
     metrics.update({"primary_metric": model.head.primary_metric, "best_epoch": result.best_epoch,
