@@ -89,6 +89,9 @@ def include(name: str) -> None:
     """Import a plugin module (and its submodules); one PluginError line when that fails."""
     if name in _INCLUDED:
         return
+    if name.endswith(".py") and name[:-3] and all(part.isidentifier() for part in name[:-3].split(".")):
+        raise PluginError(f"--include {name}: give the module name, {name[:-3]!r}, not the file name (it is "
+                          "imported as Python imports modules: from the current folder or an installed package)")
     if not name or any(not part.isidentifier() for part in name.split(".")):
         raise PluginError(f"--include {name!r}: not a module name (give a dotted Python module name such as "
                           "my_package.components, not a file path)")

@@ -177,8 +177,7 @@ def test_predict_in_a_moved_project_never_writes_onto_the_runs_data(tmp_path, ca
         assert main(["predict", "R", "in.txt", "--out", data[k]]) == 2
         one_line_error(capsys, "would destroy the input")
     record = json.loads((moved / "R" / "metrics.json").read_text())
-    for k in ("train", "dev", "test"):  # as a run recorded before it stored paths from the run folder
-        del record["data"][k]["from_run"]
+    del record["data_files"]  # as a run recorded before it stored paths from the run folder
     (moved / "R" / "metrics.json").write_text(json.dumps(record))
     assert main(["predict", "R", "in.txt", "--out", data["test"]]) == 2  # the config's path, where it ran is gone
     one_line_error(capsys, "would destroy the input")
@@ -258,6 +257,8 @@ def test_resume_with_another_runs_dir_is_refused(tmp_path, capsys, monkeypatch):
     one_line_error(capsys, "--runs-dir OTHER: --resume continues in", "drop --runs-dir")
     assert not (tmp_path / "OTHER").exists()
     assert main(args + ["--runs-dir", "RR", "--resume", str(grid)]) == 0  # the folder that holds it: fine
+    assert main(args + ["--resume", str(grid)]) == 0  # --runs-dir left at its default ("runs"): not a request
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_comparison_saved_with_a_penalised_fixed_mix_resumes_with_a_warning(tmp_path, capsys, monkeypatch):
@@ -280,3 +281,172 @@ def test_a_comparison_saved_with_a_penalised_fixed_mix_resumes_with_a_warning(tm
     assert "warning:" in err and "l2_coef: 0.001 penalises" in err
     assert main(args + ["--seeds", "1"]) == 2  # a new comparison with it is still refused
     one_line_error(capsys, "l2_coef: 0.001 penalises the mix weights")
+
+
+def test_pool_workers_end_when_their_parent_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "pool.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "from tasks.experiment.parallel import run_jobs\n"
+        "def job(i):\n"
+        "    open(os.path.join(sys.argv[1], f'w{os.getpid()}'), 'w').close()\n"
+        "    time.sleep(60)\n"
+        "if __name__ == '__main__':\n"
+        "    run_jobs(job, [(i,) for i in range(6)], jobs=2, threads=1)\n")
+    env = {**os.environ, "PYTHONPATH": f"{Path(__file__).resolve().parents[1]}:{tmp_path}"}
+    parent = subprocess.Popen([sys.executable, str(script), str(tmp_path)], env=env)
+    try:
+        deadline = time.time() + 60
+        while len(list(tmp_path.glob("w*"))) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        workers = [int(p.name[1:]) for p in tmp_path.glob("w*")]
+        assert len(workers) == 2
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        deadline = time.time() + 15
+        alive = workers
+        while alive and time.time() < deadline:
+            time.sleep(0.2)
+            alive = [w for w in workers if Path(f"/proc/{w}").exists()
+                     and Path(f"/proc/{w}/stat").read_text().split()[2] != "Z"]
+        assert alive == []  # (were: running their queued jobs, then idle, for good)
+    finally:
+        for w in [int(p.name[1:]) for p in tmp_path.glob("w*")]:
+            try:
+                os.kill(w, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_an_export_that_is_a_link_is_never_written_through(tmp_path, capsys):
+    import shutil
+
+    args = finished_bilm_run(tmp_path)
+    export = tmp_path / "run" / "export"
+    other = tmp_path / "other_export"
+    shutil.copytree(export, other)
+    (other / "vocab.txt").write_text("<S>\n</S>\n<UNK>\nanother\n")  # another run's export
+    before = {p.name: p.read_bytes() for p in other.iterdir()}
+    shutil.rmtree(export)
+    os.symlink(other, export)
+    capsys.readouterr()
+    assert main(args + ["--resume"]) == 2
+    one_line_error(capsys, "is a link", "remove the link")
+    os.unlink(export)
+    shutil.copytree(other, export)
+    mine = tmp_path / "my_words.txt"
+    mine.write_text("my own list\n")
+    (export / "vocab.txt").unlink()
+    os.symlink(mine, export / "vocab.txt")
+    assert main(args + ["--resume"]) == 2
+    one_line_error(capsys, "vocab.txt: is a link")
+    assert mine.read_text() == "my own list\n"
+    assert {p.name: p.read_bytes() for p in other.iterdir()} == before
+
+
+def test_predict_never_writes_onto_the_files_a_fold_run_was_cut_from(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path, compare={"sources": {"g": {"name": "static", "path": "x"}}})
+    raw = yaml.safe_load(Path(cfg).read_text())
+    for k in ("train", "dev", "test"):
+        raw["data"][k] = os.path.relpath(raw["data"][k], tmp_path)
+    raw["compare"]["sources"]["g"]["path"] = str(env["glove"])
+    Path(cfg).write_text(yaml.safe_dump(raw))
+    assert main(["compare", cfg, "--folds", "3", "--seeds", "1", "--runs-dir", "RR", "--results-dir", "RES", *FAST]) == 0
+    fold = next((tmp_path / "RR").glob("*/compare-*/g-seed1/fold0"))
+    (tmp_path / "in.txt").write_text("John lives in Paris\n")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    before = (tmp_path / raw["data"]["train"]).read_bytes()
+    capsys.readouterr()
+    assert main(["predict", str(fold), "../in.txt", "--out", "../" + raw["data"]["train"]]) == 2
+    one_line_error(capsys, "would destroy the input")
+    assert (tmp_path / raw["data"]["train"]).read_bytes() == before
+
+
+def test_run_with_out_refuses_a_runs_dir_it_would_ignore(tmp_path, capsys):
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", str(tmp_path / "R"), "--runs-dir", str(tmp_path / "RR"), *FAST]) == 2
+    one_line_error(capsys, "--runs-dir", "does not apply with --out")
+
+
+def test_a_stray_s_tag_in_a_bio_file_is_the_tag_named():
+    import pytest
+
+    from tasks.data.tag_schemes import TagSchemeError, convert_data, detect_scheme
+
+    bio = [["B-PER", "I-PER", "O"], ["O", "S-LOC", "O"], ["B-LOC"], ["O", "B-ORG", "I-ORG"]]
+    assert detect_scheme(bio) == "BIO"
+    with pytest.raises(TagSchemeError) as e:
+        convert_data(bio, "auto", "BIOES")
+    assert (e.value.sentence, e.value.index) == (1, 1) and "S-LOC" in str(e.value)
+    assert detect_scheme([["B-PER", "E-PER", "O"], ["S-LOC"], ["B-ORG", "I-ORG", "E-ORG"]]) == "BIOES"
+
+
+def test_a_value_that_starts_with_a_dash_is_recorded_so_it_reads_back():
+    import argparse
+    import shlex
+
+    from elmo_features.util.cli_types import rebuild_command
+
+    command = rebuild_command(["elmo-tasks", "run", "c.yaml"], argparse.Namespace(out="-R", command="run"), {},
+                              skip=("command",))
+    assert shlex.split(command)[3:] == ["--out=-R"]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out")
+    assert parser.parse_args(shlex.split(command)[3:]).out == "-R"
+
+
+def test_static_vectors_check_their_arguments_and_find_decomposed_words(tmp_path):
+    import unicodedata
+
+    import numpy as np
+    import pytest
+
+    from tasks.data.static_vectors import StaticVectors, load_static_vectors
+
+    path = tmp_path / "v.txt"
+    path.write_text(f"Paris 1 1\nparis 2 2\n{unicodedata.normalize('NFD', 'josé')} 3 3\n", encoding="utf-8")
+    with pytest.raises(TypeError, match="lowercase must be True, False or None"):
+        load_static_vectors(path, lowercase="no", progress=False)
+    with pytest.raises(TypeError, match="max_vectors must be an integer"):
+        load_static_vectors(path, max_vectors=2.5, progress=False)
+    v = load_static_vectors(path, lowercase=False, progress=False)
+    with pytest.raises(TypeError, match="tokens is a str"):
+        v.lookup("paris")
+    with pytest.raises(TypeError, match="has a token of type NoneType"):
+        v.lookup([None])
+    with pytest.raises(TypeError):
+        v.coverage("john lives")
+    vectors, oov = v.lookup(["paris", "josé"])  # the file's word is decomposed, the token composed
+    np.testing.assert_array_equal(vectors, [[2, 2], [3, 3]])
+    assert oov == 0 and isinstance(v, StaticVectors)
+
+
+def test_an_options_file_with_a_byte_order_mark_loads(tmp_path):
+    from elmo_features import BiLMOptions
+    from test_tasks_helpers import TINY_OPTIONS
+
+    import json
+    path = tmp_path / "options.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(TINY_OPTIONS).encode())
+    assert BiLMOptions.from_file(path).to_dict() == BiLMOptions.from_dict(TINY_OPTIONS).to_dict()
+
+
+def test_include_given_a_file_name_says_to_give_the_module_name(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "myfeat.py").write_text("X = 1\n")
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--include", "myfeat.py", "--out", "R", *FAST]) == 2
+    one_line_error(capsys, "--include myfeat.py: give the module name, 'myfeat'")
+
+
+def test_lr_reduction_without_a_dev_set_is_warned_about(tmp_path, capsys):
+    env, cfg = static_config_file(tmp_path, data={"dev": None}, training={"lr_reduce_factor": 0.5})
+    assert main(["run", cfg, "--out", str(tmp_path / "R"), *FAST]) == 0
+    assert "lr_reduce_factor 0.5 lowers the rate when the dev score stops improving" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -32,12 +33,21 @@ def export_model(model, vocab: list[str], out_dir: str | Path, with_softmax: boo
     return out
 
 
+EXPORT_FILES = ("options.json", "weights.hdf5", "vocab.txt")
+
+
 def check_export_folder(folder: str | Path) -> Path:
-    """``folder`` (a Path), unless something that is not a folder is in its way: PathError saying so."""
+    """``folder`` (a Path), unless something that is not the run's own folder is in its way: a file, or a link (the
+    folder or one of its files; writing the export would replace what the link points to): PathError saying so."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir() or folder.is_symlink() and not folder.exists():
         raise PathError(f"{folder}: a file is in the way of the export folder; move it away (the export is written "
                         "from the model again)")
+    links = [folder] if folder.is_symlink() else [folder / n for n in EXPORT_FILES if (folder / n).is_symlink()]
+    if links:
+        raise PathError(f"{links[0]}: is a link (to {os.path.realpath(links[0])}); the export is written in place and "
+                        "would replace what it points to: remove the link (the export is written from the model "
+                        "again)")
     return folder
 
 
@@ -45,7 +55,7 @@ def export_problem(folder: str | Path, model=None, vocab: list[str] | None = Non
     """What keeps ``folder`` from being a whole export (a file missing, or one that does not load; with ``model``
     and ``vocab``: options, weights or words that are not theirs), else None."""
     folder = check_export_folder(folder)
-    missing = [n for n in ("options.json", "weights.hdf5", "vocab.txt") if not (folder / n).is_file()]
+    missing = [n for n in EXPORT_FILES if not (folder / n).is_file()]
     if missing:
         return f"{', '.join(missing)} missing" if folder.is_dir() else "missing"
     try:

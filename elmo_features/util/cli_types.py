@@ -114,6 +114,8 @@ def rebuild_command(prog: list[str], args: argparse.Namespace, defaults: dict, s
             parts.append(flag)
         elif isinstance(value, (list, tuple)):
             parts += [flag, *map(str, value)]
+        elif str(value).startswith("-"):  # ``--out -R``: read back as a flag; ``--out=-R`` is the value
+            parts.append(f"{flag}={value}")
         else:
             parts += [flag, str(value)]
     return shlex.join(parts)

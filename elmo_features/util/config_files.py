@@ -68,7 +68,7 @@ def read_config_file(path: str | Path, kind: str = "yaml"):
     path = Path(path)
     what = "the options JSON file" if kind == "json" else "a YAML config file"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # (a byte-order mark, as some editors write, is dropped)
         data = load_json(text) if kind == "json" else load_yaml(text, str(path))
     except FileNotFoundError:
         raise ConfigError(f"{'options' if kind == 'json' else 'config'} file not found: {path}") from None

@@ -54,7 +54,8 @@ def settings_rule(message: str) -> None:
     warning for a saved one (``saved_config``; a run made before the rule existed)."""
     if not _SAVED.get():
         raise ConfigError(message)
-    print(f"warning: {message} (the saved run keeps it: it had no effect)", file=sys.stderr)
+    print(f"warning: {message} (accepted for a run saved with it, or the resumed comparison that made such runs; "
+          "it has no effect)", file=sys.stderr)
 
 
 def _at(where: str) -> str:

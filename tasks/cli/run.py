@@ -110,6 +110,9 @@ def cmd_run(args) -> int:
     from tasks.experiment.parallel import torchrun_ranks
 
     check_flags_given(args, "out", "runs_dir")
+    if args.out and args.runs_dir != DEFAULTS["runs_dir"]:
+        raise UsageError(f"--runs-dir {args.runs_dir}: does not apply with --out {args.out} (the run goes there); "
+                         "give one of the two")
     dist = None
     if torchrun_ranks() > 1:  # data-parallel: a slice of every batch per rank; rank 0 writes the run folder
         dist = join()
@@ -172,7 +175,7 @@ def cmd_compare(args) -> int:
     from tasks.experiment.compare_checks import check_comparison_args
 
     check_flags_given(args, "results_dir", "runs_dir", "resume")
-    if args.resume and args.runs_dir and not _inside(args.resume, args.runs_dir):
+    if args.resume and args.runs_dir != DEFAULTS["runs_dir"] and not _inside(args.resume, args.runs_dir):
         raise UsageError(f"--runs-dir {args.runs_dir}: --resume continues in {args.resume}, where its runs are; drop "
                          "--runs-dir (or give the folder that holds it)")
     with saved_config() if args.resume else nullcontext():  # its finished runs may predate a rule: warned about
@@ -252,9 +255,10 @@ def _run_data_paths(run_dir: Path, saved: dict) -> list[str]:
     longer holds them (the project moved) or for runs that recorded neither, the config's own paths as given."""
     data = saved.get("data") if isinstance(saved.get("data"), dict) else {}
     try:
-        stats = read_metrics(run_dir / "metrics.json").get("data") or {}
+        record = read_metrics(run_dir / "metrics.json")
     except (CheckpointError, OSError):
-        stats = {}
+        record = {}
+    stats = record.get("data_files") if isinstance(record.get("data_files"), dict) else record.get("data") or {}
     paths = []
     for k in ("train", "dev", "test"):
         rec = stats.get(k) if isinstance(stats.get(k), dict) else {}

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
 from elmo_features.util.text_input import check_text
 
 from tasks.data.types import DataFormatError
@@ -50,6 +51,8 @@ class StaticVectors:
         for i, w in enumerate(self.words):  # first occurrence wins (files list frequent words first)
             self.index.setdefault(w.lower() if self.lowercase else w, i)
         self.n_duplicates = len(self.words) - len(self.index)
+        for key, i in [(k, i) for k, i in self.index.items() if not unicodedata.is_normalized("NFC", k)]:
+            self.index.setdefault(unicodedata.normalize("NFC", key), i)  # a word stored decomposed (NFD) is found too
 
     @property
     def dim(self) -> int:
@@ -83,6 +86,7 @@ class StaticVectors:
 
     def lookup(self, tokens: Sequence[str]) -> tuple[np.ndarray, int]:
         """Vectors (n, d) float32 for ``tokens`` (zero rows for OOV) and the number of OOV tokens."""
+        tokens = check_sentences([tokens], "tokens")[0]  # (a string is not a token list)
         rows = [self.index_of(t) for t in tokens]
         out = np.zeros((len(tokens), self.dim), dtype=np.float32)  # (n, d)
         found = [(j, r) for j, r in enumerate(rows) if r is not None]
@@ -93,6 +97,7 @@ class StaticVectors:
 
     def coverage(self, sentences: Iterable[Sequence[str]]) -> dict[str, float]:
         """Token and type OOV counts and rates over tokenized sentences."""
+        sentences = check_sentences(sentences)
         n_tok = n_oov = 0
         types: dict[str, bool] = {}
         for sent in sentences:
@@ -244,8 +249,8 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
     path = Path(path)
     if format not in FORMATS:
         raise ValueError(f"unknown vectors format {format!r}; valid: {', '.join(FORMATS)}")
-    if max_vectors is not None and max_vectors < 1:
-        raise ValueError(f"max_vectors must be >= 1, got {max_vectors}")
+    lowercase = check_optional_bool(lowercase, "lowercase")
+    max_vectors = None if max_vectors is None else check_int(max_vectors, "max_vectors")
     if path.is_dir():
         if not (path / "vectors.npy").is_file():
             raise FileNotFoundError(f"{path} is a folder without vectors.npy (expected vectors.npy + words.txt)")

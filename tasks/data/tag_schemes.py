@@ -145,25 +145,30 @@ def convert_tags(tags: Sequence[str], source: str, target: str) -> list[str]:
 
 
 def detect_scheme(sentences: Iterable[Sequence[str]]) -> str:
-    """Guess the scheme of a data set: BIOES if any E-/S- tag; else IOB1 if chunks start with I- more often than
-    with a B- after another type or O (which IOB1 never has), else BIO. A file of one scheme with a few stray tags
-    of the other is so read as the scheme of most of its chunks, and validating it names the stray tags.
+    """Guess the scheme of a data set by what most of its chunks follow: BIOES if more chunks end with an E-/S- tag
+    than end with a B-/I- tag; else IOB1 if chunks start with I- more often than with a B- after another type or O
+    (which IOB1 never has), else BIO. A file of one scheme with a few stray tags of another is so read as the
+    scheme of most of its chunks, and validating it names the stray tags.
 
     The guess is only a guess: callers should validate every sentence under it (tags_to_spans).
     """
-    i_starts = b_starts = 0  # chunk starts written I- (IOB1's way), and B- starts IOB1 would not write (BIO's way)
+    es_ends = open_ends = i_starts = b_starts = 0
     for k, tags in enumerate(sentences):
-        prev_type = None
+        split = []
         for i, tag in enumerate(tags):
             try:
-                prefix, t = split_tag(tag, i)
+                split.append(split_tag(tag, i))
             except TagSchemeError as e:
                 raise TagSchemeError(str(e), i, sentence=k) from None
-            if prefix in "ES":
-                return "BIOES"
+        for i, (prefix, t) in enumerate(split):
+            prev_type = split[i - 1][1] if i else None
+            nxt = split[i + 1] if i + 1 < len(split) else ("O", None)
+            es_ends += prefix in "ES"
+            open_ends += prefix in "BI" and not (nxt[0] in "IE" and nxt[1] == t)  # a chunk ends here, not E-
             i_starts += prefix == "I" and t != prev_type
             b_starts += prefix == "B" and t != prev_type
-            prev_type = t
+    if es_ends and es_ends > open_ends:
+        return "BIOES"
     return "IOB1" if i_starts > b_starts else "BIO"
 
 

@@ -37,8 +37,23 @@ class JobFailedError(ElmoTasksError, RuntimeError):
     """A job of a process pool failed with a user error (or its worker died); the pool was stopped."""
 
 
-def _init_worker(threads: int, includes: list[str]) -> None:
+def _end_with_parent(parent: int) -> None:
+    """Have the kernel stop this worker (SIGTERM) when its parent dies, even by SIGKILL (Linux; elsewhere the pool's
+    own shutdown does): a worker left behind would run its queued jobs into a comparison nobody finishes."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _init_worker(threads: int, includes: list[str], parent: int | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
+    if parent is not None:
+        _end_with_parent(parent)
     load_plugins(includes)  # the parent's plugins register here too (a spawned worker starts with none)
     os.environ["OMP_NUM_THREADS"] = str(threads)  # for libraries that read it late (e.g. a BLAS pool)
     torch.set_num_threads(threads)
@@ -73,7 +88,7 @@ def run_jobs(fn: Callable, args: Sequence[tuple], jobs: int, threads: int,
     if not args:
         return results
     executor = ProcessPoolExecutor(max_workers=min(jobs, len(args)), mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(threads, loaded_includes()))
+                                   initializer=_init_worker, initargs=(threads, loaded_includes(), os.getpid()))
     ok = False
     try:
         pending = {executor.submit(fn, *a): i for i, a in enumerate(args)}

@@ -1,9 +1,11 @@
 """Reading the JSON records commands leave behind (a run's ``metrics.json``): a file that parses but has the wrong
 shape (a list, a string where a mapping belongs; edited by hand, or by another program) is one CheckpointError
-naming what is wrong, never an AttributeError deep inside the command."""
+naming what is wrong, never an AttributeError deep inside the command; and where a run records its data files
+(``data_locations``)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from elmo_features.util.errors import CheckpointError
@@ -70,3 +72,18 @@ def _report_problem(report: dict, where: str) -> str | None:
 
 def _damaged(path: Path, why: str, fix: str) -> CheckpointError:
     return CheckpointError(f"{path}: damaged ({why})" + (f"; {fix}" if fix else ""))
+
+
+def data_locations(stats: dict, cfg, run_dir: Path) -> dict:
+    """Where the run's data files are: each split's stats and, for a run given its examples (a fold of a
+    comparison), the config's data files the examples were cut from, as {split: {resolved, from_run}}. ``resolved``
+    is the path when the run read it (a relative path in the config names it from the folder the run was made in),
+    ``from_run`` the path from the run folder (a project moved or copied as a whole keeps that relation): ``predict``
+    never writes onto them."""
+    out = {}
+    for split in ("train", "dev", "test"):
+        given = getattr(cfg.data, split, None)
+        path = stats.get(split, {}).get("resolved") or (os.path.abspath(given) if isinstance(given, str) else None)
+        if path:
+            out[split] = {"resolved": path, "from_run": os.path.relpath(path, os.path.abspath(run_dir))}
+    return out

@@ -27,7 +27,7 @@ from elmo_features.util.provenance import git_commit, machine, write_bytes_atomi
 from elmo_features.util.schema import saved_config
 
 from tasks.components import component_config
-from tasks.experiment.records import read_metrics
+from tasks.experiment.records import data_locations, read_metrics
 from tasks.experiment.config import RunConfig, check_reader_fits_head, dump_yaml, load_raw, resolve
 from tasks.data import get_reader
 from tasks.data.types import DataFormatError
@@ -89,17 +89,6 @@ def check_examples(examples: list, path: str | Path, split: str, head_cls: type[
     if not str(path).startswith("<"):  # a file: where it was (a relative path names another file elsewhere)
         stats["resolved"] = os.path.abspath(path)
     return kept, stats
-
-
-def _located(stats: dict, run_dir: Path) -> dict:
-    """The data stats with each file's path from the run folder too (``from_run``): a project moved or copied as a
-    whole keeps that relation, so ``predict`` still knows the run's data files."""
-    out = {}
-    for split, st in stats.items():
-        out[split] = dict(st)
-        if "resolved" in st:
-            out[split]["from_run"] = os.path.relpath(st["resolved"], os.path.abspath(run_dir))
-    return out
 
 
 def build_model(cfg: RunConfig, vocab: dict, context: FeatureContext) -> TaskModel:
@@ -310,7 +299,8 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
 
     plugins = plugin_digests(cfg.to_dict())  # the plugin code's version: compare --resume refuses another one
     metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": commit, "machine": machine(),
-                               "data": _located(stats, folder.path), **({"plugin_modules": plugins} if plugins else {})}
+                               "data": stats, "data_files": data_locations(stats, cfg, folder.path),
+                               **({"plugin_modules": plugins} if plugins else {})}
     scores, predictions = _evaluate_splits(model, splits, cfg, progress, dist, folder)
     metrics.update(scores)
     metrics.update({"primary_metric": model.head.primary_metric, "best_epoch": result.best_epoch,
@@ -356,7 +346,7 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
                               "or rerun the run on the new one") from e
     model.eval()
     if changed:
-        print(f"warning: {changed}; predictions will differ from the run's", file=sys.stderr)
+        print(f"warning: {changed}; predictions may differ from the run's", file=sys.stderr)
     return cfg, model
 
 

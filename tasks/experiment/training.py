@@ -234,6 +234,13 @@ def warn_if_unchanged(before: list[torch.Tensor], params: list, record: dict, cf
     return True
 
 
+def _warn_without_dev(cfg: TrainingConfig) -> None:
+    """Settings that act on dev scores, given to a run without a dev set, are said to do nothing."""
+    if cfg.lr_reduce_factor < 1:
+        print(f"warning: training.lr_reduce_factor {cfg.lr_reduce_factor} lowers the rate when the dev score stops "
+              "improving, and this run has no dev set: it has no effect (give data.dev, or drop it)", file=sys.stderr)
+
+
 def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: TrainingConfig,
           progress: bool | None = None, on_improve: Callable[[int, dict], None] | None = None,
           dist: DataParallel | None = None) -> TrainResult:
@@ -246,6 +253,8 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
         raise ValueError("no training examples")
     set_seed(cfg.seed)
     main = dist is None or dist.is_main
+    if dev_split is None and main:
+        _warn_without_dev(cfg)
     if dist is not None:
         dist.seed_rank(cfg.seed)
         progress = progress if main else False
