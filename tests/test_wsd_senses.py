@@ -178,6 +178,10 @@ def test_wsd_senses_and_tag_disambiguate_plain_text(tmp_path, monkeypatch, capsy
     capsys.readouterr()
     assert main(["wsd", "tag", "in.txt", "--senses", "senses.h5"]) == 2
     assert "was made with another feature source (fingerprint" in capsys.readouterr().err
+    (tmp_path / "bilm").rename(tmp_path / "bilm_moved")  # the source's files moved: the sense file is named
+    assert main(["wsd", "tag", "in.txt", "--senses", "senses.h5"]) == 2
+    err = capsys.readouterr().err
+    assert "senses.h5 was made with a feature source that does not load now" in err and "put it back" in err
 
 
 def test_a_learned_mix_is_a_layer_candidate_chosen_on_held_out_sentences(graph):

@@ -21,7 +21,7 @@ import numpy as np
 
 from elmo_features.util.arguments import check_sentences
 
-from elmo_features.util.errors import PathError, StaleCacheError, UsageError
+from elmo_features.util.errors import ElmoTasksError, PathError, StaleCacheError, UsageError
 from elmo_features.util.paths import check_input_file
 from elmo_features.util.provenance import atomic_path, git_commit
 
@@ -194,7 +194,11 @@ class SenseTagger:
                                   "WordNet it was made with (--wordnet), or make the sense file again")
         context = context or FeatureContext()
         section = resolve_component(FEATURES, self.meta["section"], f"{path}: section")
-        fps = section_fingerprints(section, context.memo)
+        try:
+            fps = section_fingerprints(section, context.memo)
+        except ElmoTasksError as e:  # e.g. an encoder folder moved since: say which file recorded it
+            raise StaleCacheError(f"{path} was made with a feature source that does not load now ({e}); put it back where "
+                          "the file recorded it, or make the sense file again") from None
         if fps != self.meta["fingerprints"]:
             raise StaleCacheError(f"{path} was made with another feature source (fingerprint "
                                   f"{', '.join(f[:12] for f in self.meta['fingerprints'])}) than the one its section "
