@@ -175,9 +175,6 @@ def cmd_compare(args) -> int:
     from tasks.experiment.compare_checks import check_comparison_args
 
     check_flags_given(args, "results_dir", "runs_dir", "resume")
-    if args.resume and args.runs_dir != DEFAULTS["runs_dir"] and not _inside(args.resume, args.runs_dir):
-        raise UsageError(f"--runs-dir {args.runs_dir}: --resume continues in {args.resume}, where its runs are; drop "
-                         "--runs-dir (or give the folder that holds it)")
     with saved_config() if args.resume else nullcontext():  # its finished runs may predate a rule: warned about
         cfg = load_config(args.config, args.overrides)
     if cfg.compare is None:
@@ -211,6 +208,9 @@ def cmd_compare(args) -> int:
         raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
                          "before the runs start); give --cache-dir DIR instead of 'none', or --jobs 1")
     check_comparison_args(cfg, sources, seeds, args.folds, args.jobs, args.threads, args.resume, flag="--")
+    if args.resume and args.runs_dir != DEFAULTS["runs_dir"] and not _inside(args.resume, args.runs_dir):
+        raise UsageError(f"--runs-dir {args.runs_dir}: --resume continues in {args.resume}, where its runs are; drop "
+                         "--runs-dir (or give the folder that holds it)")
     # one writer per results folder (rank 0 under torchrun writes it): a second comparison is refused
     lock = claim_results_folder(results_dir, "summary.json", cfg.name, "--results-dir") if _rank() == 0 else None
     context, progress = _setup(args)
