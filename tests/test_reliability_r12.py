@@ -450,3 +450,15 @@ def test_lr_reduction_without_a_dev_set_is_warned_about(tmp_path, capsys):
     env, cfg = static_config_file(tmp_path, data={"dev": None}, training={"lr_reduce_factor": 0.5})
     assert main(["run", cfg, "--out", str(tmp_path / "R"), *FAST]) == 0
     assert "lr_reduce_factor 0.5 lowers the rate when the dev score stops improving" in capsys.readouterr().err
+
+
+def test_the_tables_suggested_command_runs_the_papers_bilm_whatever_sources_ran():
+    import shlex
+
+    from tasks.wsd.table import original_command
+
+    cmd = original_command("elmo-tasks wsd --config wsd_senses --features mpnet minilm --out runs/w --threads 2")
+    args = shlex.split(cmd)
+    assert "mpnet" not in args and "minilm" not in args and "runs/w" not in args
+    assert args[-6:] == ["--features", "elmo", "--bilm", "original", "--out", "results/wsd_original"]
+    assert "--threads" in args

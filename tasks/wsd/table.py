@@ -32,22 +32,28 @@ def _published_key(row: dict, bilm_sources: set[str]) -> str | None:
 
 
 def original_command(command: str) -> str:
-    """The same command with ``--bilm original`` (the ELMo paper's weights) and its own --out folder."""
+    """The same command on the ELMo paper's biLM: ``--features elmo --bilm original`` (whatever sources it ran)
+    and its own --out folder."""
     args = shlex.split(command)
     if not args:
-        return "elmo-tasks wsd ... --bilm original"
+        return "elmo-tasks wsd ... --features elmo --bilm original"
     out, i = [], 0
     while i < len(args):
         a = args[i]
         if a in ("--bilm", "--out") and i + 1 < len(args):
             i += 2
             continue
-        if a.startswith("--bilm=") or a.startswith("--out="):
+        if a == "--features":  # (one or more values)
+            i += 1
+            while i < len(args) and not args[i].startswith("-"):
+                i += 1
+            continue
+        if a.startswith(("--bilm=", "--out=", "--features=")):
             i += 1
             continue
         out.append(a)
         i += 1
-    return shlex.join(out + ["--bilm", "original", "--out", "results/wsd_original"])
+    return shlex.join(out + ["--features", "elmo", "--bilm", "original", "--out", "results/wsd_original"])
 
 
 def _fmt(v) -> str:
