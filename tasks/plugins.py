@@ -89,9 +89,6 @@ def include(name: str) -> None:
     """Import a plugin module (and its submodules); one PluginError line when that fails."""
     if name in _INCLUDED:
         return
-    if name.endswith(".py") and name[:-3] and all(part.isidentifier() for part in name[:-3].split(".")):
-        raise PluginError(f"--include {name}: give the module name, {name[:-3]!r}, not the file name (it is "
-                          "imported as Python imports modules: from the current folder or an installed package)")
     if not name or any(not part.isidentifier() for part in name.split(".")):
         raise PluginError(f"--include {name!r}: not a module name (give a dotted Python module name such as "
                           "my_package.components, not a file path)")
@@ -102,6 +99,9 @@ def include(name: str) -> None:
     except ElmoTasksError as e:  # e.g. a ContractError: already one line
         raise PluginError(f"--include {name}: {e}") from None
     except ImportError as e:
+        if getattr(e, "name", None) == name and name.endswith(".py") and "." not in name[:-3]:
+            raise PluginError(f"--include {name}: give the module name, {name[:-3]!r}, not the file name (it is "
+                              "imported as Python imports modules: from the current folder or an installed package)")
         if getattr(e, "name", None) == name:
             raise PluginError(f"--include {name}: module not found; is it installed, or in the current folder "
                               f"{os.getcwd()}?") from None

@@ -462,3 +462,82 @@ def test_the_tables_suggested_command_runs_the_papers_bilm_whatever_sources_ran(
     assert "mpnet" not in args and "minilm" not in args and "runs/w" not in args
     assert args[-6:] == ["--features", "elmo", "--bilm", "original", "--out", "results/wsd_original"]
     assert "--threads" in args
+
+
+def test_resume_with_another_fold_cut_is_refused_and_a_lost_data_record_warned_about(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path, compare={"sources": {"g": {"name": "static", "path": "x"}}})
+    args = ["compare", cfg, "--set", f"compare.sources={{g: {{name: static, path: {env['glove']}}}}}",
+            "--runs-dir", "RR", "--results-dir", "RES", *FAST, "--seeds", "1"]
+    assert main(args + ["--folds", "3"]) == 0
+    grid = next((tmp_path / "RR").glob("*/compare-*"))
+    capsys.readouterr()
+    for extra in (["--folds", "4"], ["--folds", "3", "--set", "compare.fold_seed=5"]):
+        assert main(args + extra + ["--resume", str(grid), "--results-dir", "RES2"]) == 2
+        one_line_error(capsys, "its runs were made on 3 folds (fold_seed 0)", "their folds would not match")
+    (grid / ".data_sha256.json").unlink()
+    assert main(args + ["--folds", "3", "--resume", str(grid)]) == 0
+    assert "its record of the data files (.data_sha256.json) is missing or damaged" in capsys.readouterr().err
+
+
+def test_recorded_positionals_and_list_items_that_start_with_a_dash_read_back(tmp_path, monkeypatch):
+    import argparse
+    import shlex
+
+    from elmo_features.util.cli_types import rebuild_command
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-c.yaml").write_text("x\n")
+    (tmp_path / "-T").mkdir()
+    args = argparse.Namespace(command="wsd", test=["-T", "t2"], overrides=["-x=1"])
+    command = rebuild_command(["elmo-tasks", "run", "-c.yaml", "-"], args, {}, skip=("command",),
+                              repeated={"overrides": "--set"})
+    assert shlex.split(command) == ["elmo-tasks", "run", "./-c.yaml", "-", "--test", "./-T", "t2", "--set=-x=1"]
+
+
+def test_a_runs_dir_typed_as_its_default_is_still_a_request(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", "--runs-dir", "runs", *FAST]) == 2
+    one_line_error(capsys, "--runs-dir runs: does not apply with --out R")
+
+
+def test_inert_training_settings_are_warned_about(tmp_path, capsys):
+    env, cfg = static_config_file(tmp_path, data={"dev": None}, training={"patience": 5, "lr_reduce_patience": 2})
+    assert main(["run", cfg, "--out", str(tmp_path / "R"), *FAST]) == 0
+    err = capsys.readouterr().err
+    assert "training.patience 5 counts epochs without dev improvement, and this run has no dev set" in err
+    assert "training.lr_reduce_patience 2 waits before a reduction, and lr_reduce_factor is 1" in err
+
+
+def test_a_text_file_given_as_the_wordnet_index_is_named(tmp_path):
+    import pytest
+
+    from tasks.wsd.data.inventory import InventoryError, find_index_sense
+
+    (tmp_path / "in.txt").write_text("I sat on the bank of the river\n")
+    with pytest.raises(InventoryError, match="in.txt: not a WordNet index.sense"):
+        find_index_sense(tmp_path / "in.txt")
+    (tmp_path / "my.sense").write_text("bank%1:14:00:: 08420278 1 20\n")
+    assert find_index_sense(tmp_path / "my.sense") == tmp_path / "my.sense"
+
+
+def test_include_of_an_importable_module_named_like_a_file_imports_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "py.py").write_text("LOADED = True\n")
+    (tmp_path / "myfeat.py").write_text("X = 1\n")
+    import pytest
+
+    from elmo_features.util.errors import ElmoTasksError
+    from tasks import plugins
+    from tasks.plugins import load_plugins
+
+    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))  # (no later test's workers load it)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    load_plugins(["mypkg.py"])  # a package's submodule called py: a module name, imported
+    import sys
+    assert sys.modules["mypkg.py"].LOADED
+    with pytest.raises(ElmoTasksError, match="give the module name, 'myfeat'"):
+        load_plugins(["myfeat.py"])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -92,6 +93,23 @@ NOT_TYPED = ("debug", "interrupt_hint")  # attributes never part of a recorded c
 # debugging switch)
 
 
+class DefaultValue(str):
+    """A string option's default, told apart from the same string typed (``--runs-dir runs``): ``given`` is False
+    only for it."""
+
+
+def given(value) -> bool:
+    """Whether an option's value was typed (not its ``DefaultValue``)."""
+    return not isinstance(value, DefaultValue)
+
+
+def _readable(value) -> str:
+    """A positional or list value as it reads back: an existing path that starts with a dash (``-c.yaml``) as
+    ``./-c.yaml`` (otherwise it would read as a flag); ``-`` (standard input) and anything else as it is."""
+    v = str(value)
+    return f"./{v}" if v.startswith("-") and v != "-" and os.path.exists(v) else v
+
+
 def rebuild_command(prog: list[str], args: argparse.Namespace, defaults: dict, skip: tuple[str, ...] = (),
                     repeated: dict[str, str] | None = None) -> str:
     """The command line as typed, rebuilt from parsed ``args`` (right however main() was called): ``prog`` (the
@@ -100,20 +118,20 @@ def rebuild_command(prog: list[str], args: argparse.Namespace, defaults: dict, s
     one flag followed by their values; True is a bare flag; None, False, [] and callables (the sub-command's function,
     hooks such as ``find_config``) are left out."""
     repeated = repeated or {}
-    parts = list(prog)
+    parts = [prog[0], *map(_readable, prog[1:])]
     for key, value in vars(args).items():
         if key in skip or key in NOT_TYPED or callable(value) or value is None or value is False \
                 or value == [] or (key in defaults and defaults[key] == value):
             continue
         if key in repeated:
             for item in value:
-                parts += [repeated[key], str(item)]
+                parts += [f"{repeated[key]}={item}"] if str(item).startswith("-") else [repeated[key], str(item)]
             continue
         flag = f"--{key.replace('_', '-')}"
         if value is True:
             parts.append(flag)
         elif isinstance(value, (list, tuple)):
-            parts += [flag, *map(str, value)]
+            parts += [flag, *map(_readable, value)]
         elif str(value).startswith("-"):  # ``--out -R``: read back as a flag; ``--out=-R`` is the value
             parts.append(f"{flag}={value}")
         else:

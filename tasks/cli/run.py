@@ -9,8 +9,9 @@ from contextlib import nullcontext
 from pathlib import Path
 
 
-from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, cache_dir_of, rebuild_command, add_progress_argument,
-                                          add_threads_argument, positive_int, progress_setting)
+from elmo_features.util.cli_types import (DEFAULT_CACHE, DefaultValue, add_cache_dir_argument, add_progress_argument,
+                                          add_threads_argument, cache_dir_of, given, positive_int, progress_setting,
+                                          rebuild_command)
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
 from elmo_features.util.locking import OutputLock, lock_output_file
@@ -55,7 +56,7 @@ def register(subparsers) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE",
                    help="override a config value (YAML syntax), e.g. --set training.seed=2")
     p.add_argument("--out", help="run folder (default: runs/NAME/TIMESTAMP-HASH)")
-    p.add_argument("--runs-dir", default="runs", help="parent of default run folders")
+    p.add_argument("--runs-dir", default=DefaultValue("runs"), help="parent of default run folders")
     _common(p)
     p.set_defaults(func=cmd_run)
 
@@ -67,7 +68,7 @@ def register(subparsers) -> None:
     p.add_argument("--folds", type=int, help="K-fold cross-validation over all labelled sentences (default: "
                    "compare.folds; paired tests between sources in the summary); 0: the fixed split")
     p.add_argument("--results-dir", help="where summary.md/.csv/.json and plots go (default: results/NAME)")
-    p.add_argument("--runs-dir", default="runs", help="parent of the per-run folders")
+    p.add_argument("--runs-dir", default=DefaultValue("runs"), help="parent of the per-run folders")
     p.add_argument("--resume", metavar="COMPARE_DIR",
                    help="continue an interrupted comparison in its runs folder (RUNS_DIR/NAME/compare-STAMP, printed "
                         "on Ctrl-C): its finished runs are reused, the others run")
@@ -110,7 +111,7 @@ def cmd_run(args) -> int:
     from tasks.experiment.parallel import torchrun_ranks
 
     check_flags_given(args, "out", "runs_dir")
-    if args.out and args.runs_dir != DEFAULTS["runs_dir"]:
+    if args.out and given(args.runs_dir):
         raise UsageError(f"--runs-dir {args.runs_dir}: does not apply with --out {args.out} (the run goes there); "
                          "give one of the two")
     dist = None
@@ -208,7 +209,7 @@ def cmd_compare(args) -> int:
         raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
                          "before the runs start); give --cache-dir DIR instead of 'none', or --jobs 1")
     check_comparison_args(cfg, sources, seeds, args.folds, args.jobs, args.threads, args.resume, flag="--")
-    if args.resume and args.runs_dir != DEFAULTS["runs_dir"] and not _inside(args.resume, args.runs_dir):
+    if args.resume and given(args.runs_dir) and not _inside(args.resume, args.runs_dir):
         raise UsageError(f"--runs-dir {args.runs_dir}: --resume continues in {args.resume}, where its runs are; drop "
                          "--runs-dir (or give the folder that holds it)")
     # one writer per results folder (rank 0 under torchrun writes it): a second comparison is refused

@@ -87,7 +87,7 @@ def _run_comparison(cfg: RunConfig, results_dir: Path, runs_dir: str | Path, con
         print(f"resuming {resume}: no run in it has finished yet; running the whole comparison in it", file=sys.stderr)
     grid_dir = Path(resume) if resume is not None else new_grid_dir(Path(runs_dir) / cfg.name)
     dirs = cell_dirs(grid_dir, cells)
-    check_data_unchanged(cfg, grid_dir)  # --resume: the finished runs were trained on these very data files
+    check_data_unchanged(cfg, grid_dir, plan.folds, resume is not None)  # --resume: the same data files and folds
     table = SummaryTable(cfg, plan.info, results_dir, t0)
     for i, record in reused.items():
         print(f"== {cfg.name}: {_cell_label(cells[i], plan.folds)}: reusing the finished run {dirs[i]}", flush=True)
@@ -224,22 +224,33 @@ def data_fingerprints(cfg: RunConfig) -> dict[str, dict]:
     return out
 
 
-def check_data_unchanged(cfg: RunConfig, grid_dir: Path) -> None:
-    """Record the data files' fingerprints in ``grid_dir`` (new comparison), or refuse to resume one whose data
-    files changed since (ConfigError naming the file): old and new runs would mix two data sets."""
+def check_data_unchanged(cfg: RunConfig, grid_dir: Path, folds: int | None, resuming: bool) -> None:
+    """Record the data files' fingerprints and the fold cut (folds, fold_seed) in ``grid_dir`` (new comparison), or
+    refuse to resume one whose data files or cut changed since (ConfigError naming it): old and new runs would mix
+    two data sets. A resumed folder without a readable record is warned about, and recorded now."""
     now, record = data_fingerprints(cfg), grid_dir / DATA_RECORD
+    now["folds"] = {"folds": folds, "fold_seed": cfg.compare.fold_seed if folds else None}
     try:
         saved = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
     except (OSError, ValueError):
         saved = None
     if isinstance(saved, dict):
-        changed = [k for k in now if isinstance(saved.get(k), dict) and saved[k].get("sha256") != now[k]["sha256"]]
+        changed = [k for k in now if k != "folds" and isinstance(saved.get(k), dict)
+                   and saved[k].get("sha256") != now[k]["sha256"]]
         if changed:
-            path = now[changed[0]]["path"]
-            raise ConfigError(f"--resume {grid_dir}: {changed[0]} {path} changed since its finished runs were "
-                              "trained (sha256 differs); their results would mix two data sets: drop --resume to "
-                              "run the comparison again")
+            raise ConfigError(f"--resume {grid_dir}: {changed[0]} {now[changed[0]]['path']} changed since its finished "
+                              "runs were trained (sha256 differs); their results would mix two data sets: drop "
+                              "--resume to run the comparison again")
+        if "folds" in saved and saved["folds"] != now["folds"]:
+            cut = lambda d: (f"{d.get('folds')} folds (fold_seed {d.get('fold_seed')})" if d.get("folds")
+                             else "the fixed split")
+            raise ConfigError(f"--resume {grid_dir}: its runs were made on {cut(saved['folds'])}, this command asks "
+                              f"for {cut(now['folds'])}; their folds would not match: resume with the same --folds "
+                              "and compare.fold_seed, or drop --resume")
         return
+    if resuming and any(grid_dir.iterdir()):
+        print(f"warning: --resume {grid_dir}: its record of the data files ({DATA_RECORD}) is missing or damaged, so "
+              "the finished runs' data cannot be checked; recording the current files now", file=sys.stderr)
     grid_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomic(record, json.dumps(now, indent=1) + "\n")
 

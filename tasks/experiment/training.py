@@ -234,11 +234,22 @@ def warn_if_unchanged(before: list[torch.Tensor], params: list, record: dict, cf
     return True
 
 
-def _warn_without_dev(cfg: TrainingConfig) -> None:
-    """Settings that act on dev scores, given to a run without a dev set, are said to do nothing."""
-    if cfg.lr_reduce_factor < 1:
-        print(f"warning: training.lr_reduce_factor {cfg.lr_reduce_factor} lowers the rate when the dev score stops "
-              "improving, and this run has no dev set: it has no effect (give data.dev, or drop it)", file=sys.stderr)
+def _warn_inert(cfg: TrainingConfig, has_dev: bool) -> None:
+    """Settings that act on nothing here (dev-score rules in a run without a dev set; a reduction patience with no
+    reduction) are said to do nothing."""
+    defaults = TrainingConfig()
+    inert = []
+    if not has_dev and cfg.lr_reduce_factor < 1:
+        inert.append(f"training.lr_reduce_factor {cfg.lr_reduce_factor} lowers the rate when the dev score stops "
+                     "improving, and this run has no dev set")
+    if not has_dev and cfg.patience != defaults.patience:
+        inert.append(f"training.patience {cfg.patience} counts epochs without dev improvement, and this run has no "
+                     "dev set")
+    if cfg.lr_reduce_factor == 1 and cfg.lr_reduce_patience != defaults.lr_reduce_patience:
+        inert.append(f"training.lr_reduce_patience {cfg.lr_reduce_patience} waits before a reduction, and "
+                     "lr_reduce_factor is 1 (none)")
+    for what in inert:
+        print(f"warning: {what}: it has no effect", file=sys.stderr)
 
 
 def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: TrainingConfig,
@@ -253,8 +264,8 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
         raise ValueError("no training examples")
     set_seed(cfg.seed)
     main = dist is None or dist.is_main
-    if dev_split is None and main:
-        _warn_without_dev(cfg)
+    if main:
+        _warn_inert(cfg, dev_split is not None)
     if dist is not None:
         dist.seed_rank(cfg.seed)
         progress = progress if main else False

@@ -30,6 +30,12 @@ def split_key(key: str) -> tuple[str, str]:
 def find_index_sense(path: str | os.PathLike) -> Path:
     """The ``index.sense`` file given itself or a WordNet dict folder (``dict/`` subfolder accepted)."""
     p = Path(path)
+    if p.is_file() and p.name != "index.sense":  # another name: its first line must read as index.sense's
+        with open(p, encoding="utf-8", errors="replace") as f:
+            first = f.readline().split()
+        if len(first) != 4 or "%" not in first[0]:
+            raise InventoryError(f"{p}: not a WordNet index.sense (its first line is not 'sense_key offset "
+                                 "sense_number tag_count'); give a WordNet 3.0 dict folder or its index.sense")
     for cand in (p, p / "index.sense", p / "dict" / "index.sense"):
         if cand.is_file():
             return cand
