@@ -10,6 +10,7 @@ import yaml
 
 from tasks.cli import main
 
+from test_reliability_outputs_r3 import senses  # noqa: F401  (a module fixture: a tiny sense file)
 from test_reliability_training import finished_bilm_run
 from test_tasks_helpers import one_line_error, static_config_file
 
@@ -541,3 +542,17 @@ def test_include_of_an_importable_module_named_like_a_file_imports_it(tmp_path, 
     assert sys.modules["mypkg.py"].LOADED
     with pytest.raises(ElmoTasksError, match="give the module name, 'myfeat'"):
         load_plugins(["myfeat.py"])
+
+
+def test_a_sense_file_whose_keys_were_reordered_is_refused(tmp_path, capsys, senses):
+    import h5py
+
+    path = tmp_path / "s.h5"
+    path.write_bytes((senses / "senses.h5").read_bytes())
+    with h5py.File(path, "a") as f:
+        keys = list(f["keys"][()])
+        del f["keys"]
+        f.create_dataset("keys", data=keys[::-1], dtype=h5py.string_dtype("utf-8"))  # the same keys, reversed
+    (tmp_path / "in.txt").write_text("the bank of the river\n")
+    assert main(["wsd", "tag", str(tmp_path / "in.txt"), "--senses", str(path)]) == 2
+    one_line_error(capsys, "do not match the checksum written with them")

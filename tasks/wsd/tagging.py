@@ -10,6 +10,7 @@ fingerprints.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections import Counter
@@ -76,6 +77,7 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
         f.create_dataset("step", data=step)
         f.create_dataset("counts", data=counts)
         f.attrs["meta"] = json.dumps(meta)
+        f.attrs["sha256"] = sense_digest(graph.keys, *(f[n][()] for n in SENSE_ARRAYS))
     return meta
 
 
@@ -100,6 +102,19 @@ def check_sense_path(path, what: str = "sense file") -> Path:
     if p.is_dir():
         raise PathError(f"{what}: {p} is a folder; give the senses .h5 file (written by `elmo-tasks wsd senses`)")
     return check_input_file(p, what, "make it with `elmo-tasks wsd senses --out FILE`", regular=True)  # a pipe would block
+
+
+SENSE_ARRAYS = ("context", "gloss", "step", "counts")  # a sense file's arrays, one row per sense key
+
+
+def sense_digest(keys: list[str], *arrays: np.ndarray) -> str:
+    """sha256 of a sense file's keys and arrays (``SENSE_ARRAYS``, as stored): an edit of any, even a reordering of
+    the keys alone, changes it."""
+    h = hashlib.sha256("\n".join(keys).encode("utf-8"))
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"|{a.dtype.str}|{a.shape}|".encode() + a.tobytes())
+    return h.hexdigest()
 
 
 def open_sense_file(path: str | Path, what: str = "sense file") -> h5py.File:
@@ -179,11 +194,13 @@ class SenseTagger:
         with open_sense_file(path, "SenseTagger: path") as f:
             self.meta = _sense_meta(f, path)
             self.keys = [k.decode() if isinstance(k, bytes) else k for k in f["keys"][()]]
-            self.context = _unit(f["context"][()].astype(np.float64))
-            self.gloss = _unit(f["gloss"][()].astype(np.float64))
-            self.has = f["step"][()] >= 0
-            self.counts = f["counts"][()]
+            raw = {n: f[n][()] for n in SENSE_ARRAYS}
+            recorded = f.attrs.get("sha256")  # (files written before it was recorded have none)
+        self.context = _unit(raw["context"].astype(np.float64))
+        self.gloss = _unit(raw["gloss"].astype(np.float64))
+        self.has, self.counts = raw["step"] >= 0, raw["counts"]
         _check_shapes(path, self.keys, self.context, self.gloss, self.has, self.counts)
+        edited = recorded is not None and recorded != sense_digest(self.keys, *raw.values())  # (whole, but edited)
         self.prior = prior_weight(self.meta, path) if prior else 0.0
         folder = Path(wordnet or self.meta["wordnet"])
         self.graph = load_graph(folder)
@@ -208,6 +225,9 @@ class SenseTagger:
             raise StaleCacheError(f"{path}: its vectors have dimension {self.context.shape[1]}, but its feature source "
                                   f"gives {self.source.output_dim}; the file is damaged: make it again with "
                                   "`elmo-tasks wsd senses`")
+        if edited:  # (after the checks that name what is misshapen)
+            raise StaleCacheError(f"{path}: its datasets do not match the checksum written with them (edited or "
+                                  "damaged); make it again with `elmo-tasks wsd senses`")
         self.index = {k: i for i, k in enumerate(self.keys)}
         self.by_lemma: dict[tuple[str, str], list[str]] = {}
         for k in self.keys:
