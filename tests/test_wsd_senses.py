@@ -124,7 +124,11 @@ def test_the_wsd_command_adds_sense_vector_rows(tmp_path, monkeypatch):
     rows = {r["id"]: r for r in json.loads((tmp_path / "o" / "scores.json").read_text())["rows"]}
     full, glosses = rows["vec-senses"], rows["vec-senses_glosses"]
     assert full["backoff"] == 0 and glosses["backoff"] == 0  # every candidate has a vector
-    assert full["senses"]["coverage"] == {"semcor": 3, "synset": 1, "hypernym": 1, "lexfile": 2, "none": 1}
+    held = full["senses"]["held_out"]["examples"]  # "the bank of the river": WordNet's one tagged example
+    assert held["tagged"] == 1 and held["senses"] == 1 and set(held["accuracy"]) == {"none", "unseen", "all"}
+    examples = int(full["senses"]["examples"] != "none")  # bank%1:17:01:: from its example, not its hypernym
+    assert full["senses"]["coverage"] == {"semcor": 3, "synset": 1, "hypernym": 1 - examples, "lexfile": 2,
+                                          "examples": examples, "none": 1}
     assert set(glosses["senses"]["w"]) == {"NOUN"} and glosses["senses"]["pooling"] in ("sentence", "lemma")
     assert "sense vectors, + glosses" in (tmp_path / "o" / "table5.md").read_text()
     assert list((tmp_path / "cache" / "glosses").glob("*/sentence.npy"))  # the pooled glosses are cached
@@ -274,3 +278,70 @@ def test_mix_in_row_chunks_equals_one_einsum(monkeypatch):
     whole = senses.mix(layers, [0.5, 0.0, 1.0])
     monkeypatch.setattr(senses, "MIX_ROWS", 7)
     np.testing.assert_array_equal(senses.mix(layers, [0.5, 0.0, 1.0]), whole)
+
+
+def test_wordnet_examples_tag_their_synsets_lemma_found_by_morphy(tmp_path):
+    """A quoted example of a synset's gloss tags the synset's lemma where it occurs inflected ("banks" -> bank,
+    "took place" -> take_place); an example without any of the synset's lemmas tags nothing."""
+    from tasks.wsd.data.wn_examples import example_texts, tagged_examples, tokenize
+
+    folder = write_wordnet(tmp_path / "wn")
+    text = (folder / "data.noun").read_text().replace('"the bank of the river"',
+                                                      '"the banks of the river" ; "a muddy shore"')
+    (folder / "data.noun").write_text(text)
+    (folder / "data.verb").write_text("  1 licence header line\n00000070 41 v 01 take_place 0 000 | happen; "
+                                      '"the meeting took place at noon"  \n')
+    (folder / "verb.exc").write_text("took take\n")
+    with open(folder / "index.sense", "a") as f:
+        f.write("take_place%2:41:00:: 00000070 1 0\n")
+    assert example_texts('land; "the bank" ; "a shore"') == ["the bank", "a shore"]
+    assert tokenize("he didn't go, the well-known place.") == ["he", "didn't", "go", ",", "the", "well-known",
+                                                                "place", "."]
+    found = {(e.key, e.tokens[e.start:e.end]) for e in tagged_examples(WordNet(folder))}
+    assert found == {("bank%1:17:01::", ("banks",)), ("take_place%2:41:00::", ("took", "place"))}
+
+
+def test_example_only_senses_have_their_own_step_and_feed_the_synset_mean(graph):
+    from tasks.wsd.knn import SenseSums
+    from tasks.wsd.senses import STEPS, context_centroids
+
+    e = np.eye(3, dtype=np.float32)
+    semcor = SenseSums.from_keys([["slope%1:17:00::"], ["slope%1:17:00::"]], np.stack([e[:1], e[:1] * 3]))
+    examples = SenseSums.from_keys([["depository%1:14:00::"], ["slope%1:17:00::"]], np.stack([e[1:2], e[2:3]]))
+    keys, c, only = context_centroids(semcor, examples, "none", [1.0])
+    assert keys == ["slope%1:17:00::"] and only == [] and np.allclose(c, [[2, 0, 0]])
+    keys, c, only = context_centroids(semcor, examples, "unseen", [1.0])
+    assert keys == ["depository%1:14:00::", "slope%1:17:00::"] and only == ["depository%1:14:00::"]
+    assert np.allclose(c, [[0, 1, 0], [2, 0, 0]])  # slope's SemCor centroid is kept as it was
+    keys, c, only = context_centroids(semcor, examples, "all", [1.0])
+    assert np.allclose(c, [[0, 1, 0], [4 / 3, 0, 1 / 3]])  # the example is a third instance of slope
+    vec, step = propagate(graph, keys, c, only)
+    at = graph.index
+    assert step[at["depository%1:14:00::"]] == STEPS.index("examples") and step[at["slope%1:17:00::"]] == 0
+    assert step[at["bank%1:14:00::"]] == 1  # depository's synset: from its example-only centroid
+    np.testing.assert_allclose(vec[at["bank%1:14:00::"]], e[1])
+    with pytest.raises(ValueError, match="expected one of none, unseen, all"):
+        context_centroids(semcor, examples, "some", [1.0])
+
+
+def test_held_out_sentences_choose_how_wordnet_examples_are_used(graph):
+    """The held-out instances are of the river bank, a sense the fit sentences never tag: its example's vector
+    answers them, so the plan must choose to use the examples (and "none" when the examples mislead)."""
+    from tasks.features.base import FeatureContext
+    from tasks.wsd.knn import SenseSums
+    from tasks.wsd.sense_method import HeldOut, plan_senses
+
+    river, money = "bank%1:17:01::", "bank%1:14:00::"
+    cands = [river, money]
+    fit = [WsdTarget(f"f{i}", 0, 1, "bank", "NOUN", cands, [money]) for i in range(4)]
+    held = [WsdTarget(f"h{i}", 0, 1, "bank", "NOUN", cands, [river]) for i in range(4)]
+    vecs = np.array([[[0.0, 1.0]]] * 4, dtype=np.float32)  # (4, L=1, D=2): money along y
+    held_vecs = np.array([[[1.0, 0.2]]] * 4, dtype=np.float32)  # river-like
+    held_out = HeldOut(2, SenseSums.from_targets(fit, vecs), held, held_vecs)
+    good = SenseSums.from_keys([[river]], np.array([[[1.0, 0.0]]], dtype=np.float32))
+    plan = plan_senses({}, graph, held_out, FeatureContext(), glosses=False, progress=False, examples=good)
+    assert plan.examples in ("unseen", "all") and plan.held_out["examples"]["accuracy"][plan.examples] == 1.0
+    assert plan.held_out["examples"]["accuracy"]["none"] < 1.0  # the river sense only through its hypernym
+    bad = SenseSums.from_keys([[river]], np.array([[[-1.0, 0.1]]], dtype=np.float32))
+    plan = plan_senses({}, graph, held_out, FeatureContext(), glosses=False, progress=False, examples=bad)
+    assert plan.examples == "none" and plan.example_sums is None

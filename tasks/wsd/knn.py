@@ -41,22 +41,28 @@ class SenseSums:
                      rows_of: np.ndarray | None = None) -> "SenseSums":
         """Sum vectors (N, L, D) per gold key of the targets (each key of a target once), chunk rows at a time.
         ``rows_of``: target i's vector is ``vectors[rows_of[i]]`` (a subset without copying the whole array)."""
-        n = vectors.shape[0] if rows_of is None else len(rows_of)
-        if len(targets) != n:
-            raise ValueError(f"{len(targets)} targets but {n} vectors")
-        keys = sorted({k for t in targets for k in t.gold})
-        if not keys:
+        if not any(t.gold for t in targets):
             raise ValueError("the training targets have no gold keys")
+        return cls.from_keys([t.gold for t in targets], vectors, chunk, rows_of)
+
+    @classmethod
+    def from_keys(cls, row_keys: Sequence[Sequence[str]], vectors: np.ndarray, chunk: int = 8192,
+                  rows_of: np.ndarray | None = None) -> "SenseSums":
+        """Sum vectors (N, L, D) per key of ``row_keys[i]`` (the keys row i is tagged with, each once)."""
+        n = vectors.shape[0] if rows_of is None else len(rows_of)
+        if len(row_keys) != n:
+            raise ValueError(f"{len(row_keys)} targets but {n} vectors")
+        keys = sorted({k for ks in row_keys for k in ks})
         index = {k: i for i, k in enumerate(keys)}
         rows, cols = [], []  # (target row, key index) pairs
-        for r, t in enumerate(targets):
-            for k in dict.fromkeys(t.gold):
+        for r, ks in enumerate(row_keys):
+            for k in dict.fromkeys(ks):
                 rows.append(r)
                 cols.append(index[k])
-        rows_a, cols_a = np.asarray(rows), np.asarray(cols)
+        rows_a, cols_a = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
         _, L, D = vectors.shape
         sums = np.zeros((len(keys), L, D), dtype=np.float64)  # (K, L, D)
-        for start in range(0, len(targets), chunk):
+        for start in range(0, n, chunk):
             sel = (rows_a >= start) & (rows_a < start + chunk)
             part = vectors[start:start + chunk] if rows_of is None else vectors[rows_of[start:start + chunk]]
             block = np.asarray(part, dtype=np.float64)  # (c, L, D)
@@ -67,10 +73,13 @@ class SenseSums:
         counts = np.bincount(cols_a, minlength=len(keys)).astype(np.int64)  # (K,)
         return cls(keys, sums, counts)
 
+    def mixed_sums(self, weights: Sequence[float]) -> np.ndarray:
+        """(K, D) float64 sums of each sense's vectors for the layer mix ``weights`` (L,)."""
+        return np.einsum("kld,l->kd", self.sums, np.asarray(weights, dtype=np.float64))
+
     def centroids(self, weights: Sequence[float]) -> np.ndarray:
         """(K, D) float32 average vector per sense for the layer mix ``weights`` (L,)."""
-        mixed = np.einsum("kld,l->kd", self.sums, np.asarray(weights, dtype=np.float64))  # (K, D)
-        return (mixed / self.counts[:, None]).astype(np.float32)
+        return (self.mixed_sums(weights) / self.counts[:, None]).astype(np.float32)  # (K, D)
 
 
 def _unit(x: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ from tasks.wsd.config import WsdConfig
 from tasks.wsd.vectors import CHUNK, instance_layers
 from tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
 from tasks.wsd.plot import plot_f1_per_layer
+from tasks.wsd.example_sums import example_sums
 from tasks.wsd.sense_method import ROWS as SENSE_ROWS, HeldOut, hold_out, load_graph, plan_senses, sense_rows
 from tasks.wsd.senses import Graph
 from tasks.wsd.table import write_table
@@ -280,8 +281,11 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     del head_items
     if graph is not None:  # sense vectors: layers chosen on the held-out sentences, a learned mix among them
         extra = [(f"mix learned by {cfg.head['name']}", weights)] if weights else []
+        t1 = time.perf_counter()
+        examples = example_sums(section, graph, context, progress)
+        print(f"{name}: WordNet's examples embedded ({time.perf_counter() - t1:.0f}s)", flush=True)
         plan = plan_senses(section, graph, held_out, context, bool({"senses_glosses", "senses_prior"} & set(cfg.knn)),
-                           progress, extra)
+                           progress, extra, examples)
         sense_rows(report, cfg, name, graph, sums, plan, test_vecs)
 
 

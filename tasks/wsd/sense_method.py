@@ -12,8 +12,9 @@ import numpy as np
 from tasks.wsd.data.examples import WsdSentence, all_targets
 from tasks.features.base import FeatureContext, build_features, section_fingerprints
 from tasks.wsd.knn import SenseSums
-from tasks.wsd.senses import (POOLINGS, POS, PRIOR_GRID, STEPS, W_GRID, Candidates, Graph, accuracy, answer, candidate_cosines, gloss_layers, mix,
-                     propagate, wordnet_fingerprint)
+from tasks.wsd.senses import (EXAMPLE_MODES, POOLINGS, POS, PRIOR_GRID, STEPS, W_GRID, Candidates, Graph, accuracy,
+                              answer, candidate_cosines, context_centroids, gloss_layers, mix, propagate,
+                              wordnet_fingerprint)
 from tasks.wsd.data.wordnet import WordNet
 
 ROWS = ("senses", "senses_glosses", "senses_prior")
@@ -30,6 +31,8 @@ class SensePlan:
     gloss_weights: list[float] | None = None
     w: dict[str, float] = field(default_factory=dict)
     prior: float = 0.0  # the weight of a first-sense prior (1 / sense number), for the row senses_prior
+    examples: str = "none"  # how WordNet's usage examples are used (senses.EXAMPLE_MODES)
+    example_sums: SenseSums | None = None  # their per-layer sums per sense key
     gloss: np.ndarray | None = None  # (S, D) float32
     held_out: dict = field(default_factory=dict)
 
@@ -64,9 +67,10 @@ def hold_out(train_ex: list[WsdSentence], train_vecs: np.ndarray, every: int) ->
 
 
 def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: FeatureContext, glosses: bool,
-                progress: bool | None, extra: list[tuple[str, list[float]]] = ()) -> SensePlan:
+                progress: bool | None, extra: list[tuple[str, list[float]]] = (),
+                examples: SenseSums | None = None) -> SensePlan:
     """Choose the layer mix among the single layers, the sums of the top k and the ``extra`` candidates (a learned
-    mix), and with ``glosses`` the gloss pooling, the gloss layers and w per part of speech, by 1-NN accuracy on the held-out
+    mix), how WordNet's usage ``examples`` (``example_sums.example_sums``) are used, and with ``glosses`` the gloss pooling, the gloss layers and w per part of speech, by 1-NN accuracy on the held-out
     sentences, with sense vectors built from the other sentences."""
     every, sums, held, held_vecs = held_out.every, held_out.sums, held_out.targets, held_out.vecs
     L = held_vecs.shape[1]
@@ -78,10 +82,12 @@ def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: Feature
                                               graph, {})[0])
     best = max(scores, key=scores.get)  # the first of equals: single layers come first, a learned mix last
     weights = candidates[best]
-    context_vecs, step = propagate(graph, sums.keys, sums.centroids(weights))
-    v = np.einsum("nld,l->nd", held_vecs, np.asarray(weights, dtype=np.float32))
     plan = SensePlan(weights, best, held_out={"instances": len(held), "every": every,
                                               "layers": {k: round(a, 4) for k, a in scores.items()}})
+    v = np.einsum("nld,l->nd", held_vecs, np.asarray(weights, dtype=np.float32))
+    if examples is not None:
+        _plan_examples(plan, examples, graph, held_out, v)
+    context_vecs, step = sense_context(graph, sums, plan)
     if not glosses:
         return plan
     t0 = time.perf_counter()
@@ -89,6 +95,30 @@ def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: Feature
     plan.held_out["gloss_seconds"] = round(time.perf_counter() - t0, 1)
     _plan_glosses(plan, pooled, held, v, graph, context_vecs, step, candidates)
     return plan
+
+
+def sense_context(graph: Graph, sums: SenseSums, plan: SensePlan) -> tuple[np.ndarray, np.ndarray]:
+    """Every WordNet sense's context vector (S, D) and step (S,) for the plan's layers and use of WordNet's examples,
+    from the training ``sums``."""
+    keys, centroids, example_only = context_centroids(sums, plan.example_sums, plan.examples, plan.weights)
+    return propagate(graph, keys, centroids, example_only)
+
+
+def _plan_examples(plan: SensePlan, examples: SenseSums, graph: Graph, held_out: HeldOut, v: np.ndarray) -> None:
+    """Choose how WordNet's usage examples are used (``EXAMPLE_MODES``, "none" first of equals) by the held-out
+    accuracy of full coverage with the chosen layers ``v`` (H, D)."""
+    plan.example_sums = examples
+    held, accs = held_out.targets, {}
+    for mode in EXAMPLE_MODES:
+        plan.examples = mode
+        context_vecs, step = sense_context(graph, held_out.sums, plan)
+        accs[mode] = accuracy(held, answer(held, candidate_cosines(held, v, graph, context_vecs, step, None),
+                                           graph, {})[0])
+    plan.examples = max(accs, key=accs.get)
+    plan.held_out["examples"] = {"tagged": int(plan.example_sums.counts.sum()), "senses": len(plan.example_sums.keys),
+                                 "accuracy": {m: round(a, 4) for m, a in accs.items()}, "chosen": plan.examples}
+    if plan.examples == "none":
+        plan.example_sums = None  # (not kept in memory)
 
 
 def sense_glosses(section: dict, graph: Graph, context: FeatureContext, progress: bool | None) -> dict[str, np.ndarray]:
@@ -139,9 +169,11 @@ def _plan_glosses(plan: SensePlan, pooled: dict[str, np.ndarray], held: list, v:
 def sense_rows(report, cfg, name: str, graph: Graph, sums: SenseSums, plan: SensePlan,
                test_vecs: list[np.ndarray]) -> None:
     """The rows ``senses`` (full coverage) and ``senses_glosses`` of one source on every test set."""
-    context_vecs, step = propagate(graph, sums.keys, sums.centroids(plan.weights))
+    context_vecs, step = sense_context(graph, sums, plan)
     coverage = {STEPS[i]: int((step == i).sum()) for i in range(len(STEPS))} | {"none": int((step < 0).sum())}
-    which = [("senses", "full coverage", {}, 0.0)]
+    full = {"none": "full coverage", "unseen": "full coverage with WordNet's examples for senses SemCor lacks",
+            "all": "full coverage with WordNet's examples"}[plan.examples]
+    which = [("senses", full, {}, 0.0)]
     if "senses_glosses" in cfg.knn and plan.gloss is not None:
         which.append(("senses_glosses", f"+ glosses ({plan.pooling} pooling, {plan.gloss_label})", plan.w, 0.0))
     if "senses_prior" in cfg.knn and plan.gloss is not None:
@@ -155,7 +187,7 @@ def sense_rows(report, cfg, name: str, graph: Graph, sums: SenseSums, plan: Sens
             backoff += b
         report.add(f"{name}-{row}", f"{name} sense vectors, {label}, {plan.layer_label}", answers, "senses", name,
                    plan.layer_label, weights=[round(x, 6) for x in plan.weights], backoff=backoff,
-                   senses={"coverage": coverage, "w": w, "pooling": plan.pooling if w else None, "prior": prior,
+                   senses={"coverage": coverage, "examples": plan.examples, "w": w, "pooling": plan.pooling if w else None, "prior": prior,
                            "gloss_layers": [round(x, 6) for x in plan.gloss_weights] if w else None,
                            "held_out": plan.held_out})
 

@@ -30,7 +30,9 @@ from tasks.wsd.knn import _unit
 from tasks.wsd.data.wordnet import WordNet
 from tasks.wsd.gloss_cache import GlossStore, wait_note
 
-STEPS = ("semcor", "synset", "hypernym", "lexfile")  # where a sense's context vector came from (-1: nowhere)
+STEPS = ("semcor", "synset", "hypernym", "lexfile", "examples")  # where a sense's context vector came from (-1:
+# nowhere); "examples": WordNet's usage examples only (``example_sums``), SemCor never tags the sense
+EXAMPLE_MODES = ("none", "unseen", "all")  # WordNet's examples: unused, for senses SemCor never tags, for every sense
 W_GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)  # gloss weights tried on the held-out sentences
 PRIOR_GRID = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)  # weights of a first-sense prior (1 / sense number)
 POOLINGS = ("sentence", "lemma")
@@ -62,8 +64,10 @@ def _group_mean(values: np.ndarray, groups: np.ndarray, n: int, weights: np.ndar
     return np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], 0.0), counts
 
 
-def propagate(graph: Graph, keys: Sequence[str], centroids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """SemCor centroids (K, D) of ``keys`` -> a vector for every WordNet sense (S, D) and its step (S,) int8."""
+def propagate(graph: Graph, keys: Sequence[str], centroids: np.ndarray,
+              example_only: Sequence[str] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Centroids (K, D) of the annotated ``keys`` -> a vector for every WordNet sense (S, D) and its step (S,) int8;
+    ``example_only``: those of ``keys`` whose centroid comes from WordNet's examples alone (step 4)."""
     S, D = len(graph.keys), centroids.shape[1]
     vec = np.zeros((S, D), dtype=np.float64)
     step = np.full(S, -1, dtype=np.int8)
@@ -72,7 +76,9 @@ def propagate(graph: Graph, keys: Sequence[str], centroids: np.ndarray) -> tuple
         s_idx, c_idx = map(np.array, zip(*rows))
         vec[s_idx] = centroids[c_idx]
         step[s_idx] = 0
-    syn_vec, syn_n = _group_mean(vec, graph.synset, graph.n_synsets, (step == 0).astype(np.int8))  # (Y, D)
+    annotated = step == 0  # (S,) a centroid of its own, from SemCor or WordNet's examples
+    step[[graph.index[k] for k in example_only if k in graph.index]] = STEPS.index("examples")
+    syn_vec, syn_n = _group_mean(vec, graph.synset, graph.n_synsets, annotated.astype(np.int8))  # (Y, D)
     take = (step < 0) & (syn_n[graph.synset] > 0)
     vec[take], step[take] = syn_vec[graph.synset[take]], 1
     have = syn_n > 0  # (Y,) synsets with a vector
@@ -88,6 +94,29 @@ def propagate(graph: Graph, keys: Sequence[str], centroids: np.ndarray) -> tuple
     return vec.astype(np.float32), step
 
 
+def context_centroids(sums, examples, mode: str, weights: Sequence[float]) -> tuple[list[str], np.ndarray, list[str]]:
+    """The annotated senses' keys, centroids (K, D) for the layer mix ``weights`` and the keys whose centroid
+    comes from WordNet's examples alone: SemCor's ``sums`` with the ``examples`` sums (``knn.SenseSums``) used as
+    ``mode`` says (``EXAMPLE_MODES``: "unseen" adds the senses SemCor never tags, "all" adds every example to its
+    sense's instances)."""
+    if mode == "none" or examples is None:
+        return sums.keys, sums.centroids(weights), []
+    if mode not in EXAMPLE_MODES:
+        raise ValueError(f"examples mode {mode!r}: expected one of {', '.join(EXAMPLE_MODES)}")
+    new = [k for k in examples.keys if k not in sums.index]
+    keys = sorted(sums.keys + new)
+    at = {k: i for i, k in enumerate(keys)}
+    total = np.zeros((len(keys), sums.sums.shape[2]), dtype=np.float64)  # (K, D)
+    count = np.zeros(len(keys), dtype=np.int64)
+    own = [at[k] for k in sums.keys]
+    total[own], count[own] = sums.mixed_sums(weights), sums.counts
+    take = [i for i, k in enumerate(examples.keys) if mode == "all" or k not in sums.index]
+    rows = [at[examples.keys[i]] for i in take]
+    total[rows] += examples.mixed_sums(weights)[take]
+    count[rows] += examples.counts[take]
+    return keys, (total / count[:, None]).astype(np.float32), new
+
+
 # ---------------------------------------------------------------- glosses
 
 def wordnet_fingerprint(wn: WordNet) -> str:
@@ -100,46 +129,57 @@ def wordnet_fingerprint(wn: WordNet) -> str:
 
 def gloss_layers(graph: Graph, source, fingerprint: str, cache_dir: Path | None,
                  progress: bool | None = None) -> dict[str, np.ndarray]:
-    """Every sense's augmented gloss embedded by ``source`` and pooled per layer: {pooling: (S, L, D) float16}.
-    Computed in chunks (``source.word_layers``); with ``cache_dir``, written to ``cache_dir/glosses/`` as they come
-    (``tasks.wsd.gloss_cache``: memory-mapped, resumed at the next chunk after a stop) and keyed by the source's
-    and WordNet's fingerprints."""
-    store = (GlossStore(cache_dir, fingerprint, POOLINGS, len(graph.keys), GLOSS_CHUNK) if cache_dir is not None
-             else None)
+    """Every sense's augmented gloss embedded by ``source`` and pooled per layer: {pooling: (S, L, D) float16}
+    (``POOLINGS``: ``sentence`` the mean over its tokens, ``lemma`` over the leading lemma's), by ``pooled_layers``."""
+    def sentences() -> list[list[str]]:
+        return [graph.wn.gloss_sentence(k) for k in graph.keys]
+
+    n_lemma = [len(graph.wn.lemma_of(k).split()) for k in graph.keys]
+    return pooled_layers(sentences, lambda i, a: {"sentence": a.mean(axis=1), "lemma": a[:, :n_lemma[i]].mean(axis=1)},
+                         POOLINGS, len(graph.keys), source, fingerprint, cache_dir, progress, "glosses")
+
+
+def pooled_layers(sentences, pool, poolings: tuple[str, ...], n: int, source, fingerprint: str,
+                  cache_dir: Path | None, progress: bool | None, what: str) -> dict[str, np.ndarray]:
+    """``n`` sentences (``sentences()`` makes them) embedded by ``source`` and pooled per layer:
+    {pooling: (n, L, D) float16}, ``pool(i, (L, n_i, D)) -> {pooling: (L, D)}``. Computed in chunks
+    (``source.word_layers``); with ``cache_dir``, written to ``cache_dir/glosses/`` as they come
+    (``tasks.wsd.gloss_cache``: memory-mapped, resumed at the next chunk after a stop) and keyed by
+    ``fingerprint`` (the source's and WordNet's)."""
+    store = GlossStore(cache_dir, fingerprint, poolings, n, GLOSS_CHUNK) if cache_dir is not None else None
     with store.lock.acquire(wait=True, on_wait=wait_note) if store is not None else contextlib.nullcontext():
         state = store.progress() if store is not None else {"chunks": 0, "complete": False}
         if state["complete"]:
             return store.open()
-        return _embed_glosses(graph, source, store, state["chunks"], progress)
+        return _embed_pooled(sentences(), pool, poolings, source, store, state["chunks"], progress, what)
 
 
-def _embed_glosses(graph: Graph, source, store, done: int, progress: bool | None) -> dict[str, np.ndarray]:
-    """``gloss_layers``' computation, from chunk ``done`` on (the earlier ones are in ``store``'s arrays)."""
-    sentences = [graph.wn.gloss_sentence(k) for k in graph.keys]
-    n_lemma = [len(graph.wn.lemma_of(k).split()) for k in graph.keys]
+def _embed_pooled(sentences: list[list[str]], pool, poolings: tuple[str, ...], source, store, done: int,
+                  progress: bool | None, what: str) -> dict[str, np.ndarray]:
+    """``pooled_layers``' computation, from chunk ``done`` on (the earlier ones are in ``store``'s arrays)."""
     order = np.argsort([len(s) for s in sentences], kind="stable")  # similar lengths batch well
     out: dict[str, np.ndarray] = store.open(writable=True) if done else {}
     starts = range(0, len(order), GLOSS_CHUNK)
     if done:
-        print(f"glosses: resuming at {min(done * GLOSS_CHUNK, len(order)):,} of {len(order):,} (cached in "
+        print(f"{what}: resuming at {min(done * GLOSS_CHUNK, len(order)):,} of {len(order):,} (cached in "
               f"{store.folder})", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     for c, start in enumerate(starts):
         if c < done:
             continue
         idx = order[start:start + GLOSS_CHUNK]
-        arrays = source.word_layers([sentences[i] for i in idx], "glosses")  # [(L, n, D)]
+        arrays = source.word_layers([sentences[i] for i in idx], what)  # [(L, n, D)]
         for i, a in zip(idx, arrays):
             a = a[None] if a.ndim == 2 else a
             if not out:
                 out = (store.create(a.shape[0], a.shape[-1]) if store is not None else
-                       {p: np.zeros((len(sentences), a.shape[0], a.shape[-1]), dtype=np.float16) for p in POOLINGS})
-            out["sentence"][i] = a.mean(axis=1)
-            out["lemma"][i] = a[:, : n_lemma[i]].mean(axis=1)
+                       {p: np.zeros((len(sentences), a.shape[0], a.shape[-1]), dtype=np.float16) for p in poolings})
+            for name, value in pool(i, a).items():
+                out[name][i] = value
         if store is not None:
             store.mark(out, c + 1)
         if progress is not False and c % 10 == 0:
-            print(f"glosses: {start + len(idx):,} of {len(order):,} embedded ({time.perf_counter() - t0:.0f}s)",
+            print(f"{what}: {start + len(idx):,} of {len(order):,} embedded ({time.perf_counter() - t0:.0f}s)",
                   file=sys.stderr, flush=True)
     if store is None:
         return out

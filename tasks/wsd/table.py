@@ -152,6 +152,8 @@ def _row_notes(row: dict) -> list[str]:
     if row.get("senses"):
         sv = row["senses"]
         notes.append("coverage " + ", ".join(f"{k} {v:,}" for k, v in sv["coverage"].items()))
+        if sv.get("examples", "none") != "none":
+            notes.append(f"WordNet's examples: {EXAMPLE_USE[sv['examples']]}")
         if sv.get("w"):
             notes.append(f"{sv['pooling']} pooling, w " + ", ".join(f"{k} {v:g}" for k, v in sv["w"].items()))
         if sv.get("prior"):
@@ -164,6 +166,7 @@ def _row_notes(row: dict) -> list[str]:
     return notes
 
 
+EXAMPLE_USE = {"unseen": "added for the senses SemCor never tags", "all": "added to every sense's instances"}
 POS_NAMES = (("NOUN", "nouns"), ("VERB", "verbs"), ("ADJ", "adjectives"), ("ADV", "adverbs"))
 
 

@@ -34,8 +34,9 @@ from tasks.registry import FEATURES
 from tasks.wsd.vectors import CHUNK, all_layers, instance_layers
 from tasks.wsd.knn import SenseSums, _unit
 from tasks.wsd.data.morphy import Morphy
-from tasks.wsd.sense_method import hold_out, load_graph, plan_senses
-from tasks.wsd.senses import propagate, wordnet_fingerprint
+from tasks.wsd.example_sums import example_sums
+from tasks.wsd.sense_method import hold_out, load_graph, plan_senses, sense_context
+from tasks.wsd.senses import STEPS, wordnet_fingerprint
 
 FORMAT = "elmo-tasks-senses-1"
 
@@ -53,10 +54,11 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
     train_ex = to_examples(train_ds, inventory)
     train_vecs = instance_layers(source, train_ex, "train", CHUNK)
     graph = load_graph(cfg.wordnet)
-    plan = plan_senses(section, graph, hold_out(train_ex, train_vecs, cfg.head_dev_every), context, True, progress)
+    plan = plan_senses(section, graph, hold_out(train_ex, train_vecs, cfg.head_dev_every), context, True, progress,
+                       examples=example_sums(section, graph, context, progress))
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)
     del train_vecs
-    context_vecs, step = propagate(graph, sums.keys, sums.centroids(plan.weights))
+    context_vecs, step = sense_context(graph, sums, plan)
     counts = np.zeros(len(graph.keys), dtype=np.int64)
     for k, c in zip(sums.keys, sums.counts):
         if k in graph.index:
@@ -68,7 +70,7 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
             "wordnet": str(Path(cfg.wordnet).resolve()), "wordnet_fingerprint": wordnet_fingerprint(graph.wn),
             "train": {"folder": str(train_dir), "instances": int(sum(len(ex.targets) for ex in train_ex)),
                       "senses": len(sums.keys)},
-            "steps": {s: int((step == i).sum()) for i, s in enumerate(("semcor", "synset", "hypernym", "lexfile"))},
+            "steps": {s: int((step == i).sum()) for i, s in enumerate(STEPS)}, "examples": plan.examples,
             "command": command, "git_commit": git_commit()}
     with atomic_path(out) as tmp, h5py.File(tmp, "w") as f:
         f.create_dataset("keys", data=np.array(graph.keys, dtype=object), dtype=h5py.string_dtype("utf-8"))

@@ -34,10 +34,15 @@ class Morphy:
     def base_forms(self, word: str, pos: str) -> list[str]:
         """The lemmas of ``word`` (a token or a multiword joined by underscores) for ``pos``, most direct first:
         the form itself, its exceptions, then the detachment rules' results."""
-        form = word.lower()
         found = []
-        for cand in [form, *self.exceptions[pos].get(form, []),
-                     *(form[: -len(suf)] + rep for suf, rep in RULES[pos] if form.endswith(suf) and len(form) > len(suf))]:
+        for cand in self.forms(word, pos):
             if (cand, pos) in self.lemmas and cand not in found:
                 found.append(cand)
         return found
+
+    def forms(self, word: str, pos: str) -> list[str]:
+        """Every form morphy tries for ``word`` and ``pos`` (lower-cased), lemma of WordNet or not: the word, its
+        exceptions, the detachment rules' results."""
+        form = word.lower()
+        return [form, *self.exceptions[pos].get(form, []),
+                *(form[: -len(suf)] + rep for suf, rep in RULES[pos] if form.endswith(suf) and len(form) > len(suf))]
