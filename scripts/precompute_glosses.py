@@ -46,11 +46,14 @@ def run(args) -> int:
     if args.source not in cfg.sources:
         raise UsageError(f"--source {args.source}: {args.config} has no such source; it has "
                          f"{', '.join(cfg.sources) or 'none'}")
-    t0 = time.perf_counter()
-    pooled = sense_glosses(cfg.sources[args.source], load_graph(cfg.wordnet), FeatureContext(cache_dir=args.cache_dir),
-                           progress=True)
-    shape = next(iter(pooled.values())).shape
-    print(f"glosses of {shape[0]:,} senses, {shape[1]} layers of {shape[2]}, in the cache ({time.perf_counter() - t0:.0f}s)")
+    graph = load_graph(cfg.wordnet)
+    for text in cfg.gloss_texts:  # each gloss text the config's held-out sentences choose among
+        t0 = time.perf_counter()
+        pooled = sense_glosses(cfg.sources[args.source], graph, FeatureContext(cache_dir=args.cache_dir),
+                               progress=True, text=text)
+        shape = next(iter(pooled.values())).shape
+        print(f"glosses ({text}) of {shape[0]:,} senses, {shape[1]} layers of {shape[2]}, in the cache "
+              f"({time.perf_counter() - t0:.0f}s)")
     return 0
 
 

@@ -52,6 +52,10 @@ def test_wordnet_files_and_augmented_glosses(graph):
     assert wn.synsets["n00000050"].hypernyms == []  # an instance hypernym (@i) is not a hypernym
     assert wn.gloss_sentence("depository%1:14:00::") == "depository - bank , depository - a financial institution " \
                                                        "that takes deposits".split()
+    river = "bank%1:17:01::"  # gloss 'sloping land beside water; "the bank of the river"'
+    assert wn.gloss_sentence(river) == "bank - bank - sloping land beside water".split()  # LMMS: the definition
+    assert wn.gloss_sentence(river, "full") == 'bank - bank - sloping land beside water ; " the bank of the ' \
+                                               'river "'.split()
 
 
 def test_propagation_steps(graph):
@@ -89,7 +93,7 @@ def test_one_nearest_neighbour_over_every_candidate_with_glosses(graph):
     assert isinstance(c, Candidates)
 
 
-def test_the_wsd_command_adds_sense_vector_rows(tmp_path, monkeypatch):
+def test_the_wsd_command_adds_sense_vector_rows(tmp_path, monkeypatch, capsys):
     import json
 
     import yaml
@@ -116,7 +120,7 @@ def test_the_wsd_command_adds_sense_vector_rows(tmp_path, monkeypatch):
     cfg = {"name": "tiny_senses", "wordnet": str(tmp_path / "wn"), "train": str(tmp_path / "train"),
            "test": [str(tmp_path / "test")], "features": ["vec"],
            "sources": {"vec": {"name": "static", "path": str(tmp_path / "vec.txt"), "format": "text"}},
-           "knn": ["senses", "senses_glosses"], "head": None, "head_dev_every": 4}
+           "knn": ["senses", "senses_glosses"], "head": None, "head_dev_every": 4, "gloss_texts": ["definition", "full"]}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(cfg))
     monkeypatch.chdir(tmp_path)
     assert main(["wsd", "--config", "c.yaml", "--out", "o", "--no-plot", "--progress", "off", "--cache-dir",
@@ -131,7 +135,16 @@ def test_the_wsd_command_adds_sense_vector_rows(tmp_path, monkeypatch):
                                           "examples": examples, "none": 1}
     assert set(glosses["senses"]["w"]) == {"NOUN"} and glosses["senses"]["pooling"] in ("sentence", "lemma")
     assert "sense vectors, + glosses" in (tmp_path / "o" / "table5.md").read_text()
-    assert list((tmp_path / "cache" / "glosses").glob("*/sentence.npy"))  # the pooled glosses are cached
+    assert glosses["senses"]["gloss_text"] in ("definition", "full")
+    assert {"glosses_definition_sentence_layer 0", "glosses_full_lemma_layer 0"} <= set(glosses["senses"]["held_out"])
+    assert len(list((tmp_path / "cache" / "glosses").glob("*/sentence.npy"))) == 2  # both texts' glosses cached
+    assert len(list((tmp_path / "cache" / "glosses").glob("*/target.npy"))) == 1  # and WordNet's examples
+    for bad, says in (([], "list at least one of definition, full"), (["full", "full"], "lists one twice"),
+                      (["gloss"], "definition")):
+        (tmp_path / "bad.yaml").write_text(yaml.safe_dump(cfg | {"gloss_texts": bad}))
+        assert main(["wsd", "--config", "bad.yaml", "--out", "o2", "--no-plot", "--progress", "off"]) == 2
+        err = capsys.readouterr().err
+        assert "gloss_texts" in err and says in err and not (tmp_path / "o2").exists()
 
 
 def test_wsd_senses_and_tag_disambiguate_plain_text(tmp_path, monkeypatch, capsys):

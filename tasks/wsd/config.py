@@ -15,6 +15,7 @@ from elmo_features.util.schema import List, Str, build, join_key, key, to_dict
 from tasks.components import resolve_component
 from tasks.experiment.config import TrainingConfig, find_config, load_raw
 from tasks.registry import FEATURES, HEADS
+from tasks.wsd.data.wordnet import GLOSS_TEXTS
 
 KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix", "dev_layer", "senses", "senses_glosses", "senses_prior")
 FRAMEWORK_TESTS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")  # their union is ALL
@@ -36,6 +37,10 @@ class WsdConfig:
                          doc="1-NN rows per source (dev_layer: the layer whose 1-NN is best on the held-out "
                              "training sentences of head_dev_every; senses: sense vectors for every WordNet sense, "
                              "senses_glosses: + their glosses, docs/wsd.md)")
+    gloss_texts: list[str] = key(List(Str(choices=GLOSS_TEXTS)), factory=lambda: ["definition"],
+                                 doc="gloss sentences tried for senses_glosses (definition: LMMS's \"lemma - synset "
+                                     "lemmas - definition\"; full: with the gloss's usage examples); with more than "
+                                     "one, the held-out training sentences choose")
     fixed_mix: list[float] | None = key(default=None,
                                         doc='layer weights of the "fixed_mix" 1-NN row (normalised to sum 1)')
     head: dict | None = key(factory=lambda: {"name": "wsd_linear"}, doc="trained head (null: none)")
@@ -55,6 +60,10 @@ class WsdConfig:
         if ({"dev_layer", "senses", "senses_glosses", "senses_prior"} & set(self.knn)) and not self.head_dev_every:
             raise ConfigError(f"{join_key(where, 'knn')}: the rows dev_layer, senses and senses_glosses choose their "
                               "settings on held-out training sentences; set head_dev_every >= 2")
+        if not self.gloss_texts:
+            raise ConfigError(f"{join_key(where, 'gloss_texts')}: list at least one of {', '.join(GLOSS_TEXTS)}")
+        if len(set(self.gloss_texts)) != len(self.gloss_texts):
+            raise ConfigError(f"{join_key(where, 'gloss_texts')}: {self.gloss_texts} lists one twice")
         if not self.test:
             raise ConfigError(f"{join_key(where, 'test')}: list at least one test folder")
         for name in self.features:

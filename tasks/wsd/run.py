@@ -284,8 +284,8 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
         t1 = time.perf_counter()
         examples = example_sums(section, graph, context, progress)
         print(f"{name}: WordNet's examples embedded ({time.perf_counter() - t1:.0f}s)", flush=True)
-        plan = plan_senses(section, graph, held_out, context, bool({"senses_glosses", "senses_prior"} & set(cfg.knn)),
-                           progress, extra, examples)
+        texts = cfg.gloss_texts if {"senses_glosses", "senses_prior"} & set(cfg.knn) else []
+        plan = plan_senses(section, graph, held_out, context, texts, progress, extra, examples)
         sense_rows(report, cfg, name, graph, sums, plan, test_vecs)
 
 

@@ -6,6 +6,7 @@ import json
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -27,6 +28,7 @@ class SensePlan:
     weights: list[float]
     layer_label: str
     pooling: str | None = None
+    gloss_text: str | None = None  # the gloss sentences chosen (wordnet.GLOSS_TEXTS)
     gloss_label: str | None = None  # the gloss layers chosen (a layer candidate's label)
     gloss_weights: list[float] | None = None
     w: dict[str, float] = field(default_factory=dict)
@@ -66,12 +68,13 @@ def hold_out(train_ex: list[WsdSentence], train_vecs: np.ndarray, every: int) ->
                    np.ascontiguousarray(train_vecs[held_rows]))
 
 
-def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: FeatureContext, glosses: bool,
+def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: FeatureContext, glosses: Sequence[str],
                 progress: bool | None, extra: list[tuple[str, list[float]]] = (),
                 examples: SenseSums | None = None) -> SensePlan:
     """Choose the layer mix among the single layers, the sums of the top k and the ``extra`` candidates (a learned
-    mix), how WordNet's usage ``examples`` (``example_sums.example_sums``) are used, and with ``glosses`` the gloss pooling, the gloss layers and w per part of speech, by 1-NN accuracy on the held-out
-    sentences, with sense vectors built from the other sentences."""
+    mix), how WordNet's usage ``examples`` (``example_sums.example_sums``) are used, and with ``glosses`` (gloss texts,
+    ``wordnet.GLOSS_TEXTS``; empty: none) the gloss text, pooling and layers and w per part of speech, by 1-NN
+    accuracy on the held-out sentences, with sense vectors built from the other sentences."""
     every, sums, held, held_vecs = held_out.every, held_out.sums, held_out.targets, held_out.vecs
     L = held_vecs.shape[1]
     scores, candidates = {}, dict(layer_candidates(L)) | {label: list(w) for label, w in extra}
@@ -91,7 +94,7 @@ def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: Feature
     if not glosses:
         return plan
     t0 = time.perf_counter()
-    pooled = sense_glosses(section, graph, context, progress)
+    pooled = {text: sense_glosses(section, graph, context, progress, text) for text in glosses}
     plan.held_out["gloss_seconds"] = round(time.perf_counter() - t0, 1)
     _plan_glosses(plan, pooled, held, v, graph, context_vecs, step, candidates)
     return plan
@@ -121,13 +124,17 @@ def _plan_examples(plan: SensePlan, examples: SenseSums, graph: Graph, held_out:
         plan.example_sums = None  # (not kept in memory)
 
 
-def sense_glosses(section: dict, graph: Graph, context: FeatureContext, progress: bool | None) -> dict[str, np.ndarray]:
-    """Every sense's gloss pooled per layer by the source ``section`` (``senses.gloss_layers``), keyed in
-    ``context.cache_dir`` by the section, its models' fingerprints and WordNet's."""
+def sense_glosses(section: dict, graph: Graph, context: FeatureContext, progress: bool | None,
+                  text: str = "definition") -> dict[str, np.ndarray]:
+    """Every sense's gloss (``text``: ``wordnet.GLOSS_TEXTS``) pooled per layer by the source ``section``
+    (``senses.gloss_layers``), keyed in ``context.cache_dir`` by the section, its models' fingerprints, WordNet's
+    and the text."""
     source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
-    fingerprint = json.dumps({"section": section, "models": section_fingerprints(section, context.memo),
-                              "wordnet": wordnet_fingerprint(graph.wn), "version": 1}, sort_keys=True)
-    return gloss_layers(graph, source, fingerprint, context.cache_dir, progress)
+    what = {"section": section, "models": section_fingerprints(section, context.memo),
+            "wordnet": wordnet_fingerprint(graph.wn), "version": 1}
+    if text != "full":  # (the full gloss field was the only text once: its caches keep their key)
+        what["text"] = text
+    return gloss_layers(graph, source, json.dumps(what, sort_keys=True), context.cache_dir, progress, text)
 
 
 def _best_w_per_pos(held: list, cands: Candidates, graph: Graph) -> tuple[dict[str, float], dict[str, float]]:
@@ -145,21 +152,23 @@ def _best_w_per_pos(held: list, cands: Candidates, graph: Graph) -> tuple[dict[s
     return w_pos, acc_pos
 
 
-def _plan_glosses(plan: SensePlan, pooled: dict[str, np.ndarray], held: list, v: np.ndarray, graph: Graph,
+def _plan_glosses(plan: SensePlan, pooled: dict[str, dict[str, np.ndarray]], held: list, v: np.ndarray, graph: Graph,
                   context_vecs: np.ndarray, step: np.ndarray, candidates: dict[str, list[float]]) -> None:
-    """Choose the gloss pooling, the gloss layers (the same candidates as the context's: a gloss may be best read
+    """Choose the gloss text, pooling and layers (the same candidates as the context's: a gloss may be best read
     from another layer) and w per part of speech on the held-out sentences; then the first-sense prior's weight."""
     best_total, choice = -1.0, None
-    for pooling in POOLINGS:
-        for label, weights in candidates.items():
-            gloss = mix(pooled[pooling], weights)  # (S, D)
-            cands = candidate_cosines(held, v, graph, context_vecs, step, gloss)
-            w_pos, acc_pos = _best_w_per_pos(held, cands, graph)
-            total = accuracy(held, answer(held, cands, graph, w_pos)[0])
-            plan.held_out[f"glosses_{pooling}_{label}"] = {"w": w_pos, "accuracy_by_pos": acc_pos,
-                                                            "accuracy": round(total, 4)}
-            if total > best_total:  # the first of equals: the context's own layers are tried in the same order
-                best_total, choice = total, (pooling, label, weights, w_pos, gloss, cands)
+    for text, by_pooling in pooled.items():
+        for pooling in POOLINGS:
+            for label, weights in candidates.items():
+                gloss = mix(by_pooling[pooling], weights)  # (S, D)
+                cands = candidate_cosines(held, v, graph, context_vecs, step, gloss)
+                w_pos, acc_pos = _best_w_per_pos(held, cands, graph)
+                total = accuracy(held, answer(held, cands, graph, w_pos)[0])
+                plan.held_out[f"glosses_{text}_{pooling}_{label}"] = {"w": w_pos, "accuracy_by_pos": acc_pos,
+                                                                       "accuracy": round(total, 4)}
+                if total > best_total:  # the first of equals: the context's own layers are tried in the same order
+                    best_total, choice = total, (text, pooling, label, weights, w_pos, gloss, cands)
+    plan.gloss_text, choice = choice[0], choice[1:]
     plan.pooling, plan.gloss_label, plan.gloss_weights, plan.w, plan.gloss, cands = choice
     priors = [accuracy(held, answer(held, cands, graph, plan.w, p)[0]) for p in PRIOR_GRID]
     plan.prior = PRIOR_GRID[int(np.argmax(priors))]
@@ -175,7 +184,8 @@ def sense_rows(report, cfg, name: str, graph: Graph, sums: SenseSums, plan: Sens
             "all": "full coverage with WordNet's examples"}[plan.examples]
     which = [("senses", full, {}, 0.0)]
     if "senses_glosses" in cfg.knn and plan.gloss is not None:
-        which.append(("senses_glosses", f"+ glosses ({plan.pooling} pooling, {plan.gloss_label})", plan.w, 0.0))
+        which.append(("senses_glosses", f"+ glosses ({plan.gloss_text}, {plan.pooling} pooling, {plan.gloss_label})",
+                      plan.w, 0.0))
     if "senses_prior" in cfg.knn and plan.gloss is not None:
         which.append(("senses_prior", f"+ glosses + first-sense prior {plan.prior:g}", plan.w, plan.prior))
     for row, label, w, prior in which:
@@ -187,7 +197,8 @@ def sense_rows(report, cfg, name: str, graph: Graph, sums: SenseSums, plan: Sens
             backoff += b
         report.add(f"{name}-{row}", f"{name} sense vectors, {label}, {plan.layer_label}", answers, "senses", name,
                    plan.layer_label, weights=[round(x, 6) for x in plan.weights], backoff=backoff,
-                   senses={"coverage": coverage, "examples": plan.examples, "w": w, "pooling": plan.pooling if w else None, "prior": prior,
+                   senses={"coverage": coverage, "examples": plan.examples, "w": w, "gloss_text": plan.gloss_text if w else None,
+                           "pooling": plan.pooling if w else None, "prior": prior,
                            "gloss_layers": [round(x, 6) for x in plan.gloss_weights] if w else None,
                            "held_out": plan.held_out})
 

@@ -128,11 +128,12 @@ def wordnet_fingerprint(wn: WordNet) -> str:
 
 
 def gloss_layers(graph: Graph, source, fingerprint: str, cache_dir: Path | None,
-                 progress: bool | None = None) -> dict[str, np.ndarray]:
-    """Every sense's augmented gloss embedded by ``source`` and pooled per layer: {pooling: (S, L, D) float16}
-    (``POOLINGS``: ``sentence`` the mean over its tokens, ``lemma`` over the leading lemma's), by ``pooled_layers``."""
+                 progress: bool | None = None, text: str = "definition") -> dict[str, np.ndarray]:
+    """Every sense's augmented gloss (``WordNet.gloss_sentence``'s ``text``) embedded by ``source`` and pooled per
+    layer: {pooling: (S, L, D) float16} (``POOLINGS``: ``sentence`` the mean over its tokens, ``lemma`` over the
+    leading lemma's), by ``pooled_layers``."""
     def sentences() -> list[list[str]]:
-        return [graph.wn.gloss_sentence(k) for k in graph.keys]
+        return [graph.wn.gloss_sentence(k, text) for k in graph.keys]
 
     n_lemma = [len(graph.wn.lemma_of(k).split()) for k in graph.keys]
     return pooled_layers(sentences, lambda i, a: {"sentence": a.mean(axis=1), "lemma": a[:, :n_lemma[i]].mean(axis=1)},

@@ -54,7 +54,8 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
     train_ex = to_examples(train_ds, inventory)
     train_vecs = instance_layers(source, train_ex, "train", CHUNK)
     graph = load_graph(cfg.wordnet)
-    plan = plan_senses(section, graph, hold_out(train_ex, train_vecs, cfg.head_dev_every), context, True, progress,
+    plan = plan_senses(section, graph, hold_out(train_ex, train_vecs, cfg.head_dev_every), context, cfg.gloss_texts,
+                       progress,
                        examples=example_sums(section, graph, context, progress))
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)
     del train_vecs
@@ -65,7 +66,7 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
             counts[graph.index[k]] = c
     meta = {"format": FORMAT, "source": name, "section": section,
             "fingerprints": section_fingerprints(section, context.memo), "layers": plan.weights,
-            "layer_choice": plan.layer_label, "pooling": plan.pooling, "gloss_layers": plan.gloss_weights, "w": plan.w, "prior": plan.prior,
+            "layer_choice": plan.layer_label, "gloss_text": plan.gloss_text, "pooling": plan.pooling, "gloss_layers": plan.gloss_weights, "w": plan.w, "prior": plan.prior,
             "held_out": plan.held_out,
             "wordnet": str(Path(cfg.wordnet).resolve()), "wordnet_fingerprint": wordnet_fingerprint(graph.wn),
             "train": {"folder": str(train_dir), "instances": int(sum(len(ex.targets) for ex in train_ex)),

@@ -20,6 +20,8 @@ from tasks.wsd.data.inventory import InventoryError, find_index_sense
 FILES = {"n": "data.noun", "v": "data.verb", "a": "data.adj", "r": "data.adv"}
 SS_TYPE_POS = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}  # a sense key's ss_type -> data file
 POS_NAMES = {"n": "NOUN", "v": "VERB", "a": "ADJ", "r": "ADV"}
+GLOSS_TEXTS = ("definition", "full")  # a gloss sentence's last part: the definition (LMMS's, NLTK's definition()),
+# or the gloss field as written, with its quoted usage examples
 
 
 @dataclass
@@ -32,6 +34,12 @@ class Synset:
     lemmas: list[str]
     gloss: str
     hypernyms: list[str] = field(default_factory=list)
+
+
+def definition(gloss: str) -> str:
+    """A gloss field without its quoted usage examples: its ';'-separated parts that are not quotes."""
+    parts = [p.strip() for p in gloss.split(";")]
+    return "; ".join(p for p in parts if p and not p.startswith('"')) or gloss.strip()
 
 
 class WordNet:
@@ -90,11 +98,13 @@ class WordNet:
         """NOUN, VERB, ADJ or ADV."""
         return POS_NAMES[SS_TYPE_POS[key.partition("%")[2][:1]]]
 
-    def gloss_sentence(self, key: str) -> list[str]:
-        """The augmented gloss of a sense, LMMS's "lemma - synset lemmas - gloss", as whitespace tokens."""
+    def gloss_sentence(self, key: str, text: str = "definition") -> list[str]:
+        """The augmented gloss of a sense, LMMS's "lemma - synset lemmas - definition", as whitespace tokens;
+        ``text="full"``: the whole gloss field, its quoted usage examples too (``GLOSS_TEXTS``)."""
         syn = self.synsets[self.synset_of[key]]
         lemmas = ", ".join(w.replace("_", " ") for w in syn.lemmas)
-        gloss = syn.gloss.replace(";", " ; ").replace("(", " ( ").replace(")", " ) ").replace('"', ' " ')
+        gloss = syn.gloss if text == "full" else definition(syn.gloss)
+        gloss = gloss.replace(";", " ; ").replace("(", " ( ").replace(")", " ) ").replace('"', ' " ')
         return f"{self.lemma_of(key)} - {lemmas} - {gloss}".replace(",", " ,").split()
 
     def keys(self) -> list[str]:
