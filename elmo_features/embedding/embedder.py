@@ -54,6 +54,13 @@ def plan_batches(lengths: Sequence[int], batch_size: int, max_tokens_per_batch: 
     return batches
 
 
+def _check_boundaries(bilm) -> None:
+    """An Embedder's words are the sentence's own: a biLM that keeps <S> and </S> would shift them by one."""
+    if getattr(bilm, "keep_sentence_boundaries", False):
+        raise ValueError("Embedder needs a BiLM with keep_sentence_boundaries=False (its outputs would include <S> and "
+                         "</S>, shifting every word by one); set it back to False or use the BiLM directly")
+
+
 class SentenceEmbedder:
     """What every embedder shares: ``embed_batches`` (defined by the subclass) yields (indices, arrays) as batches
     finish; ``embed_sentences`` puts them back in input order; ``progress`` None = auto (a bar when more than
@@ -124,8 +131,7 @@ class Embedder(SentenceEmbedder):
         progress = check_optional_bool(progress, "progress")
         sort = check_optional_bool(sort, "sort")
         bilm = _as_bilm(bilm)
-        if getattr(bilm, "keep_sentence_boundaries", False):
-            raise ValueError("Embedder needs a BiLM built with keep_sentence_boundaries=False")
+        _check_boundaries(bilm)
         if getattr(bilm, "stateful", False) and sort is not False:
             raise ValueError(
                 "this BiLM is stateful: its outputs depend on which sentences came before in the same "
@@ -164,6 +170,7 @@ class Embedder(SentenceEmbedder):
 
     def _run(self, batch: list[list[str]]) -> list[np.ndarray]:
         """One model call. batch: B non-empty sentences -> B arrays (L, n_b, D)."""
+        _check_boundaries(self.bilm)  # (again: the flag can be switched on after the Embedder was built)
         device = next(self.bilm.parameters()).device
         ids = checked_batch_to_ids(batch).to(device)  # (B, T, 50)
         tok = self.token_cache.lookup(batch).to(device) if self.token_cache is not None else None  # (B, T, P)

@@ -81,6 +81,10 @@ class TransformerEmbedder(SentenceEmbedder):
             self.layers = list(range(n))
         elif isinstance(layers, str):
             raise EncoderError(f"layers: {layers!r}; give 'all' or a list of hidden-state indices 0..{n - 1}")
+        elif not isinstance(layers, (list, tuple, range)):  # one index (5, 2.0, True) is not a list of them
+            raise TypeError(f"layers must be 'all' or a list of hidden-state indices 0..{n - 1}, got "
+                            f"{type(layers).__name__}: {layers!r}" + (f" (for one layer: [{layers}])"
+                                                                       if type(layers) is int else ""))
         else:
             wrong = [i for i in layers if isinstance(i, bool) or not isinstance(i, (int, np.integer))]
             if wrong:  # 2.7 or True would silently become other layers

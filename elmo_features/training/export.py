@@ -48,6 +48,10 @@ def check_export_folder(folder: str | Path) -> Path:
         raise PathError(f"{links[0]}: is a link (to {os.path.realpath(links[0])}); the export is written in place and "
                         "would replace what it points to: remove the link (the export is written from the model "
                         "again)")
+    odd = [folder / n for n in EXPORT_FILES if (folder / n).exists() and not (folder / n).is_file()]
+    if odd:
+        raise PathError(f"{odd[0]}: a {'folder' if odd[0].is_dir() else 'special file'} is in the way of the export's "
+                        f"{odd[0].name}; move it away (the export is written from the model again)")
     return folder
 
 

@@ -7,6 +7,7 @@ import math
 import sys
 
 import numpy as np
+import torch
 
 from elmo_features.training.data import batches_for_epoch
 from elmo_features.training.evaluate import perplexity
@@ -79,3 +80,18 @@ def sample_problem(model, corpus, vocab: list[str], cfg) -> str | None:
     n = min(cfg.eval_sentences, len(corpus.sentences))
     problem = not_finite(perplexity(model, [[corpus.types[i] for i in s] for s in corpus.sentences[:n]], vocab))
     return problem and f"{problem} on {n} training sentences"
+
+
+STILL = 1e-12  # a parameter that moved by no more than this between two evaluations did not move
+
+
+def still_since(model, snapshot: list | None, cfg, tokens: int) -> tuple[list, bool]:
+    """The parameters now (a copy: the next call's ``snapshot``), and whether none moved by more than ``STILL`` since
+    ``snapshot`` (then one warning line: the steps are too small to learn anything, e.g. a tiny clip_norm)."""
+    now = [p.detach().clone() for p in model.parameters()]
+    if snapshot is None or any(not torch.allclose(a, b, rtol=0.0, atol=STILL) for a, b in zip(snapshot, now)):
+        return now, False
+    print(f"warning: {tokens:,} tokens: no parameter moved by more than {STILL:g} since the last evaluation (or the "
+          f"start): nothing is being learned; the steps are too small (clip_norm {cfg.clip_norm:g}, lr {cfg.lr:g}): "
+          "raise clip_norm or lr", file=sys.stderr, flush=True)
+    return now, True

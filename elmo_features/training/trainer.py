@@ -38,7 +38,7 @@ from elmo_features.training.prep_cache import (check_no_earlier_results, check_o
                                                  check_resume_inputs, corpus_digest, input_digests, prep_key,
                                                  record_cache_digests, write_prep_key)
 from elmo_features.training.export import export_final, export_model
-from elmo_features.training.run_checks import check_warmup, not_finite, sample_problem
+from elmo_features.training.run_checks import check_warmup, not_finite, sample_problem, still_since
 from elmo_features.training.lm import BiLanguageModel
 from elmo_features.training.vectors import read_vector_table, table_digest
 from elmo_features.training.warm_start import resolve_vocab, warm_start
@@ -307,6 +307,7 @@ class Trainer:
                    disable=not self.progress, desc="train-bilm", smoothing=0.05)
         ema = None
         ok = self.diverged = False
+        self._snapshot = still_since(self.model, None, cfg, st["tokens"])[0]  # (the first evaluation's reference)
         try:
             while st["tokens"] < cfg.max_train_tokens and not self._stop:
                 batches = batches_for_epoch(self.lengths, cfg.batch_tokens * self.world, cfg.seed, st["epoch"])
@@ -386,6 +387,9 @@ class Trainer:
         tqdm.write(f"[{st['tokens']:,} tokens, {st['elapsed'] / 60:.1f} min] held-out ppl "
                    f"fwd {ppl['forward']:.1f} bwd {ppl['backward']:.1f} mean {ppl['mean']:.1f} "
                    f"({unk:.0%} of predictions are <UNK>)")
+        if not getattr(self, "_still_warned", False):  # once; against the parameters of the last evaluation
+            self._snapshot, self._still_warned = still_since(self.model, getattr(self, "_snapshot", None), self.cfg,
+                                                             st["tokens"])
         if unk > UNK_WARN and not getattr(self, "_unk_warned", False):  # once: the held-out file stays the same
             self._unk_warned = True
             tqdm.write(f"warning: heldout_file {self.cfg.heldout_file}: {unk:.0%} of its predictions are <UNK> (words "

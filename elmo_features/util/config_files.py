@@ -75,8 +75,11 @@ def read_config_file(path: str | Path, kind: str = "yaml"):
     except IsADirectoryError:
         raise ConfigError(f"{path} is a folder; give {what}") from None
     except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start})"
-                          + ("; is this the weights file?" if kind == "json" else "")) from None
+        if e.object[:2] in (b"\xff\xfe", b"\xfe\xff"):  # a byte-order mark: saved as "Unicode" by some editors
+            raise ConfigError(f"{path}: the file is UTF-16; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8 "
+                              f"{path})") from None
+        hint = "; is this the weights file?" if kind == "json" and e.object[:4] == b"\x89HDF" else ""
+        raise ConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}){hint}") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     except ValueError as e:  # json.JSONDecodeError, a key given twice

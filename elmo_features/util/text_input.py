@@ -21,7 +21,7 @@ import gzip
 import os
 import zlib
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Iterable, Iterator, Literal
 
 from elmo_features.util.errors import MissingPathError, PathError, TextInputError
 
@@ -37,7 +37,10 @@ def _open_binary(path: Path):
     return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
 
 
-def _gzip_problem(path: Path, error: Exception, lines: int) -> str:
+GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)  # what reading a .gz that is not whole gzip data raises
+
+
+def gzip_problem(path: Path, error: Exception, lines: int) -> str:
     """The one-line message of a ``.gz`` file that cannot be decompressed (after ``lines`` good lines)."""
     if isinstance(error, EOFError):
         return (f"{path}: the gzip file is truncated (it ends before its end-of-stream marker, in line {lines + 1}); "
@@ -56,12 +59,18 @@ def raw_lines(path: str | os.PathLike) -> Iterator[bytes]:
     that is not gzip, truncated or damaged is a TextInputError naming it."""
     path = Path(path)
     with _open_binary(path) as f:
-        n = 0
-        try:
-            for n, raw in enumerate(f, 1):
-                yield raw
-        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-            raise TextInputError(_gzip_problem(path, e, n)) from None
+        yield from gz_checked(f, path)
+
+
+def gz_checked(lines: Iterable, path: Path) -> Iterator:
+    """``lines`` (of a file opened from ``path``) as they come; a ``.gz`` that is not gzip, truncated or damaged is a
+    TextInputError naming it (``gzip_problem``)."""
+    n = 0
+    try:
+        for n, line in enumerate(lines, 1):
+            yield line
+    except GZIP_ERRORS as e:
+        raise TextInputError(gzip_problem(path, e, n)) from None
 
 
 def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:

@@ -28,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
-from elmo_features.util.text_input import check_text
+from elmo_features.util.text_input import check_text, gz_checked
 
 from tasks.data.types import DataFormatError
 
@@ -147,7 +147,7 @@ def _read_text(path: Path, max_vectors: int | None, progress: bool) -> tuple[lis
     bar = tqdm(total=None if gz else size, unit="B", unit_scale=True, desc=f"reading {path.name}",
                disable=not progress or size < 20_000_000)
     with opener(path, "rt", encoding="utf-8-sig", newline="\n") as f:  # a byte-order mark is dropped
-        for lineno, line in enumerate(f, 1):
+        for lineno, line in enumerate(gz_checked(f, path), 1):
             if lineno % 10000 == 0:
                 bar.update(f.buffer.tell() - bar.n if not gz else 0)
             check_text(line, path, lineno)  # a NUL byte, or a byte-order mark after the first (files joined by cat)

@@ -12,7 +12,6 @@ reused and only the others run; a finished run with another config is an error. 
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -23,17 +22,16 @@ from pathlib import Path
 
 
 from elmo_features.util.errors import CheckpointError, ConfigError, ElmoTasksError
-from elmo_features.formats.download import file_sha256
-from elmo_features.util.provenance import git_commit, machine, timestamp, write_text_atomic
+from elmo_features.util.provenance import git_commit, machine, timestamp
 from elmo_features.util.threads import cpu_cores, threads_per_job
 
 from tasks.experiment.records import read_metrics
 from tasks.experiment.config import RunConfig, load_raw
 from tasks.experiment.crossval import fold_indices, fold_split, pooled_splits
 from tasks.experiment.run import read_examples, run_experiment
+from tasks.experiment.data_record import check_data_unchanged
 from tasks.experiment.compare_checks import (check_comparison_args, check_results_replaceable, claim_results,
                                              comparison_identity)
-from tasks.data.registry import reader_path_kind
 from tasks.features.base import FeatureContext, section_fingerprints
 from tasks.features.fingerprints import report_fingerprints
 from tasks.experiment.parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
@@ -83,11 +81,11 @@ def _run_comparison(cfg: RunConfig, results_dir: Path, runs_dir: str | Path, con
     reused = {} if resume is None else reused_runs(cfg, cells, cell_dirs(Path(resume), cells), plan.pool,
                                                    plan.fold_sets, context)
     check_results_replaceable(results_dir, plan.identity)  # (after the --resume checks: they name the run folder)
-    if resume is not None and not reused:
-        print(f"resuming {resume}: no run in it has finished yet; running the whole comparison in it", file=sys.stderr)
     grid_dir = Path(resume) if resume is not None else new_grid_dir(Path(runs_dir) / cfg.name)
     dirs = cell_dirs(grid_dir, cells)
     check_data_unchanged(cfg, grid_dir, plan.folds, resume is not None)  # --resume: the same data files and folds
+    if resume is not None and not reused:
+        print(f"resuming {resume}: no run in it has finished yet; running the whole comparison in it", file=sys.stderr)
     table = SummaryTable(cfg, plan.info, results_dir, t0)
     for i, record in reused.items():
         print(f"== {cfg.name}: {_cell_label(cells[i], plan.folds)}: reusing the finished run {dirs[i]}", flush=True)
@@ -122,7 +120,7 @@ def plan_comparison(cfg: RunConfig, sources: list[str] | None, seeds: list[int] 
     names = sources or list(cfg.compare.sources)
     seeds_of = {n: list(seeds) if seeds else cfg.compare.seeds_of(n) for n in names}
     identity = comparison_identity(cfg, sources, seeds, folds)
-    info = {"name": cfg.name, "command": command, "git_commit": git_commit(), "machine": machine(),
+    info = {"name": cfg.name, "command": command, "cwd": os.getcwd(), "git_commit": git_commit(), "machine": machine(),
             "seeds": sorted({s for ss in seeds_of.values() for s in ss}), **identity}
     own = {n: ss for n, ss in seeds_of.items() if ss != info["seeds"]}
     if own:
@@ -202,57 +200,6 @@ def new_grid_dir(parent: Path) -> Path:
             except FileExistsError:
                 continue
     return parent / shared_value(name)
-
-
-DATA_RECORD = ".data_sha256.json"  # in a comparison's runs folder: the data files its runs were trained on
-
-
-def data_fingerprints(cfg: RunConfig) -> dict[str, dict]:
-    """data.SPLIT -> {path, sha256 of the file's bytes (a folder: of its files' names and bytes)}; hub data sets are
-    not fingerprinted."""
-    out = {}
-    for split in ("train", "dev", "test"):
-        path = getattr(cfg.data, split)
-        if path is None or reader_path_kind(cfg.data.reader) not in ("file", "folder"):
-            continue
-        p = Path(path).expanduser()
-        files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
-        digest = hashlib.sha256()
-        for f in files:
-            digest.update(f"{f.relative_to(p) if p.is_dir() else ''}\0{file_sha256(f)}\0".encode())
-        out[f"data.{split}"] = {"path": str(path), "sha256": digest.hexdigest()}
-    return out
-
-
-def check_data_unchanged(cfg: RunConfig, grid_dir: Path, folds: int | None, resuming: bool) -> None:
-    """Record the data files' fingerprints and the fold cut (folds, fold_seed) in ``grid_dir`` (new comparison), or
-    refuse to resume one whose data files or cut changed since (ConfigError naming it): old and new runs would mix
-    two data sets. A resumed folder without a readable record is warned about, and recorded now."""
-    now, record = data_fingerprints(cfg), grid_dir / DATA_RECORD
-    now["folds"] = {"folds": folds, "fold_seed": cfg.compare.fold_seed if folds else None}
-    try:
-        saved = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
-    except (OSError, ValueError):
-        saved = None
-    if isinstance(saved, dict):
-        changed = [k for k in now if k != "folds" and isinstance(saved.get(k), dict)
-                   and saved[k].get("sha256") != now[k]["sha256"]]
-        if changed:
-            raise ConfigError(f"--resume {grid_dir}: {changed[0]} {now[changed[0]]['path']} changed since its finished "
-                              "runs were trained (sha256 differs); their results would mix two data sets: drop "
-                              "--resume to run the comparison again")
-        if "folds" in saved and saved["folds"] != now["folds"]:
-            cut = lambda d: (f"{d.get('folds')} folds (fold_seed {d.get('fold_seed')})" if d.get("folds")
-                             else "the fixed split")
-            raise ConfigError(f"--resume {grid_dir}: its runs were made on {cut(saved['folds'])}, this command asks "
-                              f"for {cut(now['folds'])}; their folds would not match: resume with the same --folds "
-                              "and compare.fold_seed, or drop --resume")
-        return
-    if resuming and any(grid_dir.iterdir()):
-        print(f"warning: --resume {grid_dir}: its record of the data files ({DATA_RECORD}) is missing or damaged, so "
-              "the finished runs' data cannot be checked; recording the current files now", file=sys.stderr)
-    grid_dir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(record, json.dumps(now, indent=1) + "\n")
 
 
 def _cell_label(cell: tuple, folds: int | None) -> str:

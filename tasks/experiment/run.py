@@ -298,7 +298,7 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
     folder.save_model(model)  # the best state (loaded back by train)
 
     plugins = plugin_digests(cfg.to_dict())  # the plugin code's version: compare --resume refuses another one
-    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "git_commit": commit, "machine": machine(),
+    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "cwd": os.getcwd(), "git_commit": commit, "machine": machine(),
                                "data": stats, "data_files": data_locations(stats, cfg, folder.path),
                                **({"plugin_modules": plugins} if plugins else {})}
     scores, predictions = _evaluate_splits(model, splits, cfg, progress, dist, folder)

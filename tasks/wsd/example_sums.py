@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-import numpy as np
 
 from tasks.features.base import FeatureContext, build_features, section_fingerprints
 from tasks.wsd.data.wn_examples import tagged_examples

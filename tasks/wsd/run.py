@@ -371,7 +371,7 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
     for name in cfg.features:
         _source_rows(report, cfg, name, train_dir, train_ex, context, progress, runs_dir, command, graph)
 
-    summary = {"name": cfg.name, "command": command, "git_commit": commit, "machine": machine(),
+    summary = {"name": cfg.name, "command": command, "cwd": os.getcwd(), "git_commit": commit, "machine": machine(),
                "train": {"folder": str(train_dir), "name": train_ds.name, "sentences": len(train_ex),
                          "instances": len(train_targets)},
                "tests": [{"name": ts.name, "folder": ts.folder, "instances": len(ts.targets),

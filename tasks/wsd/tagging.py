@@ -72,7 +72,7 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
             "train": {"folder": str(train_dir), "instances": int(sum(len(ex.targets) for ex in train_ex)),
                       "senses": len(sums.keys)},
             "steps": {s: int((step == i).sum()) for i, s in enumerate(STEPS)}, "examples": plan.examples,
-            "command": command, "git_commit": git_commit()}
+            "command": command, "cwd": os.getcwd(), "git_commit": git_commit()}
     with atomic_path(out) as tmp, h5py.File(tmp, "w") as f:
         f.create_dataset("keys", data=np.array(graph.keys, dtype=object), dtype=h5py.string_dtype("utf-8"))
         f.create_dataset("context", data=context_vecs)
@@ -81,6 +81,7 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
         f.create_dataset("counts", data=counts)
         f.attrs["meta"] = json.dumps(meta)
         f.attrs["sha256"] = sense_digest(graph.keys, *(f[n][()] for n in SENSE_ARRAYS))
+        f.attrs["meta_sha256"] = hashlib.sha256(f.attrs["meta"].encode("utf-8")).hexdigest()
     return meta
 
 
@@ -199,11 +200,17 @@ class SenseTagger:
             self.keys = [k.decode() if isinstance(k, bytes) else k for k in f["keys"][()]]
             raw = {n: f[n][()] for n in SENSE_ARRAYS}
             recorded = f.attrs.get("sha256")  # (files written before it was recorded have none)
+            meta_recorded = f.attrs.get("meta_sha256")  # (nor this)
+            meta_edited = meta_recorded is not None and meta_recorded != hashlib.sha256(
+                str(f.attrs["meta"]).encode("utf-8")).hexdigest()
         self.context = _unit(raw["context"].astype(np.float64))
         self.gloss = _unit(raw["gloss"].astype(np.float64))
         self.has, self.counts = raw["step"] >= 0, raw["counts"]
         _check_shapes(path, self.keys, self.context, self.gloss, self.has, self.counts)
         edited = recorded is not None and recorded != sense_digest(self.keys, *raw.values())  # (whole, but edited)
+        if meta_edited:  # the recipe of every query: its layers, w, the prior, the source
+            raise StaleCacheError(f"{path}: its meta attribute (layers, w, prior, source) does not match the checksum "
+                                  "written with it (edited or damaged); make it again with `elmo-tasks wsd senses`")
         self.prior = prior_weight(self.meta, path) if prior else 0.0
         folder = Path(wordnet or self.meta["wordnet"])
         self.graph = load_graph(folder)
@@ -228,6 +235,7 @@ class SenseTagger:
             raise StaleCacheError(f"{path}: its vectors have dimension {self.context.shape[1]}, but its feature source "
                                   f"gives {self.source.output_dim}; the file is damaged: make it again with "
                                   "`elmo-tasks wsd senses`")
+        _check_recipe(path, self.meta, self.source)
         if edited:  # (after the checks that name what is misshapen)
             raise StaleCacheError(f"{path}: its datasets do not match the checksum written with them (edited or "
                                   "damaged); make it again with `elmo-tasks wsd senses`")
@@ -282,6 +290,22 @@ class SenseTagger:
                 row.append(item)
             out.append(row)
         return out
+
+
+def _check_recipe(path, meta: dict, source) -> None:
+    """A sense file's query recipe fits its source: one finite layer weight per layer the source gives (one word is
+    embedded to count them), finite gloss weights and prior (files from before the meta checksum)."""
+    L = source.word_layers([["the"]], "check")[0].shape[0]
+    layers = meta.get("layers")
+    fix = "the file is damaged or edited: make it again with `elmo-tasks wsd senses`"
+    if (not isinstance(layers, list) or len(layers) != L or
+            not all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for x in layers)):
+        raise StaleCacheError(f"{path}: meta layers {layers!r} are not {L} finite weights, one per layer of its "
+                              f"feature source; " + fix)
+    w, prior = meta.get("w") or {}, meta.get("prior") or 0.0
+    if (not isinstance(w, dict) or not all(isinstance(x, (int, float)) and np.isfinite(x) for x in w.values())
+            or not isinstance(prior, (int, float)) or not np.isfinite(prior)):
+        raise StaleCacheError(f"{path}: meta w {w!r} or prior {prior!r} is not finite numbers; " + fix)
 
 
 def _split_pos(token: str) -> tuple[str, str | None]:
