@@ -74,6 +74,9 @@ def _stop(executor: ProcessPoolExecutor) -> None:
             p.terminate()
     for p in procs:
         p.join(timeout=10)
+    manager = getattr(executor, "_executor_manager_thread", None)  # it releases the pool's queues (and their
+    if manager is not None:  # semaphores) once it sees the workers gone; not waited for, the resource tracker
+        manager.join(timeout=10)  # warns of "leaked semaphore objects" at exit
 
 
 def run_jobs(fn: Callable, args: Sequence[tuple], jobs: int, threads: int,
