@@ -75,6 +75,9 @@ class ElmoHub(nn.Module):
         with ``tokens`` [batch][max_length] strings (padded with "") and ``sequence_len`` [batch] ints.
         Returns the dict of outputs with ``as_dict=True``, else the ``default`` output, as the module does."""
         as_dict = check_bool(as_dict, "as_dict")
+        if getattr(self.bilm, "keep_sentence_boundaries", False):  # (switched on after the module was built)
+            raise ValueError("ElmoHub needs a BiLM with keep_sentence_boundaries=False (its outputs would include <S> "
+                             "and </S>, shifting every word by one); set it back to False")
         sentences, width = _sentences(inputs, signature)
         out = self._outputs(sentences, width)
         return out if as_dict else out["default"]

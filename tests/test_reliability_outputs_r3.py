@@ -81,21 +81,27 @@ def test_embed_out_is_never_a_file_of_the_model_folder(tmp_path, capsys):
 
 # ---------------------------------------------------------------- wsd senses / wsd tag (cases 3, 4, 5, 92)
 
-@pytest.fixture(scope="module")
-def senses(tmp_path_factory):
+def bank_wsd_config(root: Path) -> dict:
+    """A WSD config on the tiny WordNet and a tiny biLM in ``root``: six training sentences (also the test set) of
+    two senses of "bank"; no rows (``knn``) chosen."""
     from wsd_toy import ToyInstance as I
     from wsd_toy import write_dataset
 
-    root = tmp_path_factory.mktemp("senses")
     write_wordnet(root / "wn")
     opts, weights = make_bilm(root / "bilm")
     river = lambda: I("bank", "bank", "NOUN", ["bank%1:17:01::"])
     money = lambda: I("bank", "bank", "NOUN", ["bank%1:14:00::"])
     write_dataset(root / "train", "train", [["we", "sat", "on", "the", river(), "of", "the", "river"],
                                             ["the", money(), "raised", "its", "rates"]] * 3)
-    cfg = {"name": "tiny", "wordnet": str(root / "wn"), "train": str(root / "train"), "test": [str(root / "train")],
-           "sources": {"elmo": {"name": "elmo", "options_file": str(opts), "weights_file": str(weights)}},
-           "knn": ["senses_glosses"], "head": None, "head_dev_every": 2}
+    return {"name": "tiny", "wordnet": str(root / "wn"), "train": str(root / "train"), "test": [str(root / "train")],
+            "sources": {"elmo": {"name": "elmo", "options_file": str(opts), "weights_file": str(weights)}},
+            "head": None, "head_dev_every": 2}
+
+
+@pytest.fixture(scope="module")
+def senses(tmp_path_factory):
+    root = tmp_path_factory.mktemp("senses")
+    cfg = bank_wsd_config(root) | {"knn": ["senses_glosses"]}
     (root / "c.yaml").write_text(yaml.safe_dump(cfg))
     assert main(["wsd", "senses", "--config", str(root / "c.yaml"), "--source", "elmo", "--out",
                  str(root / "senses.h5"), "--cache-dir", "none", "--progress", "off"]) == 0

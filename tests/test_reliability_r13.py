@@ -14,7 +14,7 @@ import yaml
 
 from tasks.cli import main
 
-from test_reliability_outputs_r3 import senses  # noqa: F401  (a module fixture: a tiny sense file)
+from test_reliability_outputs_r3 import bank_wsd_config, senses  # noqa: F401  (senses: a module fixture)
 from test_reliability_training import SMALL, _text
 from test_tasks_helpers import make_bilm, one_line_error, static_config_file
 
@@ -39,10 +39,16 @@ def test_a_sense_file_whose_meta_was_edited_is_refused(tmp_path, capsys, senses)
     capsys.readouterr()
     assert main(["wsd", "tag", str(text), "--senses", str(path)]) == 2
     one_line_error(capsys, "its meta attribute", "does not match the checksum written with it")
-    for bad in ([0.0], [0.0, float("nan"), 1.0], "all"):  # a file from before the checksum: the recipe is checked
-        _edit_meta(path, keep_checksum=False, layers=bad)
+    for bad in ([0.0], [0.0, float("nan"), 1.0], "all", [0, 0, 0], [True, 0, 0]):  # from before the checksum: the
+        _edit_meta(path, keep_checksum=False, layers=bad)  # recipe is checked
         assert main(["wsd", "tag", str(text), "--senses", str(path)]) == 2
         one_line_error(capsys, "meta layers", "are not 3 finite weights, one per layer of its feature source")
+    _edit_meta(path, keep_checksum=False, layers=[0.0, 1.0, 0.0])
+    for bad in ({"prior": True}, {"w": {"NOUN": True}}, {"w": {"NOUN": -2.0}}, {"prior": float("inf")}):
+        _edit_meta(path, keep_checksum=False, **bad)
+        assert main(["wsd", "tag", str(text), "--senses", str(path), "--prior"]) == 2
+        one_line_error(capsys, "is not finite numbers >= 0")
+        _edit_meta(path, keep_checksum=False, w={"NOUN": 0.0}, prior=0.1)
 
 
 def _fold_comparison(tmp_path: Path, monkeypatch) -> tuple[list[str], Path]:
@@ -67,6 +73,11 @@ def test_a_comparison_recorded_before_fold_cuts_never_reuses_its_fold_runs(tmp_p
     for folds in ("4", "3"):
         assert main(args + ["--folds", folds, "--resume", str(folded), "--results-dir", "RES2"]) == 2
         one_line_error(capsys, "does not say which fold cut its fold runs were made on", f"for {folds} folds")
+    for damaged in ("three", -3, None, {"k": "x"}, {"folds": True, "fold_seed": 0}):
+        record = folded / ".data_sha256.json"
+        record.write_text(json.dumps(json.loads(record.read_text()) | {"folds": damaged}))
+        assert main(args + ["--folds", "3", "--resume", str(folded), "--results-dir", "RES2"]) == 2
+        one_line_error(capsys, "missing, damaged or from an older version", "cannot be reused for 3 folds")
     assert main(args + ["--folds", "3", "--resume", str(fixed), "--results-dir", "RES3"]) == 2
     one_line_error(capsys, "its runs were made on the fixed split, this command asks for 3 folds")
     assert main(args + ["--resume", str(fixed), "--results-dir", "RES4"]) == 0  # the fixed split: its own cut
@@ -178,3 +189,135 @@ def test_recorded_commands_say_the_folder_they_ran_in(tmp_path, monkeypatch):
     assert main(["run", "../c.yaml", "--out", "../R", *FAST]) == 0
     m = json.loads((tmp_path / "R" / "metrics.json").read_text())
     assert m["command"].startswith("elmo-tasks run ../c.yaml --out ../R") and m["cwd"] == str(tmp_path / "sub")
+
+
+# ---------------------------------------------------------------- list fifteen
+
+def test_ctrl_c_to_a_starting_or_running_pool_is_one_line(tmp_path):
+    """Ctrl-C to the process group of `compare --jobs 2` while its workers start (import torch) or run: exit 130,
+    the interrupt line, no worker traceback and no "leaked semaphore objects" (a worker's tqdm lock)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env, cfg = static_config_file(tmp_path)
+    glove = env["glove"]
+    args = [sys.executable, "-c", "import signal, runpy, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+            "sys.argv = ['elmo-tasks'] + sys.argv[1:]; runpy.run_module('tasks.cli', run_name='__main__')",
+            "compare", cfg, "--set", f"compare.sources={{g: {{name: static, path: {glove}}}, h: {{name: static, path: "
+            f"{glove}, lowercase: true}}}}", "--set", "training.max_epochs=3000", "--set", "training.patience=3000",
+            "--seeds", "1,2", "--jobs", "2", "--cache-dir", "C", "--progress", "off"]
+    run_env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for i, delay in enumerate((3.0, 6.0)):
+        p = subprocess.Popen(args + ["--runs-dir", f"RR{i}", "--results-dir", f"RES{i}"], cwd=tmp_path, env=run_env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        time.sleep(delay)
+        os.killpg(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+        time.sleep(0.5)
+        assert p.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err and "leaked semaphore" not in err, err
+
+
+def test_a_wsd_fixed_mix_with_the_wrong_number_of_weights_is_one_line(tmp_path, capsys, monkeypatch):
+    cfg = _tiny_wsd(tmp_path, monkeypatch, knn=["layers", "fixed_mix"], fixed_mix=[1, 1])
+    assert main(["wsd", "--config", cfg, "--out", "W", "--no-plot", *FAST]) == 2
+    _last_error(capsys, "fixed_mix: 2 weights, but source elmo has 3 layers; give one weight per layer")
+
+
+def _last_error(capsys, *needles: str) -> None:
+    """stderr ends with one ``error:`` line holding every needle (after warnings), with no traceback."""
+    err = capsys.readouterr().err.strip()
+    last = err.splitlines()[-1]
+    assert last.startswith("error: ") and "Traceback" not in err, err
+    for n in needles:
+        assert n in last, err
+
+
+def _tiny_wsd(tmp_path: Path, monkeypatch, **top) -> str:
+    """The tiny "bank" WSD config (``bank_wsd_config``) with ``top`` keys, written to w.yaml."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(bank_wsd_config(tmp_path) | {"features": ["elmo"]} | top))
+    return str(tmp_path / "w.yaml")
+
+
+def test_settings_for_rows_not_listed_are_warned_about_and_nothing_held_out_is_refused(tmp_path, capsys, monkeypatch):
+    cfg = _tiny_wsd(tmp_path, monkeypatch, knn=["layers"], fixed_mix=[1, 0, 0], gloss_texts=["full"])
+    assert main(["wsd", "--config", cfg, "--out", "W", "--no-plot", *FAST]) == 0
+    err = capsys.readouterr().err
+    assert "fixed_mix weights the fixed_mix row, and knn does not list it: it has no effect" in err
+    assert "gloss_texts chooses the glosses of the rows senses_glosses and senses_prior, and knn lists neither" in err
+    for command in (["wsd", "--config", cfg, "--out", "W2", "--no-plot", "--set", "knn=[senses]"],
+                    ["wsd", "senses", "--config", cfg, "--source", "elmo", "--out", "s.h5"]):
+        assert main(command + ["--set", "head_dev_every=50", *FAST]) == 2
+        _last_error(capsys, "head_dev_every 50: holds out no annotated instance of the 6 training sentences")
+
+
+def test_a_transformer_embedders_cache_key_follows_weights_edited_in_memory(tmp_path):
+    import torch
+
+    from elmo_features import FeatureCache
+    from elmo_features.encoders import TransformerEmbedder, load_encoder
+    from encoder_helpers import make_bert
+
+    enc = load_encoder(str(make_bert(tmp_path / "enc")))
+    embedder, cache, s = TransformerEmbedder(enc), FeatureCache(tmp_path / "C"), [["the", "cat", "sat"]]
+    before_fp = embedder.fingerprint
+    before = cache.embed(embedder, s)[0]
+    with torch.no_grad():
+        enc.model.embeddings.word_embeddings.weight.data.mul_(2.0)  # an edit that no version counter sees
+    assert embedder.fingerprint != before_fp
+    np.testing.assert_array_equal(cache.embed(embedder, s)[0], embedder.embed_sentences(s)[0])
+    assert not np.array_equal(cache.embed(embedder, s)[0], before)
+    with torch.no_grad():
+        enc.model.embeddings.word_embeddings.weight.data.div_(2.0)  # (exact: a power of two)
+    assert embedder.fingerprint == before_fp  # the weights as loaded again: the files' key
+
+
+def test_the_hub_call_refuses_a_bilm_switched_to_keep_sentence_boundaries(tmp_path):
+    from elmo_features.hub import ElmoHub
+
+    opts, weights = make_bilm(tmp_path / "bilm")
+    hub = ElmoHub(str(opts.parent))
+    tokens = {"tokens": [["the", "cat", "sat", ""]], "sequence_len": [3]}
+    before = hub(tokens, signature="tokens", as_dict=True)["elmo"]
+    hub.bilm.keep_sentence_boundaries = True
+    for call in (lambda: hub(tokens, signature="tokens"), lambda: hub(["the cat sat"])):
+        with pytest.raises(ValueError, match="keep_sentence_boundaries=False .*shifting every word by one"):
+            call()
+    hub.bilm.keep_sentence_boundaries = False
+    assert torch_equal(hub(tokens, signature="tokens", as_dict=True)["elmo"], before)
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    return bool(torch.equal(a, b))
+
+
+def test_binary_files_given_as_text_are_named_for_what_they_are(tmp_path):
+    from elmo_features import load_bilm
+    from elmo_features.util.errors import ConfigError, TextInputError
+    from elmo_features.util.text_input import iter_lines
+
+    opts, weights = make_bilm(tmp_path / "bilm")
+    u32 = tmp_path / "o32.json"
+    u32.write_text(opts.read_text(), encoding="utf-32")
+    with pytest.raises(ConfigError, match="the file is UTF-32; convert it to UTF-8 .*iconv -f UTF-32"):
+        load_bilm(str(u32), str(weights))
+    packed = tmp_path / "data.noun"
+    packed.write_bytes(gzip.compress(b"  1 licence\n00000010 17 n 01 slope 0 000 | land\n"))
+    with pytest.raises(TextInputError, match="data.noun:1: the file is gzip-compressed; decompress it"):
+        list(iter_lines(packed))
+
+
+def test_a_cache_dir_that_is_a_run_or_results_folder_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", *FAST]) == 0
+    capsys.readouterr()
+    assert main(["run", cfg, "--out", "R2", "--cache-dir", "R", "--progress", "off"]) == 2
+    one_line_error(capsys, "--cache-dir R: is a run folder", "the cache files would be written into another run's")
+    assert not (tmp_path / "R2").exists()

@@ -53,13 +53,8 @@ def _weights_fingerprint(bilm: BiLM) -> str:
     """bilm_fingerprint without the precision."""
     sd = bilm.state_dict(keep_vars=True)
     tensors = list(sd.values()) + ([bilm.char_cnn.token_vectors.table] if bilm.char_cnn.token_vectors is not None else [])
-    try:
-        # the version counters miss an edit through ``param.data`` (mul_, fill_, a row swap): position-weighted
-        # sums of the values do not
-        versions: tuple | None = (bool(bilm.stateful), bool(bilm.keep_sentence_boundaries),  # (flags set later)
-                                  *((t._version, t.data_ptr(), _weighted_sum(t)) for t in tensors))
-    except RuntimeError:  # inference tensors (a model built under inference_mode) have no version counter
-        versions = None
+    state = tensors_state(tensors)
+    versions = None if state is None else (bool(bilm.stateful), bool(bilm.keep_sentence_boundaries), *state)
     memo = getattr(bilm, "_fingerprint_memo", None)
     if versions is not None and memo is not None and memo[0] == versions:
         return memo[1]
@@ -78,6 +73,16 @@ def _weights_fingerprint(bilm: BiLM) -> str:
     if versions is not None:
         bilm._fingerprint_memo = (versions, fp)  # (tensor versions, fingerprint)
     return fp
+
+
+def tensors_state(tensors: Sequence[torch.Tensor]) -> tuple | None:
+    """(version counter, storage, position-weighted sum) per tensor: it changes when any is modified in place. The
+    version counters miss an edit through ``param.data`` (mul_, fill_, a row swap); the weighted sums do not. None
+    for inference tensors (a model built under inference_mode), which have no version counter."""
+    try:
+        return tuple((t._version, t.data_ptr(), _weighted_sum(t)) for t in tensors)
+    except RuntimeError:
+        return None
 
 
 def _weighted_sum(t: torch.Tensor) -> float:

@@ -23,6 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from elmo_features.embedding.embedder import SentenceEmbedder, plan_batches
+from elmo_features.embedding.feature_cache import tensors_state
 from elmo_features.encoders.loading import EncoderError, LoadedEncoder, load_encoder
 from elmo_features.encoders.pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
 from elmo_features.util import stop
@@ -52,6 +53,24 @@ class _Piece:
     window: Window
     ids: list[int]
     words: list[int]  # word index in the sentence per piece, -1 for special tokens
+
+
+def _moved_weights(encoder: LoadedEncoder) -> str | None:
+    """None while the encoder's weights are those loaded from its files; else the sha256 of its state_dict
+    (memoised on the weights' state: an edit through ``param.data`` or a fine-tuning step changes it)."""
+    tensors = encoder.model.state_dict(keep_vars=True)
+    state = tensors_state(list(tensors.values()))
+    if state == encoder.loaded_state:
+        return None
+    memo = getattr(encoder, "_weights_memo", None)
+    if state is not None and memo is not None and memo[0] == state:
+        return memo[1]
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        h.update(f"\n{name} {t.dtype} {tuple(t.shape)}\n".encode() + t.reshape(-1).view(torch.uint8).numpy().tobytes())
+    encoder._weights_memo = (state, h.hexdigest())
+    return encoder._weights_memo[1]
 
 
 class TransformerEmbedder(SentenceEmbedder):
@@ -127,6 +146,9 @@ class TransformerEmbedder(SentenceEmbedder):
                     "layers": self.layers, "window": self.window, "stride": self.stride,
                     "transformers": transformers.__version__,
                     "attention": getattr(self.encoder.model.config, "_attn_implementation", None)}
+        moved = _moved_weights(self.encoder)
+        if moved is not None:  # weights edited in memory since they were loaded: they are what counts
+            settings["weights_sha256"] = moved
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
 
     # ------------------------------------------------------------------ tokenization and windows

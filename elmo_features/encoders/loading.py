@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from elmo_features.embedding.feature_cache import tensors_state
 from elmo_features.formats.default_model import empty_spec_problem
 from elmo_features.util.errors import ElmoTasksError
 
@@ -43,6 +44,7 @@ class LoadedEncoder:
     folder: Path
     files_sha256: str
     spec: str
+    loaded_state: tuple | None = None  # ``feature_cache.tensors_state`` of its weights as loaded from the files
 
     @property
     def num_hidden_states(self) -> int:
@@ -218,7 +220,7 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
     for p in model.parameters():
         p.requires_grad_(False)
     return LoadedEncoder(model=model, tokenizer=tokenizer, folder=folder, files_sha256=files_sha256(folder),
-                         spec=str(spec))
+                         spec=str(spec), loaded_state=tensors_state(list(model.state_dict(keep_vars=True).values())))
 
 
 def _from_pretrained(auto, folder: Path, config: Any, kind: str, kw: dict):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from elmo_features.util.errors import ConfigError
 from elmo_features.util.paths import show_bytes, undecodable_byte
+from elmo_features.util.text_input import binary_kind
 
 
 # ---------------------------------------------------------------- strict readers (no key given twice)
@@ -75,9 +76,9 @@ def read_config_file(path: str | Path, kind: str = "yaml"):
     except IsADirectoryError:
         raise ConfigError(f"{path} is a folder; give {what}") from None
     except UnicodeDecodeError as e:
-        if e.object[:2] in (b"\xff\xfe", b"\xfe\xff"):  # a byte-order mark: saved as "Unicode" by some editors
-            raise ConfigError(f"{path}: the file is UTF-16; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8 "
-                              f"{path})") from None
+        found = binary_kind(e.object[:4])
+        if found and not e.object.startswith(b"\x89HDF"):  # (an HDF5 file gets the weights-file hint below)
+            raise ConfigError(f"{path}: {found.replace('FILE', str(path))}") from None
         hint = "; is this the weights file?" if kind == "json" and e.object[:4] == b"\x89HDF" else ""
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}){hint}") from None
     except yaml.YAMLError as e:

@@ -73,15 +73,32 @@ def gz_checked(lines: Iterable, path: Path) -> Iterator:
         raise TextInputError(gzip_problem(path, e, n)) from None
 
 
+SIGNATURES = [  # (first bytes, what the file is and what to do); UTF-32's marks before UTF-16's, which they start with
+    (b"\xff\xfe\x00\x00", "the file is UTF-32; convert it to UTF-8 (e.g. iconv -f UTF-32 -t UTF-8 FILE)"),
+    (b"\x00\x00\xfe\xff", "the file is UTF-32; convert it to UTF-8 (e.g. iconv -f UTF-32 -t UTF-8 FILE)"),
+    (b"\xff\xfe", "the file is UTF-16; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8 FILE)"),
+    (b"\xfe\xff", "the file is UTF-16; convert it to UTF-8 (e.g. iconv -f UTF-16 -t UTF-8 FILE)"),
+    (b"\x1f\x8b", "the file is gzip-compressed; decompress it (gunzip), or name it with .gz"),
+    (b"\x89HDF", "the file is HDF5, not text"),
+    (b"PK\x03\x04", "the file is a zip archive; unpack it"),
+]
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What a file whose first bytes are ``head`` is, when its signature says it is not UTF-8 text (a message
+    saying what to do), else None."""
+    return next((what for sig, what in SIGNATURES if head.startswith(sig)), None)
+
+
 def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
     """One line's bytes (line end removed) -> text, or a TextInputError naming ``path:lineno``."""
     if lineno == 1 and raw.startswith(BOM):
         raw = raw[len(BOM):]
     if raw.endswith(b"\r"):
         raw = raw[:-1]
-    if lineno == 1 and raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        raise TextInputError(f"{path}:1: the file is UTF-16; convert it to UTF-8 "
-                             f"(e.g. iconv -f UTF-16 -t UTF-8 {path})")
+    kind = binary_kind(raw) if lineno == 1 else None
+    if kind:
+        raise TextInputError(f"{path}:1: {kind.replace('FILE', str(path))}")
     cr = raw.find(b"\r")
     if cr >= 0:
         raise TextInputError(f"{path}:{lineno}: a carriage return (\\r) inside the line at byte column {cr + 1}: "

@@ -44,41 +44,55 @@ def check_data_unchanged(cfg: RunConfig, grid_dir: Path, folds: int | None, resu
         saved = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
     except (OSError, ValueError):
         saved = None
-    if isinstance(saved, dict):
-        changed = [k for k in now if k != "folds" and isinstance(saved.get(k), dict)
-                   and saved[k].get("sha256") != now[k]["sha256"]]
+    if isinstance(saved, dict) and all(_digest_entry(saved.get(k)) for k in now if k != "folds"):
+        changed = [k for k in now if k != "folds" and saved[k]["sha256"] != now[k]["sha256"]]
         if changed:
             raise ConfigError(f"--resume {grid_dir}: {changed[0]} {now[changed[0]]['path']} changed since its finished "
                               "runs were trained (sha256 differs); their results would mix two data sets: drop "
                               "--resume to run the comparison again")
-        if "folds" not in saved:  # recorded before the cut was: tell it from the finished runs where possible
+        if not _cut_entry(saved.get("folds")):  # recorded before the cut was (or damaged): tell it from the runs
             _check_unrecorded_cut(grid_dir, now["folds"])
             write_text_atomic(record, json.dumps(saved | {"folds": now["folds"]}, indent=1) + "\n")
         elif saved["folds"] != now["folds"]:
-            cut = lambda d: (f"{d.get('folds')} folds (fold_seed {d.get('fold_seed')})" if d.get("folds")
-                             else "the fixed split")
+            cut = lambda d: (f"{d['folds']} folds (fold_seed {d['fold_seed']})" if d["folds"] else "the fixed split")
             raise ConfigError(f"--resume {grid_dir}: its runs were made on {cut(saved['folds'])}, this command asks "
                               f"for {cut(now['folds'])}; their folds would not match: resume with the same --folds "
                               "and compare.fold_seed, or drop --resume")
         return
     if resuming and any(grid_dir.iterdir()):
+        _check_unrecorded_cut(grid_dir, now["folds"])  # fold runs of an unknown cut are never reused
         print(f"warning: --resume {grid_dir}: its record of the data files ({DATA_RECORD}) is missing or damaged, so "
               "the finished runs' data cannot be checked; recording the current files now", file=sys.stderr)
     grid_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomic(record, json.dumps(now, indent=1) + "\n")
 
 
+def _digest_entry(entry) -> bool:
+    """A record's entry for one data file as written: {path, sha256}."""
+    return isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and isinstance(entry.get("path"), str)
+
+
+def _cut_entry(entry) -> bool:
+    """A record's fold cut as written: {"folds": None, "fold_seed": None} (the fixed split) or {"folds": k >= 2,
+    "fold_seed": an int}."""
+    if not isinstance(entry, dict) or set(entry) != {"folds", "fold_seed"}:
+        return False
+    k, seed = entry["folds"], entry["fold_seed"]
+    is_int = lambda x: isinstance(x, int) and not isinstance(x, bool)
+    return (k is None and seed is None) or (is_int(k) and k >= 2 and is_int(seed))
+
+
 def _check_unrecorded_cut(grid_dir: Path, now: dict) -> None:
-    """A comparison whose record holds no fold cut (an older version's): its fixed-split runs resume on the fixed
-    split; fold runs cannot be vouched for (neither their number of folds nor their fold_seed is in them), so a
-    resume that would reuse them is refused."""
+    """A comparison whose record holds no usable fold cut (lost, damaged or an older version's): its fixed-split runs
+    resume on the fixed split; fold runs cannot be vouched for (neither their number of folds nor their fold_seed is
+    in them), so a resume that would reuse them is refused."""
     fold_runs = sorted(grid_dir.glob("*/fold*/metrics.json"))
     fixed_runs = sorted(grid_dir.glob("*/metrics.json"))
     asked = f"{now['folds']} folds" if now["folds"] else "the fixed split"
     if fold_runs:
-        raise ConfigError(f"--resume {grid_dir}: its record ({DATA_RECORD}, from an older version) does not say which "
-                          f"fold cut its fold runs were made on, so they cannot be reused for {asked}: drop --resume "
-                          "to run the comparison again")
+        raise ConfigError(f"--resume {grid_dir}: its record ({DATA_RECORD}) is missing, damaged or from an older "
+                          "version: it does not say which fold cut its fold runs were made on, so they cannot be "
+                          f"reused for {asked}: drop --resume to run the comparison again")
     if now["folds"] and fixed_runs:
         raise ConfigError(f"--resume {grid_dir}: its runs were made on the fixed split, this command asks for {asked}; "
                           "their folds would not match: resume without --folds, or drop --resume")

@@ -19,11 +19,13 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
 import torch
+import tqdm.std
 
 from elmo_features.util import distributed as D
 from elmo_features.util.errors import ElmoTasksError
@@ -54,6 +56,9 @@ def _init_worker(threads: int, includes: list[str], parent: int | None = None) -
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
     if parent is not None:
         _end_with_parent(parent)
+    # a bar's default lock is a named multiprocessing semaphore, which a worker terminated by _stop would leave
+    # behind ("leaked semaphore objects" at exit): a thread lock instead (each worker writes its own bars)
+    tqdm.std.tqdm.set_lock(threading.RLock())
     load_plugins(includes)  # the parent's plugins register here too (a spawned worker starts with none)
     os.environ["OMP_NUM_THREADS"] = str(threads)  # for libraries that read it late (e.g. a BLAS pool)
     torch.set_num_threads(threads)
@@ -74,9 +79,6 @@ def _stop(executor: ProcessPoolExecutor) -> None:
             p.terminate()
     for p in procs:
         p.join(timeout=10)
-    manager = getattr(executor, "_executor_manager_thread", None)  # it releases the pool's queues (and their
-    if manager is not None:  # semaphores) once it sees the workers gone; not waited for, the resource tracker
-        manager.join(timeout=10)  # warns of "leaked semaphore objects" at exit
 
 
 def run_jobs(fn: Callable, args: Sequence[tuple], jobs: int, threads: int,
@@ -94,7 +96,14 @@ def run_jobs(fn: Callable, args: Sequence[tuple], jobs: int, threads: int,
                                    initializer=_init_worker, initargs=(threads, loaded_includes(), os.getpid()))
     ok = False
     try:
-        pending = {executor.submit(fn, *a): i for i, a in enumerate(args)}
+        # the workers are spawned by these submissions: they start with SIGINT blocked (the mask survives exec), so a
+        # Ctrl-C to the process group before their initializer ignores it cannot kill one mid-import with a
+        # traceback; the parent's own SIGINT waits until the mask is restored, then arrives
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            pending = {executor.submit(fn, *a): i for i, a in enumerate(args)}
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=pending.get):

@@ -251,16 +251,23 @@ def check_output_dirs(**dirs: str | Path | None) -> None:
             check_output_dir(path, f"--{name.replace('_', '-')}")
             if name == "runs_dir":  # new run folders are made inside it: never inside one run's folder
                 check_not_a_run_folder(path, "--runs-dir")
+            if name == "cache_dir":  # cache files are written into it: never into a run's or a table's folder
+                check_not_a_run_folder(path, "--cache-dir", "the cache files", ("summary.json", "scores.json"))
 
 
-def check_not_a_run_folder(folder: str | Path, flag: str) -> None:
-    """``folder``, where this command makes its run folders, is not itself a run folder (of ``run --out``: its
-    .unfinished marker, or two of its files): PathError naming the files."""
+def check_not_a_run_folder(folder: str | Path, flag: str, what: str = "the new runs",
+                           results: tuple[str, ...] = ()) -> None:
+    """``folder``, where this command writes ``what``, is not itself a run folder (of ``run --out``: its .unfinished
+    marker, or two of its files), nor a results folder holding one of ``results``: PathError naming the files."""
     folder = Path(folder)
     found = [n for n in (UNFINISHED, *RUN_FOLDER_FILES) if (folder / n).exists()]
     if UNFINISHED in found or len(found) >= 2:
-        raise PathError(f"{flag} {folder}: is a run folder ({', '.join(found)}); the new runs would be written into "
+        raise PathError(f"{flag} {folder}: is a run folder ({', '.join(found)}); {what} would be written into "
                         "another run's folder: give another folder")
+    marker = next((n for n in results if (folder / n).is_file()), None)
+    if marker:
+        raise PathError(f"{flag} {folder}: is a results folder ({marker}); {what} would be written among its "
+                        "results: give another folder")
 
 
 

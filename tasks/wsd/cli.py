@@ -104,7 +104,7 @@ def cmd_senses(args) -> int:
     from elmo_features.util.threads import set_threads
 
     from tasks.features.base import FeatureContext
-    from tasks.experiment.preflight import check_feature_paths, feature_input_paths
+    from tasks.experiment.preflight import check_feature_paths, check_output_dirs, feature_input_paths
     from tasks.wsd.config import load_wsd_config
     from tasks.wsd.tagging import build_sense_file, is_sense_file
 
@@ -122,6 +122,7 @@ def cmd_senses(args) -> int:
     check_own_output(args.out, "--out", "a sense file written by `elmo-tasks wsd senses`", is_sense_file)
     set_threads(args.threads)
     cache_dir = cache_dir_of(args)
+    check_output_dirs(cache_dir=cache_dir)
     context = FeatureContext(cache_dir=cache_dir, progress=progress_setting(args.progress),
                              device=str(parse_device(args.device)))
     command = command_line(args, "senses")
@@ -246,6 +247,7 @@ def cmd_wsd(args) -> int:
     features = [] if args.features == ["none"] else args.features
     device = parse_device(args.device)
     cfg = load_wsd_config(args.config, overrides, features=features, bilm=args.bilm, train=args.train, test=args.test)
+    cfg.warn_inert(f"{args.config or 'defaults'}:")
     check_bilm_used(args.bilm, cfg)
     check_given_once(cfg.features, "--features" if args.features else "features", "the feature source")
     check_given_once(cfg.test, "--test" if args.test else "test", "the test folder",

@@ -5,6 +5,7 @@ Unknown keys and unknown component names are errors listing the valid ones (task
 from __future__ import annotations
 
 import copy
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +77,17 @@ class WsdConfig:
 
     def to_dict(self) -> dict:
         return to_dict(self)
+
+    def warn_inert(self, where: str) -> None:
+        """Settings that act on no row of the table (``elmo-tasks wsd``) are said to do nothing."""
+        inert = []
+        if self.fixed_mix is not None and "fixed_mix" not in self.knn:
+            inert.append(f"{join_key(where, 'fixed_mix')} weights the fixed_mix row, and knn does not list it")
+        if self.gloss_texts != ["definition"] and not {"senses_glosses", "senses_prior"} & set(self.knn):
+            inert.append(f"{join_key(where, 'gloss_texts')} chooses the glosses of the rows senses_glosses and "
+                         "senses_prior, and knn lists neither")
+        for what in inert:
+            print(f"warning: {what}: it has no effect", file=sys.stderr)
 
 
 def resolve_wsd(raw: dict, source: str = "config") -> WsdConfig:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from elmo_features.util.provenance import git_commit, machine
+from elmo_features.util.errors import ConfigError
 
 from tasks.experiment.config import DataConfig, RunConfig
 from tasks.wsd.data.examples import (WsdSentence, all_targets, check_candidates, load_inventory, to_examples,
@@ -34,7 +35,8 @@ from tasks.wsd.vectors import CHUNK, instance_layers
 from tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
 from tasks.wsd.plot import plot_f1_per_layer
 from tasks.wsd.example_sums import example_sums
-from tasks.wsd.sense_method import ROWS as SENSE_ROWS, HeldOut, hold_out, load_graph, plan_senses, sense_rows
+from tasks.wsd.sense_method import (ROWS as SENSE_ROWS, HeldOut, check_hold_out, hold_out, load_graph, plan_senses,
+                                    sense_rows)
 from tasks.wsd.senses import Graph
 from tasks.wsd.table import write_table
 
@@ -266,7 +268,8 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
         which.append(("average", "average of layers", [1.0 / L] * L, "average"))
     if "fixed_mix" in cfg.knn and L > 1:
         if len(cfg.fixed_mix) != L:
-            raise ValueError(f"fixed_mix has {len(cfg.fixed_mix)} weights but source {name} has {L} layers")
+            raise ConfigError(f"fixed_mix: {len(cfg.fixed_mix)} weights, but source {name} has {L} layers; give one "
+                              "weight per layer (or drop the fixed_mix row from knn)")
         s = sum(cfg.fixed_mix)
         which.append(("fixed_mix", "fixed mix", [w / s for w in cfg.fixed_mix], "fixed_mix"))
     if dev_choice is not None:
@@ -368,6 +371,8 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
     report.add("mfs", f"{train_ds.name} most frequent sense", {k: a for k, (a, _) in mfs_answers.items()},
                "baseline", backoff=sum(b for _, b in mfs_answers.values()))
     graph = load_graph(cfg.wordnet) if any(r in cfg.knn for r in SENSE_ROWS) else None  # WordNet's data files
+    if cfg.features and (graph is not None or "dev_layer" in cfg.knn):  # (rows of a source choose on them)
+        check_hold_out(train_ex, cfg.head_dev_every)  # (before any source embeds the training set)
     for name in cfg.features:
         _source_rows(report, cfg, name, train_dir, train_ex, context, progress, runs_dir, command, graph)
 

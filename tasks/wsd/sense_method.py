@@ -10,6 +10,8 @@ from typing import Sequence
 
 import numpy as np
 
+from elmo_features.util.errors import ConfigError
+
 from tasks.wsd.data.examples import WsdSentence, all_targets
 from tasks.features.base import FeatureContext, build_features, section_fingerprints
 from tasks.wsd.knn import SenseSums
@@ -57,12 +59,22 @@ class HeldOut:
     vecs: np.ndarray  # (H, L, D)
 
 
+def check_hold_out(train_ex: list[WsdSentence], every: int) -> None:
+    """Every ``every``-th training sentence holds some annotated instance, or ConfigError (before any embedding):
+    each choice on the held-out sentences would be a tie at 0 accuracy, the first candidate taken."""
+    if not any(t.gold for i, ex in enumerate(train_ex) if i % every == every - 1 for t in ex.targets):
+        raise ConfigError(f"head_dev_every {every}: holds out no annotated instance of the {len(train_ex):,} training "
+                          f"sentences (every {every}th sentence); the settings chosen on held-out sentences would be "
+                          "chosen on nothing: give a smaller head_dev_every")
+
+
 def hold_out(train_ex: list[WsdSentence], train_vecs: np.ndarray, every: int) -> HeldOut:
     """Split the training instances by sentence: every ``every``-th sentence's annotated instances are held out."""
     targets = all_targets(train_ex)
     is_dev = np.concatenate([np.full(len(ex.targets), i % every == every - 1) for i, ex in enumerate(train_ex)])
     fit = [t for t, d in zip(targets, is_dev) if not d]
     held_rows = np.flatnonzero(is_dev & np.array([bool(t.gold) for t in targets]))
+    check_hold_out(train_ex, every)
     return HeldOut(every, SenseSums.from_targets(fit, train_vecs, rows_of=np.flatnonzero(~is_dev)),
                    [targets[i] for i in held_rows],
                    np.ascontiguousarray(train_vecs[held_rows]))

@@ -35,7 +35,7 @@ from tasks.wsd.vectors import CHUNK, all_layers, instance_layers
 from tasks.wsd.knn import SenseSums, _unit
 from tasks.wsd.data.morphy import Morphy
 from tasks.wsd.example_sums import example_sums
-from tasks.wsd.sense_method import hold_out, load_graph, plan_senses, sense_context
+from tasks.wsd.sense_method import check_hold_out, hold_out, load_graph, plan_senses, sense_context
 from tasks.wsd.senses import STEPS, wordnet_fingerprint
 
 FORMAT = "elmo-tasks-senses-1"
@@ -52,6 +52,7 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
     warn_unknown_keys(train_ds, inventory, f"training set {train_ds.name}")
     source = build_features(section, replace(context, memo=context.memo.streaming()))  # keeps no per-word arrays
     train_ex = to_examples(train_ds, inventory)
+    check_hold_out(train_ex, cfg.head_dev_every)  # (before the training set is embedded)
     train_vecs = instance_layers(source, train_ex, "train", CHUNK)
     graph = load_graph(cfg.wordnet)
     plan = plan_senses(section, graph, hold_out(train_ex, train_vecs, cfg.head_dev_every), context, cfg.gloss_texts,
@@ -294,18 +295,19 @@ class SenseTagger:
 
 def _check_recipe(path, meta: dict, source) -> None:
     """A sense file's query recipe fits its source: one finite layer weight per layer the source gives (one word is
-    embedded to count them), finite gloss weights and prior (files from before the meta checksum)."""
+    embedded to count them), not all zero; gloss weights and prior finite and >= 0 (files from before the meta
+    checksum)."""
     L = source.word_layers([["the"]], "check")[0].shape[0]
     layers = meta.get("layers")
     fix = "the file is damaged or edited: make it again with `elmo-tasks wsd senses`"
-    if (not isinstance(layers, list) or len(layers) != L or
-            not all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for x in layers)):
+    number = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and bool(np.isfinite(x))
+    if not isinstance(layers, list) or len(layers) != L or not all(map(number, layers)) or not any(layers):
         raise StaleCacheError(f"{path}: meta layers {layers!r} are not {L} finite weights, one per layer of its "
-                              f"feature source; " + fix)
+                              f"feature source, not all zero; " + fix)
     w, prior = meta.get("w") or {}, meta.get("prior") or 0.0
-    if (not isinstance(w, dict) or not all(isinstance(x, (int, float)) and np.isfinite(x) for x in w.values())
-            or not isinstance(prior, (int, float)) or not np.isfinite(prior)):
-        raise StaleCacheError(f"{path}: meta w {w!r} or prior {prior!r} is not finite numbers; " + fix)
+    if (not isinstance(w, dict) or not all(number(x) and x >= 0 for x in w.values())
+            or not number(prior) or prior < 0):
+        raise StaleCacheError(f"{path}: meta w {w!r} or prior {prior!r} is not finite numbers >= 0; " + fix)
 
 
 def _split_pos(token: str) -> tuple[str, str | None]:
