@@ -28,6 +28,7 @@ import torch
 import tqdm.std
 
 from elmo_features.util import distributed as D
+from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
 
 from tasks.features.base import FeatureContext, build_features
@@ -111,6 +112,7 @@ def run_jobs(fn: Callable, args: Sequence[tuple], jobs: int, threads: int,
                 try:
                     results[i] = fut.result()
                 except BrokenProcessPool as e:
+                    stop.check()  # workers ended by the same SIGTERM as the parent: a stop, not a failure
                     raise JobFailedError(f"{label(i)}: a worker process died ({_one_line(e)}); the other jobs "
                                          "were stopped (out of memory? see the messages above)") from None
                 except (ElmoTasksError, OSError) as e:
