@@ -194,8 +194,9 @@ def test_recorded_commands_say_the_folder_they_ran_in(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- list fifteen
 
 def test_ctrl_c_to_a_starting_or_running_pool_is_one_line(tmp_path):
-    """Ctrl-C to the process group of `compare --jobs 2` while its workers start (import torch) or run: exit 130,
-    the interrupt line, no worker traceback and no "leaked semaphore objects" (a worker's tqdm lock)."""
+    """Ctrl-C (or a closed terminal) to the process group of `compare --jobs 2` while its workers start (import
+    torch) or run: exit 130 (129), the interrupt line, no worker or resource-tracker traceback and no "leaked
+    semaphore objects" (a worker's tqdm lock)."""
     import os
     import signal
     import subprocess
@@ -210,15 +211,17 @@ def test_ctrl_c_to_a_starting_or_running_pool_is_one_line(tmp_path):
             f"{glove}, lowercase: true}}}}", "--set", "training.max_epochs=3000", "--set", "training.patience=3000",
             "--seeds", "1,2", "--jobs", "2", "--cache-dir", "C", "--progress", "off"]
     run_env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    for i, delay in enumerate((3.0, 6.0)):
+    for i, (sig, delay, code) in enumerate(((signal.SIGINT, 3.0, 130), (signal.SIGINT, 6.0, 130),
+                                            (signal.SIGHUP, 4.0, 129))):  # SIGHUP: a closed terminal
         p = subprocess.Popen(args + ["--runs-dir", f"RR{i}", "--results-dir", f"RES{i}"], cwd=tmp_path, env=run_env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
         time.sleep(delay)
-        os.killpg(p.pid, signal.SIGINT)
+        os.killpg(p.pid, sig)
         _, err = p.communicate(timeout=120)
         time.sleep(0.5)
-        assert p.returncode == 130, err
+        assert p.returncode == code, err
         assert "interrupted" in err and "Traceback" not in err and "leaked semaphore" not in err, err
+        assert "resource_tracker" not in err, err
 
 
 def test_a_wsd_fixed_mix_with_the_wrong_number_of_weights_is_one_line(tmp_path, capsys, monkeypatch):
@@ -321,3 +324,141 @@ def test_a_cache_dir_that_is_a_run_or_results_folder_is_refused(tmp_path, capsys
     assert main(["run", cfg, "--out", "R2", "--cache-dir", "R", "--progress", "off"]) == 2
     one_line_error(capsys, "--cache-dir R: is a run folder", "the cache files would be written into another run's")
     assert not (tmp_path / "R2").exists()
+
+
+# ---------------------------------------------------------------- list sixteen
+
+def test_wsd_senses_with_no_held_out_setting_is_one_line(tmp_path, capsys, monkeypatch):
+    cfg = _tiny_wsd(tmp_path, monkeypatch, knn=["layers"])
+    assert main(["wsd", "senses", "--config", cfg, "--source", "elmo", "--out", "s.h5", "--set", "head_dev_every=0",
+                 *FAST]) == 2
+    _last_error(capsys, "head_dev_every 0: the sense vectors choose their settings on held-out training sentences")
+
+
+def test_a_bilm_loaded_under_inference_mode_embeds(tmp_path):
+    import torch
+
+    from elmo_features import Embedder, FeatureCache, load_bilm
+
+    opts, weights = make_bilm(tmp_path / "bilm")
+    plain = Embedder(load_bilm(str(opts), str(weights))).embed_sentences([["the", "cat"]])[0]
+    with torch.inference_mode():
+        bilm = load_bilm(str(opts), str(weights))
+    embedder = Embedder(bilm)
+    np.testing.assert_array_equal(embedder.embed_sentences([["the", "cat"]])[0], plain)
+    np.testing.assert_array_equal(FeatureCache(tmp_path / "C").embed(embedder, [["the", "cat"]])[0], plain)
+
+
+def test_a_transformer_in_train_mode_still_gives_frozen_features(tmp_path):
+    from elmo_features.encoders import TransformerEmbedder, load_encoder
+    from encoder_helpers import make_bert
+
+    enc = load_encoder(str(make_bert(tmp_path / "enc")))  # (its config has dropout 0.1)
+    embedder, s = TransformerEmbedder(enc), [["the", "cat", "sat"]]
+    frozen = embedder.embed_sentences(s)[0]
+    enc.model.train()
+    np.testing.assert_array_equal(embedder.embed_sentences(s)[0], frozen)
+    assert enc.model.training  # the caller's mode is given back
+    for bad in ("8", 4.0):
+        with pytest.raises(TypeError, match="window_pieces must be an integer"):
+            TransformerEmbedder(enc, window_pieces=bad)
+
+
+def test_a_comparisons_record_that_is_a_link_is_never_written_through(tmp_path, capsys, monkeypatch):
+    args, rr = _fold_comparison(tmp_path, monkeypatch)
+    assert main(args + ["--results-dir", "RES"]) == 0
+    grid = next(rr.glob("*/compare-*"))
+    mine = tmp_path / "mine.json"
+    mine.write_text("my notes\n")
+    (grid / ".data_sha256.json").unlink()
+    (grid / ".data_sha256.json").symlink_to(mine)
+    capsys.readouterr()
+    assert main(args + ["--resume", str(grid), "--results-dir", "RES2"]) == 2
+    one_line_error(capsys, ".data_sha256.json: is a link, not the comparison's own record")
+    assert mine.read_text() == "my notes\n"
+    (grid / ".data_sha256.json").unlink()
+    (grid / ".data_sha256.json").mkdir()
+    assert main(args + ["--resume", str(grid), "--results-dir", "RES2"]) == 2
+    one_line_error(capsys, ".data_sha256.json: is a folder")
+    (grid / ".data_sha256.json").rmdir()
+    (grid / ".data_sha256.json").write_text("{}")
+    for name in ("RR", "mine_bilm"):  # a comparison's runs folder; a biLM folder
+        folder = grid if name == "RR" else tmp_path / name
+        folder.mkdir(exist_ok=True)
+        (folder / "options.json").write_text("{}") if name != "RR" else None
+        assert main(args + ["--results-dir", "RES3", "--cache-dir", str(folder)]) == 2
+        one_line_error(capsys, "--cache-dir", "would be written among its files")
+
+
+def test_eval_bilm_refuses_an_export_whose_bilm_was_edited_after_its_softmax(tmp_path, capsys):
+    import h5py
+
+    from test_reliability_training import finished_bilm_run
+
+    finished_bilm_run(tmp_path)
+    export = tmp_path / "run" / "export"
+    with h5py.File(export / "weights.hdf5", "r+") as f:
+        names = []
+        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) and "LSTMCell/W_0" in n else None)
+        f[names[0]][...] = f[names[0]][()] * 5
+    capsys.readouterr()
+    assert main(["eval-bilm", str(tmp_path / "held.txt"), "--options", str(export / "options.json"), "--weights",
+                 str(export / "weights.hdf5"), "--vocab", str(export / "vocab.txt")]) == 2
+    one_line_error(capsys, "its biLM weights are not the ones its softmax was trained with")
+
+
+def test_static_vectors_in_another_encoding_and_configs_in_gzip_are_named(tmp_path):
+    from elmo_features.util.config_files import read_config_file
+    from elmo_features.util.errors import ConfigError
+    from tasks.data.static_vectors import load_static_vectors
+
+    text = "the 0.1 0.2\ncat 0.3 0.4\n"
+    for enc, says in (("utf-16", "UTF-16"), ("utf-32", "UTF-32")):
+        path = tmp_path / f"v-{enc}.txt"
+        path.write_text(text, encoding=enc)
+        with pytest.raises(Exception, match=f"the file is {says}; convert it to UTF-8"):
+            load_static_vectors(path)
+    packed = tmp_path / "c.yaml"
+    packed.write_bytes(gzip.compress(b"name: x\n"))
+    with pytest.raises(ConfigError, match="gzip-compressed; decompress it \\(gunzip\\)$"):
+        read_config_file(packed)
+
+
+def test_wsd_rows_and_heads_that_cannot_be_made_are_said(tmp_path, capsys, monkeypatch):
+    cfg = _tiny_wsd(tmp_path, monkeypatch, knn=["layers", "average", "fixed_mix"], fixed_mix=[1.0])
+    raw = yaml.safe_load(Path(cfg).read_text())
+    (tmp_path / "vec.txt").write_text("the 0.1 0.2\nbank 0.3 0.4\nriver 0.5 0.1\n")
+    raw["sources"] = {"vec": {"name": "static", "path": str(tmp_path / "vec.txt"), "format": "text"}}
+    raw["features"] = ["vec"]
+    Path(cfg).write_text(yaml.safe_dump(raw))
+    assert main(["wsd", "--config", cfg, "--out", "W", "--no-plot", *FAST]) == 0
+    assert "source vec has one layer: no average or fixed_mix row for it" in capsys.readouterr().err
+    raw |= {"knn": [], "head": {"name": "wsd_linear"}, "probes": False, "head_dev_every": 50,
+            "training": {"max_epochs": 1}}
+    Path(cfg).write_text(yaml.safe_dump(raw))
+    assert main(["wsd", "--config", cfg, "--out", "W2", "--no-plot", *FAST]) == 0
+    assert "head_dev_every 50: holds out none of the 6 training sentences; the head trains without a dev set" in \
+        capsys.readouterr().err
+
+
+def test_a_sense_file_with_its_meta_checksum_but_not_its_arrays_checksum_is_refused(tmp_path, capsys, senses):
+    import h5py
+
+    path = tmp_path / "s.h5"
+    path.write_bytes((senses / "senses.h5").read_bytes())
+    with h5py.File(path, "a") as f:
+        del f.attrs["sha256"]
+    assert main(["wsd", "tag", str(senses / "in.txt"), "--senses", str(path)]) == 2
+    one_line_error(capsys, "do not match the checksum written with them")
+
+
+def test_train_bilm_token_vectors_dim_without_token_vectors_is_warned_about(tmp_path):
+    from elmo_features.training.config import TrainConfig
+
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        TrainConfig.from_dict({**SMALL, "train_files": ["a.txt"], "out_dir": "run", "token_vectors_dim": 50})
+    assert err.getvalue().count("token_vectors_dim 50 sizes the vectors of token_vectors") == 1

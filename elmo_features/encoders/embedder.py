@@ -117,6 +117,8 @@ class TransformerEmbedder(SentenceEmbedder):
             if len(set(self.layers)) != len(self.layers):
                 raise EncoderError(f"layers: {list(layers)} names a hidden state twice (0..{n - 1}, -1 = {n - 1})")
         limit = encoder.max_pieces()
+        window_pieces = check_int(window_pieces, "window_pieces") if window_pieces is not None else None
+        window_stride = check_int(window_stride, "window_stride") if window_stride is not None else None
         self.window = int(window_pieces) if window_pieces is not None else limit
         if not 1 <= self.window <= limit:
             raise EncoderError(f"window_pieces: {self.window} must be in 1..{limit} (the model's maximum length less "
@@ -244,8 +246,13 @@ class TransformerEmbedder(SentenceEmbedder):
                 bar.update(len(empty))
             for batch in self._batches(pieces):
                 stop.check()  # a stop request whose KeyboardInterrupt was swallowed (elmo_features.util.stop)
-                with torch.inference_mode():
-                    arrays = self._run([pieces[k] for k in batch])
+                model, was_training = self.encoder.model, self.encoder.model.training
+                model.eval()  # frozen features: never dropout, even if the caller put the model in train mode
+                try:
+                    with torch.inference_mode():
+                        arrays = self._run([pieces[k] for k in batch])
+                finally:
+                    model.train(was_training)
                 done_idx, done_arr = [], []
                 for k, a in zip(batch, arrays):
                     p = pieces[k]

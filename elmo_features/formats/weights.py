@@ -307,7 +307,12 @@ def check_softmax_bilm(f: h5py.File, src: str, weights: str) -> None:
     """Refuse a softmax file ``f`` (``eval-bilm --softmax``) that train-bilm exported with another biLM than the one
     in ``weights`` (its ``softmax/bilm_sha256``; official files have none and are not checked)."""
     recorded = f.get("softmax/bilm_sha256")
-    if not isinstance(recorded, h5py.Dataset) or src == weights:
+    if not isinstance(recorded, h5py.Dataset):
+        return
+    if src == weights:  # the softmax in the weights file itself: its biLM datasets edited since the export?
+        if file_bilm_sha256(f) != recorded.asstr()[()]:
+            raise WeightFileError(f"{src}: its biLM weights are not the ones its softmax was trained with (edited "
+                                  "after the export?); the perplexity would be wrong: export the model again")
         return
     with h5py.File(weights, "r") as w:
         if file_bilm_sha256(w) != recorded.asstr()[()]:

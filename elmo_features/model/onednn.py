@@ -111,5 +111,14 @@ class PackedLinear:
 def param_key(module: torch.nn.Module) -> tuple:
     """Identifies the current values of a module's parameters (storage and in-place version counters)
     and its inference precision (``elmo_features.model.precision``)."""
-    return tuple((p.data_ptr(), p._version) for p in module.parameters()) + (
+    return tuple((p.data_ptr(), _version(p)) for p in module.parameters()) + (
         getattr(module, "_elmo_precision", "fp32"), bool(getattr(module, "_elmo_bf16_emulate", False)))
+
+
+def _version(p: torch.Tensor):
+    """The in-place version counter; an inference tensor (a model loaded under ``torch.inference_mode()``) has none:
+    a fresh object, equal to no earlier key (its packed copy is made again each call)."""
+    try:
+        return p._version
+    except RuntimeError:
+        return object()

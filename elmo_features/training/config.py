@@ -123,6 +123,9 @@ class TrainConfig:
         if self.skip_batches and not self.init_from:
             raise ConfigError(f"{join_key(where, 'skip_batches')}: {self.skip_batches} applies to a warm start "
                               "(init_from) only, and this config has none; drop skip_batches or set init_from")
+        if self.token_vectors is None and self.token_vectors_dim is not None:
+            print(f"warning: {join_key(where, 'token_vectors_dim')} {self.token_vectors_dim} sizes the vectors of "
+                  "token_vectors, and this config has none: it has no effect", file=sys.stderr)
         problem = self.threads and threads_problem(self.threads)
         if problem:
             raise ConfigError(f"{join_key(where, 'threads')}: {problem} (or null: the cores of the process)")

@@ -78,7 +78,7 @@ def read_config_file(path: str | Path, kind: str = "yaml"):
     except UnicodeDecodeError as e:
         found = binary_kind(e.object[:4])
         if found and not e.object.startswith(b"\x89HDF"):  # (an HDF5 file gets the weights-file hint below)
-            raise ConfigError(f"{path}: {found.replace('FILE', str(path))}") from None
+            raise ConfigError(f"{path}: {found.replace('FILE', str(path)).replace(', or name it with .gz', '')}") from None
         hint = "; is this the weights file?" if kind == "json" and e.object[:4] == b"\x89HDF" else ""
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}){hint}") from None
     except yaml.YAMLError as e:

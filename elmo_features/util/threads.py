@@ -58,3 +58,14 @@ def set_threads(value: int | None, default: int | None = None) -> int:
         raise UsageError(f"threads: {problem}")
     torch.set_num_threads(n)
     return n
+
+
+def thread_tqdm_lock() -> None:
+    """Progress bars lock with a thread lock. tqdm's default is a named multiprocessing semaphore: made in a pool
+    worker that is terminated, it is left behind ("leaked semaphore objects" at exit); made in the parent before the
+    pool, it starts multiprocessing's resource tracker outside the pool's signal mask (a closed terminal kills it)."""
+    import threading
+
+    import tqdm.std
+
+    tqdm.std.tqdm.set_lock(threading.RLock())

@@ -47,6 +47,7 @@ def _exit_if_no_current_folder() -> None:
 _exit_if_no_current_folder()
 
 from elmo_features.util.env import warn_retired
+from elmo_features.util.threads import thread_tqdm_lock
 from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
 
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if from_command_line:
         reopen_closed_stderr()
+        thread_tqdm_lock()  # no multiprocessing semaphore (and its resource tracker) until a process pool starts
     soften_stderr()
     if from_command_line:
         forgive_stderr()

@@ -28,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
-from elmo_features.util.text_input import check_text, gz_checked
+from elmo_features.util.text_input import binary_kind, check_text, gz_checked
 
 from tasks.data.types import DataFormatError
 
@@ -267,7 +267,10 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
         try:
             words, vectors = _read_text(path, max_vectors, progress)
         except UnicodeDecodeError as e:
-            raise DataFormatError(f"not UTF-8 text ({e}); a word2vec binary file needs format='word2vec_bin'",
+            with open(path, "rb") as f:
+                kind = binary_kind(f.read(4)) if path.suffix != ".gz" else None
+            raise DataFormatError(kind.replace("FILE", str(path)) if kind else
+                                  f"not UTF-8 text ({e}); a word2vec binary file needs format='word2vec_bin'",
                                   path) from None
     bad = ~np.isfinite(vectors).all(axis=1)
     if bad.any():

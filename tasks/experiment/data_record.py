@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from elmo_features.formats.download import file_sha256
-from elmo_features.util.errors import ConfigError
+from elmo_features.util.errors import ConfigError, PathError
 from elmo_features.util.provenance import write_text_atomic
 
 from tasks.data.registry import reader_path_kind
@@ -39,6 +39,9 @@ def check_data_unchanged(cfg: RunConfig, grid_dir: Path, folds: int | None, resu
     refuse to resume one whose data files or cut changed since (ConfigError naming it): old and new runs would mix
     two data sets. A resumed folder without a readable record is warned about, and recorded now."""
     now, record = data_fingerprints(cfg), grid_dir / DATA_RECORD
+    if record.is_symlink() or (record.exists() and not record.is_file()):  # written in place: never through a link
+        raise PathError(f"{record}: is a {'link' if record.is_symlink() else 'folder'}, not the comparison's own "
+                        "record of its data files; remove it (a resume then refuses to reuse fold runs)")
     now["folds"] = {"folds": folds, "fold_seed": cfg.compare.fold_seed if folds else None}
     try:
         saved = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None

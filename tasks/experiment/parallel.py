@@ -25,11 +25,11 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Sequence
 
 import torch
-import tqdm.std
 
 from elmo_features.util import distributed as D
 from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.threads import thread_tqdm_lock
 
 from tasks.features.base import FeatureContext, build_features
 from tasks.plugins import load_plugins, loaded_includes
@@ -57,9 +57,7 @@ def _init_worker(threads: int, includes: list[str], parent: int | None = None) -
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent stops us
     if parent is not None:
         _end_with_parent(parent)
-    # a bar's default lock is a named multiprocessing semaphore, which a worker terminated by _stop would leave
-    # behind ("leaked semaphore objects" at exit): a thread lock instead (each worker writes its own bars)
-    tqdm.std.tqdm.set_lock(threading.RLock())
+    thread_tqdm_lock()
     load_plugins(includes)  # the parent's plugins register here too (a spawned worker starts with none)
     os.environ["OMP_NUM_THREADS"] = str(threads)  # for libraries that read it late (e.g. a BLAS pool)
     torch.set_num_threads(threads)
@@ -93,18 +91,24 @@ def run_jobs(fn: Callable, args: Sequence[tuple], jobs: int, threads: int,
     results: list = [None] * len(args)
     if not args:
         return results
-    executor = ProcessPoolExecutor(max_workers=min(jobs, len(args)), mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(threads, loaded_includes(), os.getpid()))
+    # the pool's resource tracker (started with its first queue) and its workers (spawned by the submissions) start
+    # with SIGINT ignored (an ignored disposition survives exec, and Python then installs no KeyboardInterrupt
+    # handler) and SIGHUP blocked: a Ctrl-C or a closed terminal reaching the process group cannot kill the tracker,
+    # or a worker mid-import, with a traceback; the parent stops them itself. The parent's own SIGINT stays pending
+    # meanwhile (a blocked signal is kept even while ignored) and reaches its handler once both are restored.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP})
+    main_thread = threading.current_thread() is threading.main_thread()
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    try:
+        executor = ProcessPoolExecutor(max_workers=min(jobs, len(args)), mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_init_worker, initargs=(threads, loaded_includes(), os.getpid()))
+        pending = {executor.submit(fn, *a): i for i, a in enumerate(args)}
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, handler if handler is not None else signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     ok = False
     try:
-        # the workers are spawned by these submissions: they start with SIGINT blocked (the mask survives exec), so a
-        # Ctrl-C to the process group before their initializer ignores it cannot kill one mid-import with a
-        # traceback; the parent's own SIGINT waits until the mask is restored, then arrives
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            pending = {executor.submit(fn, *a): i for i, a in enumerate(args)}
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in sorted(done, key=pending.get):

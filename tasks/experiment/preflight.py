@@ -252,7 +252,11 @@ def check_output_dirs(**dirs: str | Path | None) -> None:
             if name == "runs_dir":  # new run folders are made inside it: never inside one run's folder
                 check_not_a_run_folder(path, "--runs-dir")
             if name == "cache_dir":  # cache files are written into it: never into a run's or a table's folder
-                check_not_a_run_folder(path, "--cache-dir", "the cache files", ("summary.json", "scores.json"))
+                check_not_a_run_folder(path, "--cache-dir", "the cache files", CACHE_DIR_FORBIDDEN)
+
+
+CACHE_DIR_FORBIDDEN = ("summary.json", "scores.json", ".data_sha256.json", "options.json", "weights.hdf5",
+                       "checkpoint.pt")  # a table's, a comparison's runs, a biLM's or a train-bilm run's folder
 
 
 def check_not_a_run_folder(folder: str | Path, flag: str, what: str = "the new runs",
@@ -266,8 +270,8 @@ def check_not_a_run_folder(folder: str | Path, flag: str, what: str = "the new r
                         "another run's folder: give another folder")
     marker = next((n for n in results if (folder / n).is_file()), None)
     if marker:
-        raise PathError(f"{flag} {folder}: is a results folder ({marker}); {what} would be written among its "
-                        "results: give another folder")
+        raise PathError(f"{flag} {folder}: holds {marker} (a results, comparison, model or training folder); {what} "
+                        "would be written among its files: give another folder")
 
 
 

@@ -166,6 +166,9 @@ def _train_head(cfg: WsdConfig, section: dict, train_dir: str, train_ex: list[Ws
     is_dev = [bool(every) and i % every == every - 1 for i in range(len(train_ex))]
     examples = {"train": [ex for ex, d in zip(train_ex, is_dev) if not d]}
     features = None if items is None else {"train": [x for x, d in zip(items, is_dev, strict=True) if not d]}
+    if every and not any(is_dev):  # (probes and the mix head train the same way: said once per head run)
+        print(f"warning: head_dev_every {every}: holds out none of the {len(train_ex):,} training sentences; the head "
+              "trains without a dev set (no early stopping): give a smaller head_dev_every", file=sys.stderr)
     if any(is_dev):
         examples["dev"] = [ex for ex, d in zip(train_ex, is_dev) if d]
         if features is not None:
@@ -266,6 +269,8 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
         which += [(f"layer{l}", f"layer {l}" if L > 1 else "vectors", _one_hot(L, l), l) for l in range(L)]
     if "average" in cfg.knn and L > 1:
         which.append(("average", "average of layers", [1.0 / L] * L, "average"))
+    if L == 1 and {"average", "fixed_mix"} & set(cfg.knn):  # (rows of several layers: none to mix)
+        print(f"warning: source {name} has one layer: no average or fixed_mix row for it", file=sys.stderr)
     if "fixed_mix" in cfg.knn and L > 1:
         if len(cfg.fixed_mix) != L:
             raise ConfigError(f"fixed_mix: {len(cfg.fixed_mix)} weights, but source {name} has {L} layers; give one "

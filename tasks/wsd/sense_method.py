@@ -62,6 +62,9 @@ class HeldOut:
 def check_hold_out(train_ex: list[WsdSentence], every: int) -> None:
     """Every ``every``-th training sentence holds some annotated instance, or ConfigError (before any embedding):
     each choice on the held-out sentences would be a tie at 0 accuracy, the first candidate taken."""
+    if every < 2:
+        raise ConfigError(f"head_dev_every {every}: the sense vectors choose their settings on held-out training "
+                          "sentences; set head_dev_every >= 2")
     if not any(t.gold for i, ex in enumerate(train_ex) if i % every == every - 1 for t in ex.targets):
         raise ConfigError(f"head_dev_every {every}: holds out no annotated instance of the {len(train_ex):,} training "
                           f"sentences (every {every}th sentence); the settings chosen on held-out sentences would be "

@@ -208,7 +208,8 @@ class SenseTagger:
         self.gloss = _unit(raw["gloss"].astype(np.float64))
         self.has, self.counts = raw["step"] >= 0, raw["counts"]
         _check_shapes(path, self.keys, self.context, self.gloss, self.has, self.counts)
-        edited = recorded is not None and recorded != sense_digest(self.keys, *raw.values())  # (whole, but edited)
+        edited = (recorded is None and meta_recorded is not None  # (both are written since the meta checksum)
+                  or recorded is not None and recorded != sense_digest(self.keys, *raw.values()))  # (whole, but edited)
         if meta_edited:  # the recipe of every query: its layers, w, the prior, the source
             raise StaleCacheError(f"{path}: its meta attribute (layers, w, prior, source) does not match the checksum "
                                   "written with it (edited or damaged); make it again with `elmo-tasks wsd senses`")
