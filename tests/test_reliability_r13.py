@@ -462,3 +462,26 @@ def test_train_bilm_token_vectors_dim_without_token_vectors_is_warned_about(tmp_
     with contextlib.redirect_stderr(err):
         TrainConfig.from_dict({**SMALL, "train_files": ["a.txt"], "out_dir": "run", "token_vectors_dim": 50})
     assert err.getvalue().count("token_vectors_dim 50 sizes the vectors of token_vectors") == 1
+
+
+def test_a_stop_while_the_summary_is_written_says_what_finished(tmp_path, capsys, monkeypatch):
+    from tasks.experiment import compare
+
+    args, rr = _fold_comparison(tmp_path, monkeypatch)
+
+    def stopped(*a, **k):
+        raise KeyboardInterrupt("SIGTERM")
+
+    monkeypatch.setattr(compare, "write_summary", stopped)
+    assert main(args + ["--results-dir", "RES"]) == 130
+    err = capsys.readouterr().err
+    assert "1 of 1 runs finished" in err and "--resume" in err, err  # (was: a bare "interrupted")
+
+
+def test_a_config_read_from_a_pipe_is_said_not_to_rerun(capsys):
+    from tasks.cli.run import warn_unrepeatable
+
+    warn_unrepeatable("/dev/fd/63")
+    warn_unrepeatable("configs/c.yaml")
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1 and "/dev/fd/63 is a pipe: the command recorded" in err

@@ -106,11 +106,19 @@ def command_line(args) -> str:
                            repeated={"overrides": "--set", "include": "--include"})
 
 
+def warn_unrepeatable(config: str) -> None:
+    """A config read from a pipe (``<(...)``, /dev/stdin) cannot be read again: the recorded command would not run."""
+    if str(config).startswith(("/dev/fd/", "/proc/self/fd/", "/dev/stdin")):
+        print(f"warning: the config {config} is a pipe: the command recorded with the results cannot be run again "
+              "(save the config to a file to keep it)", file=sys.stderr)
+
+
 def cmd_run(args) -> int:
     from tasks.experiment.run import run_experiment
     from tasks.experiment.parallel import torchrun_ranks
 
     check_flags_given(args, "out", "runs_dir")
+    warn_unrepeatable(args.config)
     if args.out and given(args.runs_dir):
         raise UsageError(f"--runs-dir {args.runs_dir}: does not apply with --out {args.out} (the run goes there); "
                          "give one of the two")
@@ -176,6 +184,7 @@ def cmd_compare(args) -> int:
     from tasks.experiment.compare_checks import check_comparison_args
 
     check_flags_given(args, "results_dir", "runs_dir", "resume")
+    warn_unrepeatable(args.config)
     with saved_config() if args.resume else nullcontext():  # its finished runs may predate a rule: warned about
         cfg = load_config(args.config, args.overrides)
     if cfg.compare is None:

@@ -35,6 +35,7 @@ from tasks.experiment.compare_checks import (check_comparison_args, check_result
 from tasks.features.base import FeatureContext, section_fingerprints
 from tasks.features.fingerprints import report_fingerprints
 from tasks.experiment.parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
+from tasks.experiment.plots import pyplot
 from tasks.experiment.summary import FROZEN_KINDS, find_in_report, summarize, write_summary
 from tasks.plugins import changed_plugin, plugin_digests
 from tasks.registry import HEADS
@@ -92,12 +93,13 @@ def _run_comparison(cfg: RunConfig, results_dir: Path, runs_dir: str | Path, con
         table.done(i, record)
     todo = [i for i in range(len(cells)) if i not in reused]
     try:
+        pyplot()  # the summary's heavy plotting import first: a stop landing inside it can break it for good
         _execute(cfg, plan, todo, dirs, context, progress, command, jobs, threads, table.done)
+        if table.summary:  # (under torchrun only rank 0 has it)
+            write_summary(table.summary, results_dir)
     except KeyboardInterrupt:  # (the pool's workers are terminated by now; finished runs are in the summary)
         raise ComparisonInterrupted(grid_dir, len(table.runs), len(cells),
                                     results_dir / "summary.md" if table.runs else None) from None
-    if table.summary:  # (under torchrun only rank 0 has it)
-        write_summary(table.summary, results_dir)
     return table.summary
 
 
