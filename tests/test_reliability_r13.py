@@ -485,3 +485,61 @@ def test_a_config_read_from_a_pipe_is_said_not_to_rerun(capsys):
     warn_unrepeatable("configs/c.yaml")
     err = capsys.readouterr().err
     assert err.count("warning:") == 1 and "/dev/fd/63 is a pipe: the command recorded" in err
+
+
+# ---------------------------------------------------------------- list seventeen
+
+def test_a_set_value_that_yaml_would_cut_at_a_comment_is_refused():
+    from elmo_features.util.config_files import apply_set
+    from elmo_features.util.errors import ConfigError
+
+    for assignment in ("data.train=/x/train #2.tsv", "name=nightly #2"):
+        with pytest.raises(ConfigError, match="YAML reads ' #' as the start of a comment.*quote it"):
+            apply_set({}, assignment)
+    raw: dict = {}
+    for assignment in ('name="nightly #2"', "tag=a#b"):
+        apply_set(raw, assignment)
+    assert raw == {"name": "nightly #2", "tag": "a#b"}
+
+
+def test_more_files_are_named_for_what_they_are_and_static_vectors_check_their_values(tmp_path):
+    import bz2
+    import lzma
+
+    from tasks.data.static_vectors import StaticVectors, load_static_vectors
+
+    text = b"the 0.1 0.2\ncat 0.3 0.4\n"
+    for name, data, says in (("v.xz", lzma.compress(text), "xz-compressed"), ("v.bz", bz2.compress(text), "bzip2"),
+                             ("v.cr", text.replace(b"\n", b"\r"), "old-Mac line ends")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(Exception, match=says):
+            load_static_vectors(tmp_path / name)
+    np.save(tmp_path / "v.npy", np.zeros((2, 2), dtype=np.float32))
+    with pytest.raises(Exception, match="NumPy .npy array, not text"):
+        load_static_vectors(tmp_path / "v.npy", format="text")
+    (tmp_path / "BZh.txt").write_bytes(b"BZh9 0.1 0.2\ncat 0.3 0.4\n")  # a word that starts like bzip2's magic
+    assert load_static_vectors(tmp_path / "BZh.txt").words == ["BZh9", "cat"]
+    with pytest.raises(ValueError, match="row 1 \\('cat'\\) holds NaN or infinity"):
+        StaticVectors(["the", "cat"], np.array([[0.1, 0.2], [np.nan, 0.0]]), lowercase=False)
+
+
+def test_a_feature_cache_folder_that_cannot_be_one_is_named(tmp_path):
+    from elmo_features import FeatureCache
+    from elmo_features.util.errors import PathError
+
+    for bad in (None, 123):
+        with pytest.raises(TypeError, match="cache_dir must be a str or a path"):
+            FeatureCache(bad)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(PathError, match="a file is in the way of this folder"):
+        FeatureCache(tmp_path / "file" / "sub")
+
+
+def test_a_cache_dir_that_is_an_encoder_or_wordnet_folder_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    for name, marker in (("enc", "config.json"), ("wn", "index.sense")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / marker).write_text("{}")
+        assert main(["run", cfg, "--out", f"R{name}", "--cache-dir", name, "--progress", "off"]) == 2
+        one_line_error(capsys, f"--cache-dir {name}: holds {marker}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import os
 import sys
 import zlib
 from pathlib import Path
@@ -192,12 +193,19 @@ class FeatureCache:
     """One HDF5 file of features per (model, sentences, dtype) under ``cache_dir``."""
 
     def __init__(self, cache_dir: str | Path):
+        if not isinstance(cache_dir, (str, os.PathLike)):
+            raise TypeError(f"FeatureCache: cache_dir must be a str or a path, got {type(cache_dir).__name__}: "
+                            f"{cache_dir!r}")
         if not str(cache_dir).strip():  # an unset variable: it would read as the current folder
             raise PathError(f"FeatureCache: cache_dir {str(cache_dir)!r} is empty (an unset variable?); give a folder")
         self.cache_dir = Path(cache_dir).expanduser()
         if self.cache_dir.exists() and not self.cache_dir.is_dir():
             raise PathError(f"FeatureCache: {self.cache_dir} is a file; the feature cache needs a folder")
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):  # a file on the way: "file/sub"
+            raise PathError(f"FeatureCache: {self.cache_dir}: a file is in the way of this folder; give a folder "
+                            "path") from None
         self.computed = 0  # how many times features were computed (not read) by this object
 
     def path_for(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> Path:

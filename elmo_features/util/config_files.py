@@ -3,6 +3,8 @@ override syntax of every command. Checking the values is ``elmo_features.util.sc
 one ``ConfigError`` line."""
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 from elmo_features.util.errors import ConfigError
@@ -76,7 +78,7 @@ def read_config_file(path: str | Path, kind: str = "yaml"):
     except IsADirectoryError:
         raise ConfigError(f"{path} is a folder; give {what}") from None
     except UnicodeDecodeError as e:
-        found = binary_kind(e.object[:4])
+        found = binary_kind(e.object[:16])
         if found and not e.object.startswith(b"\x89HDF"):  # (an HDF5 file gets the weights-file hint below)
             raise ConfigError(f"{path}: {found.replace('FILE', str(path)).replace(', or name it with .gz', '')}") from None
         hint = "; is this the weights file?" if kind == "json" and e.object[:4] == b"\x89HDF" else ""
@@ -167,5 +169,8 @@ def apply_set(raw: dict, assignment: str) -> None:
         why = " ".join(str(getattr(e, "problem", None) or e).split())
         raise ConfigError(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "
                           "e.g. --set 'key=\"a, b\"'") from None
+    if re.search(r"(^|\s)#", text) and "#" not in json.dumps(value, default=str):  # YAML dropped it as a comment
+        raise ConfigError(f"--set {assignment!r}: YAML reads ' #' as the start of a comment, which would cut the value "
+                          f"to {value!r}; quote it, e.g. --set '{key.strip()}=\"{text.strip()}\"'")
     check_expanded_size(value, f"--set {key.strip()}")
     node[parts[-1]] = value

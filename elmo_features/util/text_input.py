@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import Iterable, Iterator, Literal
@@ -81,12 +82,18 @@ SIGNATURES = [  # (first bytes, what the file is and what to do); UTF-32's marks
     (b"\x1f\x8b", "the file is gzip-compressed; decompress it (gunzip), or name it with .gz"),
     (b"\x89HDF", "the file is HDF5, not text"),
     (b"PK\x03\x04", "the file is a zip archive; unpack it"),
+    (b"\xfd7zXZ", "the file is xz-compressed; decompress it (unxz)"),
+    (b"\x28\xb5\x2f\xfd", "the file is zstd-compressed; decompress it (unzstd)"),
+    (b"\x93NUMPY", "the file is a NumPy .npy array, not text; give it with format npy (and its words file)"),
 ]
+BZIP2 = re.compile(rb"BZh[1-9]1AY&SY")  # bzip2's magic and its first block's: "BZh" alone starts words too
 
 
 def binary_kind(head: bytes) -> str | None:
     """What a file whose first bytes are ``head`` is, when its signature says it is not UTF-8 text (a message
     saying what to do), else None."""
+    if BZIP2.match(head):
+        return "the file is bzip2-compressed; decompress it (bunzip2)"
     return next((what for sig, what in SIGNATURES if head.startswith(sig)), None)
 
 

@@ -44,6 +44,10 @@ class StaticVectors:
             raise ValueError(f"vectors must be a (V, d) matrix, got shape {vectors.shape}")
         if len(words) != vectors.shape[0]:
             raise ValueError(f"{len(words)} words but vectors has shape {vectors.shape}")
+        bad = ~np.isfinite(vectors).all(axis=1)  # (V,)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"vectors: row {i} ({list(words)[i]!r}) holds NaN or infinity; give finite vectors")
         self.words = list(words)
         self.vectors = vectors  # (V, d)
         self.lowercase = bool(lowercase)
@@ -151,6 +155,9 @@ def _read_text(path: Path, max_vectors: int | None, progress: bool) -> tuple[lis
             if lineno % 10000 == 0:
                 bar.update(f.buffer.tell() - bar.n if not gz else 0)
             check_text(line, path, lineno)  # a NUL byte, or a byte-order mark after the first (files joined by cat)
+            if "\r" in line.rstrip("\r\n"):  # (CRLF is read; a lone CR would join lines)
+                raise DataFormatError("a carriage return (\\r) inside the line: the file has old-Mac line ends, which "
+                                      "would join its lines; convert them to \\n (e.g. tr '\\r' '\\n')", path, lineno)
             parts = line.rstrip("\r\n").rstrip(" ").split(" ")
             if lineno == 1 and _header(parts):
                 header = _header(parts)
@@ -268,7 +275,7 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
             words, vectors = _read_text(path, max_vectors, progress)
         except UnicodeDecodeError as e:
             with open(path, "rb") as f:
-                kind = binary_kind(f.read(4)) if path.suffix != ".gz" else None
+                kind = binary_kind(f.read(16)) if path.suffix != ".gz" else None
             raise DataFormatError(kind.replace("FILE", str(path)) if kind else
                                   f"not UTF-8 text ({e}); a word2vec binary file needs format='word2vec_bin'",
                                   path) from None

@@ -256,7 +256,9 @@ def check_output_dirs(**dirs: str | Path | None) -> None:
 
 
 CACHE_DIR_FORBIDDEN = ("summary.json", "scores.json", ".data_sha256.json", "options.json", "weights.hdf5",
-                       "checkpoint.pt")  # a table's, a comparison's runs, a biLM's or a train-bilm run's folder
+                       "checkpoint.pt", "config.json", "model.safetensors", "pytorch_model.bin", "index.sense",
+                       "data.noun")  # a table's, a comparison's runs, a biLM's, a train-bilm run's, an encoder's or
+# WordNet's folder
 
 
 def check_not_a_run_folder(folder: str | Path, flag: str, what: str = "the new runs",
