@@ -541,5 +541,39 @@ def test_a_cache_dir_that_is_an_encoder_or_wordnet_folder_is_refused(tmp_path, c
     for name, marker in (("enc", "config.json"), ("wn", "index.sense")):
         (tmp_path / name).mkdir()
         (tmp_path / name / marker).write_text("{}")
+        if name == "enc":
+            (tmp_path / name / "model.safetensors").write_bytes(b"")
         assert main(["run", cfg, "--out", f"R{name}", "--cache-dir", name, "--progress", "off"]) == 2
         one_line_error(capsys, f"--cache-dir {name}: holds {marker}")
+
+
+# ---------------------------------------------------------------- list eighteen
+
+def test_list_eighteen_paths_sense_files_comments_and_pipes(tmp_path, capsys, monkeypatch, senses):
+    import h5py
+
+    from elmo_features.util.config_files import apply_set
+    from elmo_features.util.errors import ConfigError
+    from tasks.cli.run import warn_unrepeatable
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", "--cache-dir", "~nosuchuser_xyz/c", "--progress", "off"]) == 2
+    one_line_error(capsys, "no such user's home folder")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "config.json").write_text("{}")  # a user's own config beside the cache: not a model folder
+    assert main(["run", cfg, "--out", "R2", "--cache-dir", str(mine), "--progress", "off"]) == 0
+    path = tmp_path / "s.h5"
+    path.write_bytes((senses / "senses.h5").read_bytes())
+    with h5py.File(path, "a") as f:
+        del f["context"]
+    capsys.readouterr()
+    assert main(["wsd", "tag", str(senses / "in.txt"), "--senses", str(path)]) == 2
+    one_line_error(capsys, "dataset context is missing; the file is damaged")
+    with pytest.raises(ConfigError, match="cut the value to 0.01; drop the comment"):
+        apply_set({}, "training.lr=0.01 # note")
+    import os
+    os.mkfifo(tmp_path / "fifo.yaml")
+    warn_unrepeatable(str(tmp_path / "fifo.yaml"))
+    assert "fifo.yaml is a pipe" in capsys.readouterr().err

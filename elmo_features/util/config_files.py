@@ -170,7 +170,9 @@ def apply_set(raw: dict, assignment: str) -> None:
         raise ConfigError(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "
                           "e.g. --set 'key=\"a, b\"'") from None
     if re.search(r"(^|\s)#", text) and "#" not in json.dumps(value, default=str):  # YAML dropped it as a comment
+        fix = (f"quote it, e.g. --set '{key.strip()}=\"{text.strip()}\"'" if isinstance(value, str) or value is None
+               else "drop the comment")  # (a number or a list quoted would become a string)
         raise ConfigError(f"--set {assignment!r}: YAML reads ' #' as the start of a comment, which would cut the value "
-                          f"to {value!r}; quote it, e.g. --set '{key.strip()}=\"{text.strip()}\"'")
+                          f"to {value!r}; {fix}")
     check_expanded_size(value, f"--set {key.strip()}")
     node[parts[-1]] = value

@@ -95,7 +95,10 @@ def check_utf8_path(path: str | os.PathLike, what: str) -> None:
 
 def check_output_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
     """An output folder: an existing writable folder, or one that can be created, whose path is valid UTF-8."""
-    p = Path(path).expanduser()
+    try:
+        p = Path(path).expanduser()
+    except RuntimeError:  # "~nosuchuser/..."
+        raise PathError(f"{what}: {path}: no such user's home folder for '~'; give the folder in full") from None
     check_utf8_path(p, what)
     if p.exists() and not p.is_dir():
         raise PathError(f"{what}: {p} is a file, not a folder; choose another path")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import stat
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -108,7 +109,11 @@ def command_line(args) -> str:
 
 def warn_unrepeatable(config: str) -> None:
     """A config read from a pipe (``<(...)``, /dev/stdin) cannot be read again: the recorded command would not run."""
-    if str(config).startswith(("/dev/fd/", "/proc/self/fd/", "/dev/stdin")):
+    try:
+        mode = os.stat(config).st_mode
+    except (OSError, ValueError):
+        mode = 0
+    if str(config).startswith(("/dev/fd/", "/proc/", "/dev/stdin")) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
         print(f"warning: the config {config} is a pipe: the command recorded with the results cannot be run again "
               "(save the config to a file to keep it)", file=sys.stderr)
 

@@ -255,6 +255,7 @@ def check_output_dirs(**dirs: str | Path | None) -> None:
                 check_not_a_run_folder(path, "--cache-dir", "the cache files", CACHE_DIR_FORBIDDEN)
 
 
+ENCODER_WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # (config.json alone may be any tool's config)
 CACHE_DIR_FORBIDDEN = ("summary.json", "scores.json", ".data_sha256.json", "options.json", "weights.hdf5",
                        "checkpoint.pt", "config.json", "model.safetensors", "pytorch_model.bin", "index.sense",
                        "data.noun")  # a table's, a comparison's runs, a biLM's, a train-bilm run's, an encoder's or
@@ -270,7 +271,8 @@ def check_not_a_run_folder(folder: str | Path, flag: str, what: str = "the new r
     if UNFINISHED in found or len(found) >= 2:
         raise PathError(f"{flag} {folder}: is a run folder ({', '.join(found)}); {what} would be written into "
                         "another run's folder: give another folder")
-    marker = next((n for n in results if (folder / n).is_file()), None)
+    marker = next((n for n in results if (folder / n).is_file()
+                   and (n != "config.json" or any((folder / w).is_file() for w in ENCODER_WEIGHTS))), None)
     if marker:
         raise PathError(f"{flag} {folder}: holds {marker} (a results, comparison, model or training folder); {what} "
                         "would be written among its files: give another folder")

@@ -198,6 +198,10 @@ class SenseTagger:
                  prior: bool = False):
         with open_sense_file(path, "SenseTagger: path") as f:
             self.meta = _sense_meta(f, path)
+            missing = [n for n in ("keys", *SENSE_ARRAYS) if not isinstance(f.get(n), h5py.Dataset)]
+            if missing:
+                raise StaleCacheError(f"{path}: dataset {missing[0]} is missing; the file is damaged: make it again "
+                                      "with `elmo-tasks wsd senses`")
             self.keys = [k.decode() if isinstance(k, bytes) else k for k in f["keys"][()]]
             raw = {n: f[n][()] for n in SENSE_ARRAYS}
             recorded = f.attrs.get("sha256")  # (files written before it was recorded have none)
