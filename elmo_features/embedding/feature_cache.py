@@ -63,9 +63,7 @@ def _weights_fingerprint(bilm: BiLM) -> str:
     h.update(json.dumps(bilm.options.to_dict(), sort_keys=True).encode())
     h.update(f"stateful={bool(bilm.stateful)} boundaries={bool(bilm.keep_sentence_boundaries)}".encode())
     for name in sorted(sd):
-        t = sd[name].detach().cpu().contiguous()
-        h.update(f"\n{name} {t.dtype} {tuple(t.shape)}\n".encode())
-        h.update(t.numpy().tobytes() if t.numel() else b"")
+        hash_tensor(h, name, sd[name])
     tv = bilm.char_cnn.token_vectors  # frozen word vectors (a non-persistent buffer, so not in the state_dict)
     if tv is not None:
         h.update(f"\ntoken_vectors lowercase={tv.lowercase}\n".encode() + "\n".join(tv.words).encode())
@@ -74,6 +72,13 @@ def _weights_fingerprint(bilm: BiLM) -> str:
     if versions is not None:
         bilm._fingerprint_memo = (versions, fp)  # (tensor versions, fingerprint)
     return fp
+
+
+def hash_tensor(h, name: str, t: torch.Tensor) -> None:
+    """Feed a named tensor (name, dtype, shape, bytes as stored) to the hash ``h``."""
+    t = t.detach().cpu().contiguous()
+    h.update(f"\n{name} {t.dtype} {tuple(t.shape)}\n".encode())
+    h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
 
 
 def tensors_state(tensors: Sequence[torch.Tensor]) -> tuple | None:

@@ -23,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 
 from elmo_features.embedding.embedder import SentenceEmbedder, plan_batches
-from elmo_features.embedding.feature_cache import tensors_state
+from elmo_features.embedding.feature_cache import hash_tensor, tensors_state
 from elmo_features.encoders.loading import EncoderError, LoadedEncoder, load_encoder
 from elmo_features.encoders.pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
 from elmo_features.util import stop
@@ -67,8 +67,7 @@ def _moved_weights(encoder: LoadedEncoder) -> str | None:
         return memo[1]
     h = hashlib.sha256()
     for name in sorted(tensors):
-        t = tensors[name].detach().cpu().contiguous()
-        h.update(f"\n{name} {t.dtype} {tuple(t.shape)}\n".encode() + t.reshape(-1).view(torch.uint8).numpy().tobytes())
+        hash_tensor(h, name, tensors[name])
     encoder._weights_memo = (state, h.hexdigest())
     return encoder._weights_memo[1]
 
