@@ -148,7 +148,7 @@ def test_feature_cache_refuses_an_empty_path_and_a_file(tmp_path):
         FeatureCache("")
     afile = tmp_path / "afile.txt"
     afile.write_text("x")
-    with pytest.raises(PathError, match="afile.txt is a file; the feature cache needs a folder"):
+    with pytest.raises(PathError, match="afile.txt is a file, not a folder"):
         FeatureCache(afile)
 
 

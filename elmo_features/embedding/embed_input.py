@@ -22,7 +22,7 @@ from typing import BinaryIO, Iterator
 
 from elmo_features.util.errors import PathError, TextInputError
 from elmo_features.util.paths import check_input_file
-from elmo_features.util.text_input import decode_line, raw_lines, read_sentences
+from elmo_features.util.text_input import BinaryFileError, decode_line, raw_lines, read_sentences
 
 
 def needs_spooling(path: str) -> bool:
@@ -124,6 +124,8 @@ class EmbedInput:
             digest.update(raw)
             try:
                 text = self._decode(raw, lineno)
+            except BinaryFileError:
+                raise  # the file is not text: its other lines say nothing more
             except TextInputError as e:
                 errors.append(str(e))
                 lengths.append(0)

@@ -30,6 +30,7 @@ import torch
 
 from elmo_features.model.bilm import BiLM
 from elmo_features.util.errors import DamagedCacheError, PathError
+from elmo_features.util.paths import check_output_dir
 from elmo_features.util.locking import OutputLock, lock_path_for
 from elmo_features.model.precision import precision_of
 from elmo_features.util.provenance import atomic_path
@@ -203,14 +204,15 @@ class FeatureCache:
                             f"{cache_dir!r}")
         if not str(cache_dir).strip():  # an unset variable: it would read as the current folder
             raise PathError(f"FeatureCache: cache_dir {str(cache_dir)!r} is empty (an unset variable?); give a folder")
-        self.cache_dir = Path(cache_dir).expanduser()
-        if self.cache_dir.exists() and not self.cache_dir.is_dir():
-            raise PathError(f"FeatureCache: {self.cache_dir} is a file; the feature cache needs a folder")
+        if isinstance(cache_dir, os.PathLike) and os.fspath(cache_dir) == ".":  # Path("") is Path("."): unset too?
+            raise PathError("FeatureCache: cache_dir is Path('.') (what Path('') gives: an unset variable?); to use "
+                            "the current folder, pass the string '.'")
+        self.cache_dir = check_output_dir(cache_dir, "FeatureCache")
         try:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
-        except (FileExistsError, NotADirectoryError):  # a file on the way: "file/sub"
-            raise PathError(f"FeatureCache: {self.cache_dir}: a file is in the way of this folder; give a folder "
-                            "path") from None
+        except OSError as e:  # a file on the way ("file/sub"), /proc, a read-only file system, ...
+            raise PathError(f"FeatureCache: {self.cache_dir}: cannot be made ({e.strerror or e}); give another "
+                            "folder") from None
         self.computed = 0  # how many times features were computed (not read) by this object
 
     def path_for(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> Path:

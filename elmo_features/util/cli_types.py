@@ -4,11 +4,12 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import stat
 import sys
 from pathlib import Path
 from typing import Callable
 
-from elmo_features.util.env import feature_cache_default
+from elmo_features.util.env import FEATURE_CACHE, feature_cache_default
 from elmo_features.util.threads import threads_problem
 
 
@@ -74,12 +75,25 @@ def add_threads_argument(parser: argparse.ArgumentParser, default: str = "") -> 
                                            "torchrun launch") + ")")
 
 
-DEFAULT_CACHE = feature_cache_default()
+class DefaultValue(str):
+    """A string option's default, told apart from the same string typed (``--runs-dir runs``): ``given`` is False
+    only for it."""
+
+
+DEFAULT_CACHE = DefaultValue(feature_cache_default())
 
 
 def cache_dir_of(args: argparse.Namespace):
     """The parsed ``--cache-dir``: a Path, or None for 'none' (the cache off)."""
     return None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir)
+
+
+def cache_dir_flag(args: argparse.Namespace) -> str:
+    """How the user gave the cache folder, for messages: ``--cache-dir``, or ``$ELMO_TASKS_FEATURE_CACHE`` when the
+    folder is its default and came from that variable (a shell profile may set it)."""
+    if not given(args.cache_dir) and os.environ.get(FEATURE_CACHE):
+        return f"${FEATURE_CACHE}"
+    return "--cache-dir"
 
 
 def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
@@ -91,11 +105,6 @@ def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
 
 NOT_TYPED = ("debug", "interrupt_hint")  # attributes never part of a recorded command (set by the commands, or a
 # debugging switch)
-
-
-class DefaultValue(str):
-    """A string option's default, told apart from the same string typed (``--runs-dir runs``): ``given`` is False
-    only for it."""
 
 
 def given(value) -> bool:
@@ -137,3 +146,14 @@ def rebuild_command(prog: list[str], args: argparse.Namespace, defaults: dict, s
         else:
             parts += [flag, str(value)]
     return shlex.join(parts)
+
+
+def warn_unrepeatable(config: str) -> None:
+    """A config read from a pipe (``<(...)``, /dev/stdin) cannot be read again: the recorded command would not run."""
+    try:
+        mode = os.stat(config).st_mode
+    except (OSError, ValueError):
+        mode = 0
+    if str(config).startswith(("/dev/fd/", "/proc/", "/dev/stdin")) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+        print(f"warning: the config {config} is a pipe: the command recorded with the results cannot be run again "
+              "(save the config to a file to keep it)", file=sys.stderr)

@@ -27,6 +27,11 @@ from typing import Iterable, Iterator, Literal
 from elmo_features.util.errors import MissingPathError, PathError, TextInputError
 
 BOM = b"\xef\xbb\xbf"
+
+
+class BinaryFileError(TextInputError):
+    """The file's first bytes say it is not text at all (compressed, an archive, UTF-16, ...): reading on, line by
+    line, would only add noise to the message."""
 BlankPolicy = Literal["error", "skip"]
 
 
@@ -84,9 +89,12 @@ SIGNATURES = [  # (first bytes, what the file is and what to do); UTF-32's marks
     (b"PK\x03\x04", "the file is a zip archive; unpack it"),
     (b"\xfd7zXZ", "the file is xz-compressed; decompress it (unxz)"),
     (b"\x28\xb5\x2f\xfd", "the file is zstd-compressed; decompress it (unzstd)"),
-    (b"\x93NUMPY", "the file is a NumPy .npy array, not text; give it with format npy (and its words file)"),
+    (b"\x93NUMPY", "the file is a NumPy .npy array, not text"),
+    (b"7z\xbc\xaf\x27\x1c", "the file is a 7z archive; unpack it (7z x FILE)"),
+    (b"]\x00\x00", "the file is lzma-compressed; decompress it (unlzma)"),
 ]
-BZIP2 = re.compile(rb"BZh[1-9]1AY&SY")  # bzip2's magic and its first block's: "BZh" alone starts words too
+# bzip2's magic and its first block's, or its end of stream (an empty stream): "BZh" alone starts words too
+BZIP2 = re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)")
 
 
 def binary_kind(head: bytes) -> str | None:
@@ -105,7 +113,7 @@ def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
         raw = raw[:-1]
     kind = binary_kind(raw) if lineno == 1 else None
     if kind:
-        raise TextInputError(f"{path}:1: {kind.replace('FILE', str(path))}")
+        raise BinaryFileError(f"{path}:1: {kind.replace('FILE', str(path))}")
     cr = raw.find(b"\r")
     if cr >= 0:
         raise TextInputError(f"{path}:{lineno}: a carriage return (\\r) inside the line at byte column {cr + 1}: "

@@ -4,15 +4,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 import sys
 from contextlib import nullcontext
 from pathlib import Path
 
 
 from elmo_features.util.cli_types import (DEFAULT_CACHE, DefaultValue, add_cache_dir_argument, add_progress_argument,
-                                          add_threads_argument, cache_dir_of, given, positive_int, progress_setting,
-                                          rebuild_command)
+                                          add_threads_argument, cache_dir_flag, cache_dir_of, given, positive_int,
+                                          progress_setting, rebuild_command, warn_unrepeatable)
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.distributed import finish
 from elmo_features.util.locking import OutputLock, lock_output_file
@@ -107,17 +106,6 @@ def command_line(args) -> str:
                            repeated={"overrides": "--set", "include": "--include"})
 
 
-def warn_unrepeatable(config: str) -> None:
-    """A config read from a pipe (``<(...)``, /dev/stdin) cannot be read again: the recorded command would not run."""
-    try:
-        mode = os.stat(config).st_mode
-    except (OSError, ValueError):
-        mode = 0
-    if str(config).startswith(("/dev/fd/", "/proc/", "/dev/stdin")) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
-        print(f"warning: the config {config} is a pipe: the command recorded with the results cannot be run again "
-              "(save the config to a file to keep it)", file=sys.stderr)
-
-
 def cmd_run(args) -> int:
     from tasks.experiment.run import run_experiment
     from tasks.experiment.parallel import torchrun_ranks
@@ -134,7 +122,7 @@ def cmd_run(args) -> int:
     try:
         cfg = load_config(args.config, args.overrides)
         check_run_inputs(cfg, args.config)
-        check_output_dirs(cache_dir=_cache_dir(args))
+        check_output_dirs(cache_dir=_cache_dir(args), flags={"cache_dir": cache_dir_flag(args)})
         context, progress = _setup(args)  # (before the default run folder is made: a bad --device makes none)
         out = Path(run_folder(args, cfg) if dist is None else dist.from_main(lambda: run_folder(args, cfg)))
         if dist is not None and not dist.is_main:
@@ -216,7 +204,8 @@ def cmd_compare(args) -> int:
     results_dir = Path(args.results_dir) if args.results_dir else Path("results") / cfg.name
     check_run_inputs(cfg, args.config, features={f"compare.sources.{k}": v for k, v in cfg.compare.sources.items()
                                                  if sources is None or k in sources})
-    check_output_dirs(results_dir=results_dir, runs_dir=args.runs_dir, cache_dir=_cache_dir(args))
+    check_output_dirs(results_dir=results_dir, runs_dir=args.runs_dir, cache_dir=_cache_dir(args),
+                      flags={"cache_dir": cache_dir_flag(args)})
     from tasks.experiment.parallel import torchrun_ranks
 
     if (args.jobs > 1 or torchrun_ranks() > 1) and _cache_dir(args) is None:
@@ -295,7 +284,7 @@ def cmd_predict(args) -> int:
                          "with --reader give the data file (or <(...))")
     if args.input != "-":  # standard input: read once into a temporary copy (read_plain_input)
         check_input_file(args.input, "predict input")
-    check_output_dirs(cache_dir=_cache_dir(args))
+    check_output_dirs(cache_dir=_cache_dir(args), flags={"cache_dir": cache_dir_flag(args)})
     saved = load_raw(Path(args.run_dir) / "config.yaml")
     if args.out:  # the run folder, the input and the frozen model / vectors files it names are read, never replaced
         inputs = [p for p in (args.input, args.run_dir) if p != "-"]

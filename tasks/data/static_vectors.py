@@ -19,6 +19,7 @@ import gzip
 import hashlib
 import mmap
 import os
+import re
 import sys
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -44,6 +45,9 @@ class StaticVectors:
             raise ValueError(f"vectors must be a (V, d) matrix, got shape {vectors.shape}")
         if len(words) != vectors.shape[0]:
             raise ValueError(f"{len(words)} words but vectors has shape {vectors.shape}")
+        bad_word = next((i for i, w in enumerate(words) if not isinstance(w, str) or not w.strip()), None)
+        if bad_word is not None:
+            raise ValueError(f"words[{bad_word}] must be a non-empty str, got {list(words)[bad_word]!r}")
         bad = ~np.isfinite(vectors).all(axis=1)  # (V,)
         if bad.any():
             i = int(np.argmax(bad))
@@ -274,11 +278,7 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
         try:
             words, vectors = _read_text(path, max_vectors, progress)
         except UnicodeDecodeError as e:
-            with open(path, "rb") as f:
-                kind = binary_kind(f.read(16)) if path.suffix != ".gz" else None
-            raise DataFormatError(kind.replace("FILE", str(path)) if kind else
-                                  f"not UTF-8 text ({e}); a word2vec binary file needs format='word2vec_bin'",
-                                  path) from None
+            raise DataFormatError(_not_text(path, e), path) from None
     bad = ~np.isfinite(vectors).all(axis=1)
     if bad.any():
         i = int(np.argmax(bad))
@@ -288,6 +288,20 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
     if lowercase is None:
         lowercase = not any(w != w.lower() for w in words)
     return StaticVectors(words, vectors, lowercase)
+
+
+def _not_text(path: Path, e: UnicodeDecodeError) -> str:
+    """What a vectors file that is not UTF-8 text is, and what to do: its signature's kind, the word2vec binary
+    hint only when it starts with a ``V d`` header line, else the decoding error."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    kind = binary_kind(head) if path.suffix != ".gz" else None
+    if kind:
+        kind = kind.replace("FILE", str(path))
+        return kind + "; give it with format npy (and its words file)" if head.startswith(b"\x93NUMPY") else kind
+    if re.match(rb"\s*\d+\s+\d+\s*\r?\n", head):
+        return f"not UTF-8 text ({e}) after a 'count dim' header; a word2vec binary file needs format='word2vec_bin'"
+    return f"not UTF-8 text ({e}); give word vectors as UTF-8 text (one word and its numbers per line)"
 
 
 def warn_conflicting_duplicates(words: Sequence[str], vectors: np.ndarray, path: Path) -> None:

@@ -248,9 +248,12 @@ def find_config(spec: str | Path) -> Path:
                       "list` shows the packaged ones (`elmo-tasks configs show NAME --out FILE` copies one)")
 
 
-def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> dict:
+def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] | None = ()) -> dict:
     """Read a YAML config and apply ``--set`` overrides (not yet checked; the one ``--set`` syntax of every command:
     ``elmo_features.util.config_files.apply_set``)."""
+    overrides = () if overrides is None else overrides
+    if isinstance(overrides, (str, bytes)) or not all(isinstance(a, str) for a in overrides):
+        raise TypeError(f"overrides must be a list of 'key.sub=value' strings, got {overrides!r}")
     path = Path(path)
     raw = read_config_file(path)
     raw = _unshare(raw if raw is not None else {})
@@ -259,7 +262,7 @@ def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> d
     return raw
 
 
-def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] | None = ()) -> RunConfig:
     """Read, override and check a YAML config (a path, or a packaged config's name: ``find_config``)."""
     return resolve(load_raw(find_config(path), overrides), source=str(path))
 

@@ -244,22 +244,27 @@ def check_no_finished_runs(folder: str | Path, flag: str) -> None:
                                 "replace; give another folder, or delete them")
 
 
-def check_output_dirs(**dirs: str | Path | None) -> None:
-    """Each named output folder (``--name=path``) exists writable or can be created; None = not used."""
+def check_output_dirs(*, flags: dict[str, str] | None = None, **dirs: str | Path | None) -> None:
+    """Each named output folder (``--name=path``) exists writable or can be created; None = not used. ``flags``:
+    how the user gave a folder, where that is not ``--name`` (``$ELMO_TASKS_FEATURE_CACHE``)."""
     for name, path in dirs.items():
         if path is not None:
-            check_output_dir(path, f"--{name.replace('_', '-')}")
+            flag = (flags or {}).get(name) or f"--{name.replace('_', '-')}"
+            check_output_dir(path, flag)
             if name == "runs_dir":  # new run folders are made inside it: never inside one run's folder
-                check_not_a_run_folder(path, "--runs-dir")
+                check_not_a_run_folder(path, flag)
             if name == "cache_dir":  # cache files are written into it: never into a run's or a table's folder
-                check_not_a_run_folder(path, "--cache-dir", "the cache files", CACHE_DIR_FORBIDDEN)
+                check_not_a_run_folder(path, flag, "the cache files", CACHE_DIR_FORBIDDEN)
 
 
 ENCODER_WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # (config.json alone may be any tool's config)
-CACHE_DIR_FORBIDDEN = ("summary.json", "scores.json", ".data_sha256.json", "options.json", "weights.hdf5",
-                       "checkpoint.pt", "config.json", "model.safetensors", "pytorch_model.bin", "index.sense",
-                       "data.noun")  # a table's, a comparison's runs, a biLM's, a train-bilm run's, an encoder's or
-# WordNet's folder
+FOLDER_KINDS = {"summary.json": "a comparison's results folder", "scores.json": "a WSD table's folder",
+                ".data_sha256.json": "a comparison's runs folder", "options.json": "a biLM's model folder",
+                "weights.hdf5": "a biLM's model folder", "checkpoint.pt": "a train-bilm run folder",
+                "config.json": "an encoder's model folder", "model.safetensors": "an encoder's model folder",
+                "pytorch_model.bin": "an encoder's model folder", "index.sense": "a WordNet folder",
+                "data.noun": "a WordNet folder"}  # a file -> the folder it marks
+CACHE_DIR_FORBIDDEN = tuple(FOLDER_KINDS)
 
 
 def check_not_a_run_folder(folder: str | Path, flag: str, what: str = "the new runs",
@@ -274,10 +279,9 @@ def check_not_a_run_folder(folder: str | Path, flag: str, what: str = "the new r
     marker = next((n for n in results if (folder / n).is_file()
                    and (n != "config.json" or any((folder / w).is_file() for w in ENCODER_WEIGHTS))), None)
     if marker:
-        raise PathError(f"{flag} {folder}: holds {marker} (a results, comparison, model or training folder); {what} "
-                        "would be written among its files: give another folder")
-
-
+        kind = FOLDER_KINDS.get(marker, "a results folder")
+        raise PathError(f"{flag} {folder}: holds {marker}, so it is {kind}; {what} would be written among its "
+                        "files: give another folder")
 
 
 def check_run_folder(run_dir: str | Path) -> Path:

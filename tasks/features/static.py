@@ -62,6 +62,9 @@ class StaticFeatures(FeatureSource):
         if not (matrix[:1024].any() or matrix.any()):
             raise DataFormatError("every vector is zero: the features would carry no information; give other "
                                   "vectors", config.path)
+        if len(matrix) > 1 and not ((matrix[:1024] != matrix[0]).any() or (matrix != matrix[0]).any()):
+            raise DataFormatError("every word has the same vector: the features would carry no information about "
+                                  "the word; give other vectors", config.path)
         self.output_dim = int(self.vectors.dim)
         self.oov: dict[str, dict[str, int]] = {}  # split -> {"oov": n, "tokens": n}
 

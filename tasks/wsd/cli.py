@@ -7,8 +7,9 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, cache_dir_of, rebuild_command, add_progress_argument,
-                                          add_threads_argument, progress_setting)
+from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, add_progress_argument,
+                                          add_threads_argument, cache_dir_flag, cache_dir_of, progress_setting,
+                                          rebuild_command, warn_unrepeatable)
 from elmo_features.util.devices import add_device_argument, parse_device
 
 from elmo_features.util.errors import UsageError
@@ -109,6 +110,8 @@ def cmd_senses(args) -> int:
     from tasks.wsd.tagging import build_sense_file, is_sense_file
 
     check_flags_given(args, "out", "train", "wordnet", "config")
+    if args.config:
+        warn_unrepeatable(args.config)  # its command goes into the sense file's meta
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
     cfg = load_wsd_config(args.config, overrides, features=[args.source] if args.source else None, train=args.train)
     if args.source not in cfg.sources:
@@ -122,7 +125,7 @@ def cmd_senses(args) -> int:
     check_own_output(args.out, "--out", "a sense file written by `elmo-tasks wsd senses`", is_sense_file)
     set_threads(args.threads)
     cache_dir = cache_dir_of(args)
-    check_output_dirs(cache_dir=cache_dir)
+    check_output_dirs(cache_dir=cache_dir, flags={"cache_dir": cache_dir_flag(args)})
     context = FeatureContext(cache_dir=cache_dir, progress=progress_setting(args.progress),
                              device=str(parse_device(args.device)))
     command = command_line(args, "senses")
@@ -243,6 +246,8 @@ def cmd_wsd(args) -> int:
     from tasks.wsd.run import run_wsd, wsd_identity
 
     check_flags_given(args, "train", "test", "config", "features", "bilm", "wordnet", "out", "runs_dir")
+    if args.config:
+        warn_unrepeatable(args.config)  # its command goes into scores.json and the table
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
     features = [] if args.features == ["none"] else args.features
     device = parse_device(args.device)
@@ -265,7 +270,7 @@ def cmd_wsd(args) -> int:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")  # the heads of every run in a folder of their own
     runs_dir = Path(args.runs_dir) if args.runs_dir else Path("runs", "wsd", "heads", out.name, stamp)
     cache_dir = cache_dir_of(args)
-    check_output_dirs(out=out, runs_dir=runs_dir, cache_dir=cache_dir)
+    check_output_dirs(out=out, runs_dir=runs_dir, cache_dir=cache_dir, flags={"cache_dir": cache_dir_flag(args)})
     if cfg.head is not None:
         check_no_finished_runs(runs_dir, "--runs-dir")
     set_threads(args.threads)

@@ -19,8 +19,8 @@ from elmo_features.util.provenance import git_commit, machine
 from elmo_features.util.errors import ConfigError
 
 from tasks.experiment.config import DataConfig, RunConfig
-from tasks.wsd.data.examples import (WsdSentence, all_targets, check_candidates, load_inventory, to_examples,
-                                     warn_unknown_keys)
+from tasks.wsd.data.examples import (WsdSentence, all_targets, check_candidates, check_training_set,
+                                     load_inventory, to_examples, warn_unknown_keys)
 from tasks.wsd.data.reader import POS_TAGS, WsdFormatError, find_dataset_files, load_dataset
 from tasks.wsd.data.scorer import Score, merge_scores, score, write_key_file
 from tasks.experiment.preflight import same_content
@@ -360,8 +360,8 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
     train_ex = to_examples(train_ds, inventory)
     train_unknown = warn_unknown_keys(train_ds, inventory, f"training set {train_ds.name}")
     train_targets = all_targets(train_ex)
-    if not train_targets:
-        raise WsdFormatError(f"{train_dir}: training set {train_ds.name} has no <instance> elements")
+    check_training_set(train_targets, f"training set {train_ds.name}", train_dir,
+                       head=cfg.head is not None and bool(cfg.features))
     report = Report(_read_tests(test_dirs, inventory), out_dir)
     warn_test_is_train(train_dir, test_dirs)
     if report.keys_dir.exists():  # an earlier run that was interrupted before its table was written
