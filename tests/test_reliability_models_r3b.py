@@ -67,7 +67,8 @@ def test_static_vectors_all_zero_refused(tmp_path):
 
 def test_static_vectors_training_oov_refused_or_warned(tmp_path, capsys):
     source = _static(_vectors(tmp_path / "other.txt", ["zz1", "zz2"]))
-    source.precompute([["the", "cat"]], "test")  # a test split may be all OOV: not the features' fault
+    source.precompute([["the", "cat"]], "test")  # a test split may be all OOV: not refused, but said
+    assert "100% of the test tokens (2 of 2) are not in the vocabulary (every feature is zero" in capsys.readouterr().err
     with pytest.raises(DataFormatError, match="OOV rate 100%"):
         source.precompute([["the", "cat"], ["sat"]], "train")
     source = _static(_vectors(tmp_path / "few.txt", ["the"]))

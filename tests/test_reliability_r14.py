@@ -13,7 +13,7 @@ import yaml
 
 from tasks.cli import main
 
-from test_reliability_outputs_r3 import bank_wsd_config
+from test_reliability_outputs_r3 import bank_wsd_config, senses  # noqa: F401  (senses: a module fixture)
 from test_tasks_helpers import one_line_error, static_config_file
 
 FAST = ["--cache-dir", "none", "--progress", "off"]
@@ -119,7 +119,7 @@ def test_the_python_api_checks_words_overrides_and_cache_folders(tmp_path, monke
     from tasks.experiment.config import load_config
 
     for words in (["a", 1], ["a", None], ["a", ""], ["a", "  "]):
-        with pytest.raises(ValueError, match=r"words\[1\] must be a non-empty str"):
+        with pytest.raises(ValueError, match=r"words\[1\] .*(must be a non-empty str|whitespace around it)"):
             StaticVectors(words, np.ones((2, 2)), lowercase=False)
     env, cfg = static_config_file(tmp_path)
     for bad in ("name=x", [("name", "x")], [1]):
@@ -133,3 +133,160 @@ def test_the_python_api_checks_words_overrides_and_cache_folders(tmp_path, monke
         with pytest.raises(PathError, match=says):
             FeatureCache(bad)
     assert FeatureCache(".").cache_dir == Path(".")
+
+
+# ---------------------------------------------------------------- list nineteen
+
+def test_a_stop_signal_while_the_command_loads_is_one_line(tmp_path):
+    """Ctrl-C, SIGHUP or SIGTERM in the first second, while torch loads (before main's handlers): exit 128 + the
+    signal, the one line "interrupted", no import traceback."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run_env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        p = subprocess.Popen([sys.executable, "-m", "tasks.cli", "components"], cwd=tmp_path, env=run_env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(0.4)
+        p.send_signal(sig)
+        err = p.communicate(timeout=60)[1]
+        assert p.returncode == 128 + sig and err.strip() == "interrupted", (sig, p.returncode, err[-800:])
+
+
+def test_word2vec_files_whose_header_does_not_fit_and_latin1_text_are_told_apart(tmp_path):
+    import struct
+
+    from tasks.data.static_vectors import load_static_vectors
+
+    rows = b"".join(w + b" " + struct.pack("<6f", *range(6)) + b"\n" for w in (b"john", b"paris", b"lives"))
+    (tmp_path / "w.bin").write_bytes(b"3 5\n" + rows)  # each row holds 6 floats; the header says 5
+    with pytest.raises(Exception, match="the header's dimension 5 does not fit the rows"):
+        load_static_vectors(tmp_path / "w.bin")
+    (tmp_path / "ok.bin").write_bytes(b"3 6\n" + rows)
+    assert load_static_vectors(tmp_path / "ok.bin").words == ["john", "paris", "lives"]
+    (tmp_path / "more.bin").write_bytes(b"2 6\n" + rows)  # one row more than the header says
+    with pytest.raises(Exception, match="follow the 2 x 6 float32 vectors the header says"):
+        load_static_vectors(tmp_path / "more.bin")
+    (tmp_path / "v.vec").write_bytes("2 2\ncaf\xe9 0.1 0.2\nthe 0.3 0.4\n".encode("latin-1"))
+    with pytest.raises(Exception) as e:
+        load_static_vectors(tmp_path / "v.vec")
+    assert "word2vec_bin" not in str(e.value) and "iconv -f latin1" in str(e.value)
+
+
+def test_token_vectors_that_are_archives_or_carry_nothing_are_named(tmp_path):
+    from elmo_features.training.vectors import VectorFileError, read_vector_table
+
+    (tmp_path / "v.7z").write_bytes(b"7z\xbc\xaf\x27\x1c\x00\x04" + bytes(range(200)))
+    (tmp_path / "eq.txt").write_text("the 0.5 0.5\ncat 0.5 0.5\n")
+    (tmp_path / "zero.txt").write_text("the 0 0\ncat 0 0\n")
+    for name, says in (("v.7z", "7z archive"), ("eq.txt", "every word has the same vector"),
+                       ("zero.txt", "every vector is zero")):
+        with pytest.raises(VectorFileError, match=says) as e:
+            read_vector_table(tmp_path / name)
+        assert name in str(e.value)
+
+
+def test_cache_dir_values_that_are_empty_or_none_with_spaces(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", "--cache-dir", "", "--progress", "off"]) == 2
+    one_line_error(capsys, "--cache-dir: empty path; give a folder, or 'none'")
+    assert main(["run", cfg, "--out", "R2", "--cache-dir", " none", "--progress", "off"]) == 0
+    assert not (tmp_path / " none").exists()
+
+
+def test_wsd_one_key_without_a_head_warns_and_inputs_are_not_outputs(tmp_path, capsys, monkeypatch):
+    from wsd_toy import ToyInstance as I
+    from wsd_toy import write_dataset
+
+    monkeypatch.chdir(tmp_path)
+    cfg = bank_wsd_config(tmp_path) | {"features": ["elmo"], "knn": ["layers"]}
+    write_dataset(tmp_path / "one", "one", [["the", I("bank", "bank", "NOUN", ["bank%1:17:01::"]), "of", "it"]] * 4)
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["wsd", "--config", "w.yaml", "--train", "one", "--out", "W", "--no-plot", *FAST]) == 0
+    assert "the 1-NN rows can answer only that sense" in capsys.readouterr().err
+    for flag, folder, kind in (("--runs-dir", "wn", "a WordNet folder"), ("--runs-dir", "bilm", "a biLM's model"),
+                               ("--cache-dir", "train", "a WSD data folder")):
+        args = ["wsd", "--config", "w.yaml", "--out", f"W{flag}", "--no-plot", "--progress", "off", flag, folder]
+        assert main(args + (["--cache-dir", "none"] if flag == "--runs-dir" else [])) == 2
+        one_line_error(capsys, f"{flag} {folder}: holds ", kind)
+
+
+def test_vectors_that_carry_nothing_are_refused_before_a_comparison_trains(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    lines = Path(env["glove"]).read_text().splitlines()
+    (tmp_path / "same.txt").write_text("\n".join(ln.split()[0] + " 0.5 0.5" for ln in lines) + "\n")
+    (tmp_path / "two.txt").write_text("a 0.5 0.5\nb 0.5 0.5\n" + Path(env["glove"]).read_text())
+    sources = (f"compare.sources={{g: {{name: static, path: {env['glove']}}}, "
+               f"s: {{name: static, path: {tmp_path / 'same.txt'}}}}}")
+    assert main(["compare", cfg, "--set", sources, "--runs-dir", "RR", *FAST, "--seeds", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "every word has the same vector" in err and not list((tmp_path / "RR").rglob("metrics.json")), err
+    assert main(["run", cfg, "--out", "R", "--set", f"features.path={tmp_path / 'two.txt'}",
+                 "--set", "features.max_vectors=2", *FAST]) == 2
+    one_line_error(capsys, "(the first 2 of the file: max_vectors 2; raise it)")
+
+
+def test_signatures_and_pipes_are_not_taken_for_what_they_are_not(tmp_path, capsys):
+    from elmo_features.util.cli_types import warn_unrepeatable
+    from elmo_features.util.text_input import binary_kind
+
+    assert binary_kind("]abc def".encode("utf-32-le")) is None  # UTF-32 text that starts with "]"
+    (tmp_path / "c.yaml").write_text("name: x\n")
+    warn_unrepeatable(f"/proc/self/cwd/{tmp_path / 'c.yaml'}")
+    assert capsys.readouterr().err == ""
+
+
+def test_an_encoder_folder_with_two_weights_files_is_warned_about(tmp_path, capsys):
+    import torch
+
+    from elmo_features.encoders.loading import load_encoder
+    from encoder_helpers import make_bert
+
+    folder = make_bert(tmp_path / "enc")
+    from safetensors.torch import load_file
+    torch.save({k: v * 2 for k, v in load_file(folder / "model.safetensors").items()}, folder / "pytorch_model.bin")
+    load_encoder(str(folder))
+    err = capsys.readouterr().err
+    assert "holds both model.safetensors and pytorch_model.bin: model.safetensors is used" in err
+
+
+def test_a_test_split_whose_every_word_is_unknown_is_warned_about(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    raw = yaml.safe_load(Path(cfg).read_text())
+    test = Path(raw["data"]["test"])
+    lines = [ln.split(" ") if ln.strip() else [] for ln in test.read_text().splitlines()]
+    (tmp_path / "oov.tsv").write_text("".join(" ".join(["zzqx" + p[0], *p[1:]]) + "\n" if p else "\n" for p in lines))
+    assert main(["run", cfg, "--out", "R", "--set", f"data.test={tmp_path / 'oov.tsv'}", *FAST]) == 0
+    assert "100% of the test tokens" in capsys.readouterr().err
+
+
+def test_the_python_api_takes_generators_and_refuses_words_no_token_matches(tmp_path, senses):  # noqa: F811
+    from elmo_features import FeatureCache
+    from elmo_features.util.errors import PathError, UsageError
+    from tasks.data.static_vectors import StaticVectors
+    from tasks.experiment.config import load_config
+    from tasks.wsd.tagging import SenseTagger
+
+    env, cfg = static_config_file(tmp_path)
+    assert load_config(cfg, (s for s in ["name=from_a_generator"])).name == "from_a_generator"
+    assert load_config(cfg, map(str, ["name=mapped"])).name == "mapped"
+    with pytest.raises(TypeError, match="overrides must be a list"):
+        load_config(cfg, {"name": "x"})
+    for words, says in ((["john\n", "b"], "whitespace around it"), (["a", "b\tc"], "a control character"),
+                        (["a", "\u200b"], "invisible")):
+        with pytest.raises(ValueError, match=says):
+            StaticVectors(words, np.ones((2, 2)), lowercase=False)
+    with pytest.raises(ValueError, match="0 dimensions"):
+        StaticVectors(["a", "b"], np.zeros((2, 0)), lowercase=False)
+    with pytest.raises(PathError, match="so it is a WordNet folder"):
+        FeatureCache(senses / "wn")
+    with pytest.raises(TypeError, match="SenseTagger: prior must be True or False"):
+        SenseTagger(senses / "senses.h5", prior="yes")
+    with pytest.raises(UsageError, match="drop SenseTagger\\(prior=True\\)"):
+        SenseTagger(senses / "senses.h5", prior=True)

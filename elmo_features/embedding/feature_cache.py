@@ -30,7 +30,7 @@ import torch
 
 from elmo_features.model.bilm import BiLM
 from elmo_features.util.errors import DamagedCacheError, PathError
-from elmo_features.util.paths import check_output_dir
+from elmo_features.util.paths import check_output_dir, folder_kind
 from elmo_features.util.locking import OutputLock, lock_path_for
 from elmo_features.model.precision import precision_of
 from elmo_features.util.provenance import atomic_path
@@ -208,6 +208,10 @@ class FeatureCache:
             raise PathError("FeatureCache: cache_dir is Path('.') (what Path('') gives: an unset variable?); to use "
                             "the current folder, pass the string '.'")
         self.cache_dir = check_output_dir(cache_dir, "FeatureCache")
+        found = folder_kind(self.cache_dir)
+        if found:  # (the command line refuses these folders as --cache-dir in the same words)
+            raise PathError(f"FeatureCache: {self.cache_dir}: holds {found[0]}, so it is {found[1]}; the cache files "
+                            "would be written among its files: give another folder")
         try:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:  # a file on the way ("file/sub"), /proc, a read-only file system, ...

@@ -11,6 +11,7 @@ must be a fast one (its ``word_ids`` give the word -> piece alignment).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -159,10 +160,20 @@ def check_architectures(config: Any, where: str) -> None:
 def _weights_kind(folder: Path) -> str:
     names = {p.name for p in folder.iterdir()}
     if "model.safetensors" in names or "model.safetensors.index.json" in names:
+        if "pytorch_model.bin" in names or "pytorch_model.bin.index.json" in names:
+            _warn_both_weights(folder)
         return "safetensors"
     if "pytorch_model.bin" in names or "pytorch_model.bin.index.json" in names:
         return "pickle"
     raise EncoderError(f"{folder}: no model weights (model.safetensors or pytorch_model.bin)")
+
+
+@functools.cache
+def _warn_both_weights(folder: Path) -> None:
+    """Once per folder: transformers reads model.safetensors and never the pickle beside it, which may hold other
+    weights (re-saved after fine-tuning)."""
+    print(f"warning: {folder} holds both model.safetensors and pytorch_model.bin: model.safetensors is used (as "
+          "transformers does); remove the one that is not this model", file=sys.stderr, flush=True)
 
 
 def _strict_config_error() -> type:

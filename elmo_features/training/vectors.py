@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
+from elmo_features.util.arguments import uninformative_rows
 from elmo_features.util.errors import ElmoTasksError
-from elmo_features.util.text_input import check_text
+from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text
 
 
 class VectorFileError(ElmoTasksError, ValueError):
@@ -33,8 +34,30 @@ def read_vector_table(path: str | Path, dim: int | None = None) -> tuple[list[st
         if mat.ndim != 2 or mat.shape[0] != len(words):
             raise VectorFileError(f"token_vectors: {npy} has shape {mat.shape} but {wfile} lists {len(words)} words")
     elif path.is_file():
-        words, rows = [], []
-        opener = gzip.open if path.suffix == ".gz" else open
+        words, rows = _read_text_table(path)
+        mat = np.asarray(rows, dtype=np.float32)
+    else:
+        raise VectorFileError(f"token_vectors: {path} not found (a vectors folder or a GloVe text file)")
+    if dim is not None and mat.shape[1] != dim:
+        raise VectorFileError(f"token_vectors: {path} has {mat.shape[1]}-dimensional vectors, the config says {dim}")
+    if not np.isfinite(mat).all():
+        raise VectorFileError(f"token_vectors: {path} holds NaN or Inf values")
+    problem = uninformative_rows(mat)
+    if problem:
+        raise VectorFileError(f"token_vectors: {path}: {problem}: the vectors would carry no information about the "
+                              "word; give other vectors")
+    return words, mat.astype(np.float32)
+
+
+def _read_text_table(path: Path) -> tuple[list[str], list[list[float]]]:
+    """A GloVe-style text file (.gz ok): its words and rows; a file that is no UTF-8 text named as what it is."""
+    with open(path, "rb") as f:
+        kind = binary_kind(f.read(64)) if path.suffix != ".gz" else None
+    if kind:
+        raise VectorFileError(f"token_vectors: {path}: {kind.replace('FILE', str(path))}")
+    words, rows = [], []
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
         with opener(path, "rt", encoding="utf-8-sig") as f:  # a byte-order mark at the start is dropped
             for lineno, line in enumerate(f, 1):
                 check_text(line, path, lineno)  # NUL, a byte-order mark in the middle (elmo_features.util.text_input)
@@ -49,16 +72,14 @@ def read_vector_table(path: str | Path, dim: int | None = None) -> tuple[list[st
                 except ValueError:
                     raise VectorFileError(f"token_vectors: {path} line {lineno}: not a number") from None
                 words.append(parts[0])
-        if not rows:
-            raise VectorFileError(f"token_vectors: {path} holds no vectors")
-        mat = np.asarray(rows, dtype=np.float32)
-    else:
-        raise VectorFileError(f"token_vectors: {path} not found (a vectors folder or a GloVe text file)")
-    if dim is not None and mat.shape[1] != dim:
-        raise VectorFileError(f"token_vectors: {path} has {mat.shape[1]}-dimensional vectors, the config says {dim}")
-    if not np.isfinite(mat).all():
-        raise VectorFileError(f"token_vectors: {path} holds NaN or Inf values")
-    return words, mat.astype(np.float32)
+    except UnicodeDecodeError as e:
+        raise VectorFileError(f"token_vectors: {path}: not UTF-8 text (byte {e.object[e.start]:#04x}); give word "
+                              "vectors as UTF-8 text") from None
+    except GZIP_ERRORS as e:
+        raise VectorFileError(f"token_vectors: {path}: not a whole gzip file ({e})") from None
+    if not rows:
+        raise VectorFileError(f"token_vectors: {path} holds no vectors")
+    return words, rows
 
 
 def table_digest(words: list[str], mat: np.ndarray) -> str:

@@ -92,3 +92,14 @@ def check_float(value: Any, name: str, minimum: float | None = None) -> float:
     if minimum is not None and value < minimum:
         raise UsageError(f"{name} must be >= {minimum}, got {value}")
     return float(value)
+
+
+def uninformative_rows(matrix) -> str | None:
+    """Why the rows of ``matrix`` (V, d) would tell words apart in nothing, or None: every value is zero, or every
+    row is the same (checked on the first rows first: a large matrix with variety answers at once)."""
+    m = np.asarray(matrix)
+    if not (m[:1024].any() or m.any()):
+        return "every vector is zero"
+    if len(m) > 1 and not ((m[:1024] != m[0]).any() or (m != m[0]).any()):
+        return "every word has the same vector"
+    return None

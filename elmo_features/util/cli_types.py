@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import stat
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from elmo_features.util.env import FEATURE_CACHE, feature_cache_default
+from elmo_features.util.errors import UsageError
 from elmo_features.util.threads import threads_problem
 
 
@@ -84,8 +86,11 @@ DEFAULT_CACHE = DefaultValue(feature_cache_default())
 
 
 def cache_dir_of(args: argparse.Namespace):
-    """The parsed ``--cache-dir``: a Path, or None for 'none' (the cache off)."""
-    return None if str(args.cache_dir).lower() == "none" else Path(args.cache_dir)
+    """The parsed ``--cache-dir``: a Path, or None for 'none' (the cache off; spaces around it are a typing slip)."""
+    value = str(args.cache_dir)
+    if not value.strip():  # (Path("") is the current folder: an unset variable, most likely)
+        raise UsageError(f"{cache_dir_flag(args)}: empty path; give a folder, or 'none' to turn the cache off")
+    return None if value.strip().lower() == "none" else Path(value)
 
 
 def cache_dir_flag(args: argparse.Namespace) -> str:
@@ -154,6 +159,7 @@ def warn_unrepeatable(config: str) -> None:
         mode = os.stat(config).st_mode
     except (OSError, ValueError):
         mode = 0
-    if str(config).startswith(("/dev/fd/", "/proc/", "/dev/stdin")) or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+    fd = str(config).startswith(("/dev/fd/", "/dev/stdin")) or re.match(r"/proc/[^/]+/fd/", str(config))
+    if fd or stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):  # (an open file's descriptor is gone when the command reruns)
         print(f"warning: the config {config} is a pipe: the command recorded with the results cannot be run again "
               "(save the config to a file to keep it)", file=sys.stderr)

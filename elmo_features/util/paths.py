@@ -280,3 +280,34 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
         return pa.samefile(pb)
     except OSError:
         return pa.resolve() == pb.resolve()
+
+
+ENCODER_WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # (config.json alone may be any tool's config)
+FOLDER_KINDS = {"summary.json": "a comparison's results folder", "scores.json": "a WSD table's folder",
+                ".data_sha256.json": "a comparison's runs folder", "options.json": "a biLM's model folder",
+                "weights.hdf5": "a biLM's model folder", "checkpoint.pt": "a train-bilm run folder",
+                "config.json": "an encoder's model folder", "model.safetensors": "an encoder's model folder",
+                "pytorch_model.bin": "an encoder's model folder", "index.sense": "a WordNet folder",
+                "data.noun": "a WordNet folder", "*.data.xml": "a WSD data folder"}  # a file -> the folder it marks
+CACHE_DIR_FORBIDDEN = tuple(FOLDER_KINDS)  # a frozen-feature cache is none of these
+INPUT_FOLDERS = ("options.json", "weights.hdf5", "config.json", "model.safetensors", "pytorch_model.bin",
+                 "index.sense", "data.noun", "*.data.xml")  # folders of models and data sets (inputs)
+
+
+def _holds(folder: Path, name: str) -> str | None:
+    """The file of ``folder`` that ``name`` (a file name, or a ``*`` pattern) stands for, or None; ``config.json``
+    only beside an encoder's weights (alone it may be any tool's config)."""
+    if "*" in name:
+        return next((p.name for p in sorted(folder.glob(name)) if p.is_file()), None)
+    if not (folder / name).is_file():
+        return None
+    return name if name != "config.json" or any((folder / w).is_file() for w in ENCODER_WEIGHTS) else None
+
+
+def folder_kind(folder: str | os.PathLike, names: tuple[str, ...] = CACHE_DIR_FORBIDDEN) -> tuple[str, str] | None:
+    """(the file found, the kind of folder it marks: ``FOLDER_KINDS``) for the first of ``names`` that ``folder``
+    holds, or None (also when it is no folder)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    return next(((f, FOLDER_KINDS.get(n, "a results folder")) for n in names for f in [_holds(folder, n)] if f), None)

@@ -45,11 +45,6 @@ def first() -> int | None:
     return _REQUESTED[0] if _REQUESTED else None
 
 
-def requested() -> bool:
-    """True once a stop was requested (and not cleared)."""
-    return bool(_REQUESTED)
-
-
 def in_grace() -> bool:
     """True within ``GRACE`` seconds of the first stop request: a signal now is the impatient second one."""
     return bool(_REQUESTED) and time.monotonic() - _FIRST_AT[0] < GRACE

@@ -91,7 +91,6 @@ SIGNATURES = [  # (first bytes, what the file is and what to do); UTF-32's marks
     (b"\x28\xb5\x2f\xfd", "the file is zstd-compressed; decompress it (unzstd)"),
     (b"\x93NUMPY", "the file is a NumPy .npy array, not text"),
     (b"7z\xbc\xaf\x27\x1c", "the file is a 7z archive; unpack it (7z x FILE)"),
-    (b"]\x00\x00", "the file is lzma-compressed; decompress it (unlzma)"),
 ]
 # bzip2's magic and its first block's, or its end of stream (an empty stream): "BZh" alone starts words too
 BZIP2 = re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)")
@@ -102,7 +101,20 @@ def binary_kind(head: bytes) -> str | None:
     saying what to do), else None."""
     if BZIP2.match(head):
         return "the file is bzip2-compressed; decompress it (bunzip2)"
+    if _lzma_alone(head):
+        return "the file is lzma-compressed; decompress it (unlzma)"
     return next((what for sig, what in SIGNATURES if head.startswith(sig)), None)
+
+
+def _lzma_alone(head: bytes) -> bool:
+    """The header of a legacy .lzma file: the properties byte 0x5d, then a dictionary size of 2^n or 3 * 2^(n-1)
+    (4 KiB to 1.5 GiB), as xz and lzma write it ("]" and NUL bytes alone also start UTF-32 text)."""
+    if len(head) < 13 or head[0] != 0x5D:
+        return False
+    size = int.from_bytes(head[1:5], "little")
+    power = (size & (size - 1)) == 0
+    three = size % 3 == 0 and ((size // 3) & (size // 3 - 1)) == 0
+    return 1 << 12 <= size <= 3 << 29 and (power or three)
 
 
 def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:

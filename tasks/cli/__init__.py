@@ -18,8 +18,8 @@ thread (a SIGINT or SIGHUP the process inherited as ignored, e.g. a background j
 ignored). A command cleans up on the way out (a process pool terminates its workers); here one line
 ``interrupted; <hint>`` is printed, the hint set by the command as ``args.interrupt_hint`` (a string, or a callable
 returning one), and the exit code is 128 + the signal number: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP.
-Signals in the seconds after the first are only recorded, and once a stopped command returns they are ignored until
-the process exits (``elmo_features.util.stop``).
+Signals in the seconds after the first are only recorded, and once a command returns (stopped or done) they are
+ignored until the process exits (``elmo_features.util.stop``).
 """
 from __future__ import annotations
 
@@ -44,7 +44,26 @@ def _exit_if_no_current_folder() -> None:
         raise SystemExit(2) from None
 
 
+def _on_stop_while_loading(signum, _frame) -> None:
+    os.write(2, b"interrupted\n")  # (nothing has been done yet: nothing to clean up or to say how to continue)
+    os._exit(128 + signum)
+
+
+def _stop_cleanly_while_loading() -> None:
+    """Loading torch takes a second or two, before ``main`` installs its handlers: from the command line (the
+    console script, or ``python -m tasks.cli``, whose argv[0] is "-m" while the package loads), a stop signal then
+    ends the process with one line and 128 + its number, not an import traceback or a silent death."""
+    first = os.path.basename(sys.argv[0]) if sys.argv else ""
+    if first not in ("-m", "elmo-tasks", "elmo-tasks.exe") or threading.current_thread() is not threading.main_thread():
+        return
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:  # an inherited ignore stays
+            signal.signal(signum, _on_stop_while_loading)
+
+
 _exit_if_no_current_folder()
+_stop_cleanly_while_loading()
 
 from elmo_features.util.env import warn_retired
 from elmo_features.util.threads import thread_tqdm_lock
@@ -166,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {one_line(unicode_message(e))}", file=sys.stderr)
         return USER_ERROR
     finally:
-        if stop.requested() and from_command_line:  # the process only exits now: no KeyboardInterrupt in atexit
-            stop.ignore_signals()
+        if from_command_line:  # the process only exits now: a late signal must not turn a finished command into a
+            stop.ignore_signals()  # silent 130/143 (nor a KeyboardInterrupt in atexit)
         elif old:  # called in a process that goes on: its next work must not see this command's stop request
             for signum, handler in old.items():
                 signal.signal(signum, handler)

@@ -36,6 +36,18 @@ from tasks.data.types import DataFormatError
 FORMATS = ("auto", "text", "word2vec_bin", "npy")
 
 
+def _word_problem(word) -> str | None:
+    """Why ``word`` can never match a token (a line's tokens are split on whitespace), or None."""
+    if not isinstance(word, str) or not word:
+        return f"must be a non-empty str, got {type(word).__name__}"
+    if word != word.strip() or any(unicodedata.category(c) == "Cc" for c in word):  # (inner spaces: GloVe 840B has
+        return "has whitespace around it or a control character in it, which no token does (lines read with " \
+               "readlines()? strip them)"  # words such as ". . .")
+    if all(unicodedata.category(c) == "Cf" for c in word):
+        return "holds only invisible format or control characters"
+    return None
+
+
 class StaticVectors:
     """A vocabulary of ``words`` with ``vectors`` (V, d) float32 and the lookup policy above."""
 
@@ -45,9 +57,11 @@ class StaticVectors:
             raise ValueError(f"vectors must be a (V, d) matrix, got shape {vectors.shape}")
         if len(words) != vectors.shape[0]:
             raise ValueError(f"{len(words)} words but vectors has shape {vectors.shape}")
-        bad_word = next((i for i, w in enumerate(words) if not isinstance(w, str) or not w.strip()), None)
-        if bad_word is not None:
-            raise ValueError(f"words[{bad_word}] must be a non-empty str, got {list(words)[bad_word]!r}")
+        if vectors.shape[1] == 0:
+            raise ValueError(f"vectors have 0 dimensions (shape {vectors.shape}); give a (V, d) matrix with d >= 1")
+        for i, w in enumerate(words):
+            if problem := _word_problem(w):
+                raise ValueError(f"words[{i}] {w!r}: {problem}")
         bad = ~np.isfinite(vectors).all(axis=1)  # (V,)
         if bad.any():
             i = int(np.argmax(bad))
@@ -219,12 +233,26 @@ def _read_word2vec_bin(path: Path, max_vectors: int | None) -> tuple[list[str], 
             if sp < 0 or sp + 1 + 4 * d > len(data):
                 raise DataFormatError(f"file truncated at vector {i} of {n_words} (byte {pos}); the header "
                                       f"says {n_words} x {d} float32", path)
-            words.append(data[pos:sp].decode("utf-8", "replace"))
+            words.append(_w2v_word(data[pos:sp], i, n_words, d, path))
             vectors[i] = np.frombuffer(data, dtype="<f4", count=d, offset=sp + 1)
             pos = sp + 1 + 4 * d
+        if n == n_words and data[pos:].strip():
+            raise DataFormatError(f"{len(data) - pos} byte(s) follow the {n_words} x {d} float32 vectors the header "
+                                  "says: the header's count or dimension does not fit the file; check the header", path)
     finally:
         data.close()
     return words, vectors
+
+
+def _w2v_word(raw: bytes, i: int, n_words: int, d: int, path: Path) -> str:
+    """The word of word2vec binary row ``i``; a control byte in it (a newline, float bytes) means the rows were
+    read out of step: the header's dimension does not fit them."""
+    word = raw.decode("utf-8", "replace")
+    if not word or any(unicodedata.category(c) == "Cc" for c in word):
+        raise DataFormatError(f"vector {i + 1} of {n_words}: the word read is not text ({raw[:20]!r}): the header's "
+                              f"dimension {d} does not fit the rows (each row is 'word ' + {d} float32 = "
+                              f"{4 * d} bytes), or the file is not word2vec binary; check the header", path)
+    return word
 
 
 def _read_npy(path: Path, words_path: Path | None, max_vectors: int | None) -> tuple[list[str], np.ndarray]:
@@ -294,14 +322,26 @@ def _not_text(path: Path, e: UnicodeDecodeError) -> str:
     """What a vectors file that is not UTF-8 text is, and what to do: its signature's kind, the word2vec binary
     hint only when it starts with a ``V d`` header line, else the decoding error."""
     with open(path, "rb") as f:
-        head = f.read(64)
+        head = f.read(65536)
     kind = binary_kind(head) if path.suffix != ".gz" else None
     if kind:
         kind = kind.replace("FILE", str(path))
         return kind + "; give it with format npy (and its words file)" if head.startswith(b"\x93NUMPY") else kind
-    if re.match(rb"\s*\d+\s+\d+\s*\r?\n", head):
+    header = re.match(rb"\s*\d+\s+(\d+)\s*\r?\n", head)
+    if header and not _text_row(head[header.end():].split(b"\n", 1)[0], int(header.group(1))):
         return f"not UTF-8 text ({e}) after a 'count dim' header; a word2vec binary file needs format='word2vec_bin'"
-    return f"not UTF-8 text ({e}); give word vectors as UTF-8 text (one word and its numbers per line)"
+    return (f"not UTF-8 text ({e}); give word vectors as UTF-8 text (one word and its numbers per line; another "
+            "encoding such as Latin-1 converts with iconv -f latin1 -t utf-8)")
+
+
+def _text_row(row: bytes, d: int) -> bool:
+    """Whether ``row`` reads as a text vectors row: a word and ``d`` numbers (in any 8-bit encoding)."""
+    parts = row.decode("latin-1").split()
+    try:
+        numbers = [float(x) for x in parts[1:]]
+    except ValueError:
+        return False
+    return len(parts) == d + 1 and len(numbers) == d
 
 
 def warn_conflicting_duplicates(words: Sequence[str], vectors: np.ndarray, path: Path) -> None:

@@ -79,6 +79,8 @@ def _run_comparison(cfg: RunConfig, results_dir: Path, runs_dir: str | Path, con
     """``run_comparison`` once its checks passed and the results folder is this process's."""
     plan = plan_comparison(cfg, sources, seeds, folds, command)
     cells = plan.cells
+    for name in dict.fromkeys(cell[0] for cell in cells):  # every frozen input loads (and is checked) before the
+        section_fingerprints(cfg.compare.sources[name], context.memo)  # first run trains: loaded once, kept
     reused = {} if resume is None else reused_runs(cfg, cells, cell_dirs(Path(resume), cells), plan.pool,
                                                    plan.fold_sets, context)
     check_results_replaceable(results_dir, plan.identity)  # (after the --resume checks: they name the run folder)

@@ -252,7 +252,10 @@ def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] | None = (
     """Read a YAML config and apply ``--set`` overrides (not yet checked; the one ``--set`` syntax of every command:
     ``elmo_features.util.config_files.apply_set``)."""
     overrides = () if overrides is None else overrides
-    if isinstance(overrides, (str, bytes)) or not all(isinstance(a, str) for a in overrides):
+    if isinstance(overrides, (str, bytes, dict)) or not hasattr(overrides, "__iter__"):
+        raise TypeError(f"overrides must be a list of 'key.sub=value' strings, got {overrides!r}")
+    overrides = list(overrides)  # (a generator is read once: here)
+    if not all(isinstance(a, str) for a in overrides):
         raise TypeError(f"overrides must be a list of 'key.sub=value' strings, got {overrides!r}")
     path = Path(path)
     raw = read_config_file(path)

@@ -19,8 +19,9 @@ from typing import Any, Iterable
 
 import torch
 
-from elmo_features.util.paths import (RUN_FOLDER_FILES, RUN_MODEL_FILES, check_input_dir, check_input_file,
-                                      check_input_path, check_output_dir)
+from elmo_features.util.paths import (CACHE_DIR_FORBIDDEN, INPUT_FOLDERS, RUN_FOLDER_FILES, RUN_MODEL_FILES,
+                                      check_input_dir, check_input_file, check_input_path, check_output_dir,
+                                      folder_kind)
 from elmo_features.util.errors import CheckpointError, ConfigError, OutputExistsError, PathError
 from elmo_features.util.locking import OutputLock
 
@@ -251,20 +252,10 @@ def check_output_dirs(*, flags: dict[str, str] | None = None, **dirs: str | Path
         if path is not None:
             flag = (flags or {}).get(name) or f"--{name.replace('_', '-')}"
             check_output_dir(path, flag)
-            if name == "runs_dir":  # new run folders are made inside it: never inside one run's folder
-                check_not_a_run_folder(path, flag)
+            if name == "runs_dir":  # new run folders are made inside it: never inside one run's folder, nor among
+                check_not_a_run_folder(path, flag, results=INPUT_FOLDERS)  # the files of a model or data set
             if name == "cache_dir":  # cache files are written into it: never into a run's or a table's folder
                 check_not_a_run_folder(path, flag, "the cache files", CACHE_DIR_FORBIDDEN)
-
-
-ENCODER_WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # (config.json alone may be any tool's config)
-FOLDER_KINDS = {"summary.json": "a comparison's results folder", "scores.json": "a WSD table's folder",
-                ".data_sha256.json": "a comparison's runs folder", "options.json": "a biLM's model folder",
-                "weights.hdf5": "a biLM's model folder", "checkpoint.pt": "a train-bilm run folder",
-                "config.json": "an encoder's model folder", "model.safetensors": "an encoder's model folder",
-                "pytorch_model.bin": "an encoder's model folder", "index.sense": "a WordNet folder",
-                "data.noun": "a WordNet folder"}  # a file -> the folder it marks
-CACHE_DIR_FORBIDDEN = tuple(FOLDER_KINDS)
 
 
 def check_not_a_run_folder(folder: str | Path, flag: str, what: str = "the new runs",
@@ -276,11 +267,9 @@ def check_not_a_run_folder(folder: str | Path, flag: str, what: str = "the new r
     if UNFINISHED in found or len(found) >= 2:
         raise PathError(f"{flag} {folder}: is a run folder ({', '.join(found)}); {what} would be written into "
                         "another run's folder: give another folder")
-    marker = next((n for n in results if (folder / n).is_file()
-                   and (n != "config.json" or any((folder / w).is_file() for w in ENCODER_WEIGHTS))), None)
-    if marker:
-        kind = FOLDER_KINDS.get(marker, "a results folder")
-        raise PathError(f"{flag} {folder}: holds {marker}, so it is {kind}; {what} would be written among its "
+    found = folder_kind(folder, results)
+    if found:
+        raise PathError(f"{flag} {folder}: holds {found[0]}, so it is {found[1]}; {what} would be written among its "
                         "files: give another folder")
 
 

@@ -9,6 +9,7 @@ from typing import Literal
 import numpy as np
 import torch
 
+from elmo_features.util.arguments import uninformative_rows
 from elmo_features.util.schema import Int, key
 
 from tasks.data.static_vectors import load_static_vectors
@@ -32,7 +33,20 @@ def load_vectors(config: StaticConfig, memo: Memo):
     """The StaticVectors a config names (loaded once per ``memo``)."""
     args = dict(path=config.path, format=config.format, words_path=config.words_path,
                 lowercase=config.lowercase, max_vectors=config.max_vectors)
-    return memo.model("static " + json.dumps(args, sort_keys=True), lambda: load_static_vectors(**args))
+    return memo.model("static " + json.dumps(args, sort_keys=True), lambda: _informative(config, args))
+
+
+def _informative(config: StaticConfig, args: dict):
+    """``load_static_vectors(**args)``, refused when its rows could tell no words apart (loaded when a comparison
+    plans its runs: every source is checked before the first run starts)."""
+    vectors = load_static_vectors(**args)
+    problem = uninformative_rows(vectors.vectors)  # (V, d)
+    if problem:
+        first = (f" (the first {config.max_vectors} of the file: max_vectors {config.max_vectors}; raise it)"
+                 if config.max_vectors is not None else "")
+        raise DataFormatError(f"{problem}{first}: the features would carry no information about the word; give "
+                              "other vectors", config.path)
+    return vectors
 
 
 @FEATURES.register("static")
@@ -58,13 +72,6 @@ class StaticFeatures(FeatureSource):
     def __init__(self, config: StaticConfig, context: FeatureContext):
         super().__init__(config, context)
         self.vectors = load_vectors(config, context.memo)
-        matrix = self.vectors.vectors  # (V, d)
-        if not (matrix[:1024].any() or matrix.any()):
-            raise DataFormatError("every vector is zero: the features would carry no information; give other "
-                                  "vectors", config.path)
-        if len(matrix) > 1 and not ((matrix[:1024] != matrix[0]).any() or (matrix != matrix[0]).any()):
-            raise DataFormatError("every word has the same vector: the features would carry no information about "
-                                  "the word; give other vectors", config.path)
         self.output_dim = int(self.vectors.dim)
         self.oov: dict[str, dict[str, int]] = {}  # split -> {"oov": n, "tokens": n}
 
@@ -78,6 +85,11 @@ class StaticFeatures(FeatureSource):
         self.oov[split] = {"oov": n_oov, "tokens": n_tok}
         if split == "train":
             self._check_train_oov(n_oov, n_tok)
+        elif n_tok and n_oov / n_tok > OOV_WARN_RATE:  # dev, test, predict inputs: scored, so said, not refused
+            zero = ("every feature is zero: its scores measure the head's bias alone" if n_oov == n_tok else
+                    "their vectors are zero")
+            print(f"warning: {self.config.path}: {n_oov / n_tok:.0%} of the {split} tokens ({n_oov} of {n_tok}) are "
+                  f"not in the vocabulary ({zero})", file=sys.stderr)
         return out
 
     def _check_train_oov(self, n_oov: int, n_tok: int) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from elmo_features.util.arguments import check_sentences
+from elmo_features.util.arguments import check_bool, check_sentences
 
 from elmo_features.util.errors import ElmoTasksError, PathError, StaleCacheError, UsageError
 from elmo_features.util.paths import check_input_file
@@ -176,14 +176,15 @@ def read_sense_meta(path: str | Path) -> dict:
         return _sense_meta(f, path)
 
 
-def prior_weight(meta: dict, path: str | Path) -> float:
-    """The first-sense prior weight the file chose; UsageError when it holds none (--prior would change nothing)."""
+def prior_weight(meta: dict, path: str | Path, flag: str = "--prior") -> float:
+    """The first-sense prior weight the file chose; UsageError when it holds none (``flag``, how the prior was asked
+    for, would change nothing)."""
     weight = float(meta.get("prior") or 0.0)
     if weight == 0.0:
         why = ("weight 0 was best on its held-out SemCor sentences" if "prior" in (meta.get("held_out") or {}) else
                "none was tuned when it was made")
-        raise UsageError(f"--prior: {path} holds no first-sense prior ({why}), so --prior would change nothing; "
-                         "drop --prior")
+        raise UsageError(f"{flag}: {path} holds no first-sense prior ({why}), so {flag} would change nothing; "
+                         f"drop {flag}")
     return weight
 
 
@@ -196,6 +197,7 @@ class SenseTagger:
 
     def __init__(self, path: str | Path, wordnet: str | Path | None = None, context: FeatureContext | None = None,
                  prior: bool = False):
+        prior = check_bool(prior, "SenseTagger: prior")
         with open_sense_file(path, "SenseTagger: path") as f:
             self.meta = _sense_meta(f, path)
             missing = [n for n in ("keys", *SENSE_ARRAYS) if not isinstance(f.get(n), h5py.Dataset)]
@@ -217,7 +219,7 @@ class SenseTagger:
         if meta_edited:  # the recipe of every query: its layers, w, the prior, the source
             raise StaleCacheError(f"{path}: its meta attribute (layers, w, prior, source) does not match the checksum "
                                   "written with it (edited or damaged); make it again with `elmo-tasks wsd senses`")
-        self.prior = prior_weight(self.meta, path) if prior else 0.0
+        self.prior = prior_weight(self.meta, path, "SenseTagger(prior=True)") if prior else 0.0
         folder = Path(wordnet or self.meta["wordnet"])
         self.graph = load_graph(folder)
         now = wordnet_fingerprint(self.graph.wn)

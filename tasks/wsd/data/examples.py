@@ -101,16 +101,21 @@ def check_candidates(examples: list[WsdSentence], what: str, where, wordnet) -> 
 
 def check_training_set(targets: list[WsdTarget], what: str, where, head: bool) -> None:
     """Before anything is embedded: a training set whose instances all carry one gold key cannot train a head
-    (WsdFormatError when one is asked for); one warning line when every instance has a single WordNet candidate
+    (WsdFormatError when one is asked for, else a warning); one warning line when every instance has a single WordNet
+    candidate
     (its sense vectors and head cover only words with one sense, so every ambiguous test word backs off)."""
     if not targets:
         raise WsdFormatError(f"{where}: {what} has no <instance> elements")
     keys = {k for t in targets for k in t.gold}
-    if head and len(keys) == 1:
-        raise WsdFormatError(f"{where}: {what}: every one of its {len(targets)} instances has the gold key "
-                             f"{next(iter(keys))}: a head trained on one sense measures nothing; give a training set "
-                             "with more senses, or no head (--set head=null)")
-    if all(len(t.candidates) <= 1 for t in targets):
+    one = (f"{what}: every one of its {len(targets)} instances has the gold key {next(iter(keys))}" if len(keys) == 1
+           else "")
+    if one and head:
+        raise WsdFormatError(f"{where}: {one}: a head trained on one sense measures nothing; give a training set "
+                             "with more senses")
+    if one:
+        print(f"warning: {one}: the 1-NN rows can answer only that sense (or back off to the first sense): they "
+              "measure nothing; give a training set with more senses", file=sys.stderr, flush=True)
+    elif all(len(t.candidates) <= 1 for t in targets):
         print(f"warning: {what}: each of its {len(targets)} instances has at most one WordNet candidate, so the "
               "1-NN rows and the head learn nothing about choosing a sense: every ambiguous test word backs off; "
               "give a training set with ambiguous words", file=sys.stderr, flush=True)
