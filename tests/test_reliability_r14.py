@@ -290,3 +290,12 @@ def test_the_python_api_takes_generators_and_refuses_words_no_token_matches(tmp_
         SenseTagger(senses / "senses.h5", prior="yes")
     with pytest.raises(UsageError, match="drop SenseTagger\\(prior=True\\)"):
         SenseTagger(senses / "senses.h5", prior=True)
+
+
+def test_wsd_senses_says_which_set_values_it_does_not_read(capsys):
+    from tasks.wsd.config import warn_senses_inert
+
+    warn_senses_inert(["knn=[layers]", "head_dev_every=10", "training.lr=0.1", "gloss_texts=[full]"])
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and "--set knn=[layers]: wsd senses does not read knn" in err[0], err
+    assert "does not read training" in err[1]

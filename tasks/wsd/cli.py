@@ -106,7 +106,7 @@ def cmd_senses(args) -> int:
 
     from tasks.features.base import FeatureContext
     from tasks.experiment.preflight import check_feature_paths, check_output_dirs, feature_input_paths
-    from tasks.wsd.config import load_wsd_config
+    from tasks.wsd.config import load_wsd_config, warn_senses_inert
     from tasks.wsd.tagging import build_sense_file, is_sense_file
 
     check_flags_given(args, "out", "train", "wordnet", "config")
@@ -114,6 +114,7 @@ def cmd_senses(args) -> int:
         warn_unrepeatable(args.config)  # its command goes into the sense file's meta
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
     cfg = load_wsd_config(args.config, overrides, features=[args.source] if args.source else None, train=args.train)
+    warn_senses_inert(args.overrides)
     if args.source not in cfg.sources:
         raise UsageError(f"--source {args.source}: not a source of {args.config}; its sources: "
                          f"{', '.join(cfg.sources)}")

@@ -90,6 +90,19 @@ class WsdConfig:
             print(f"warning: {what}: it has no effect", file=sys.stderr)
 
 
+TABLE_ONLY = ("name", "test", "features", "knn", "fixed_mix", "head", "probes", "training")  # keys `wsd senses`
+# never reads (a shared config holds them for the table: only a --set of one is said to do nothing)
+
+
+def warn_senses_inert(overrides: list[str]) -> None:
+    """One warning line per ``--set`` that ``wsd senses`` does not read (it acts on the table alone)."""
+    for assignment in overrides:
+        top = assignment.partition("=")[0].strip().split(".")[0]
+        if top in TABLE_ONLY:
+            print(f"warning: --set {assignment}: wsd senses does not read {top} (a setting of the table made by "
+                  "`elmo-tasks wsd`): it has no effect", file=sys.stderr)
+
+
 def resolve_wsd(raw: dict, source: str = "config") -> WsdConfig:
     """Check a raw dict: keys, feature-source sections and the head section are resolved with defaults."""
     cfg = build(WsdConfig, copy.deepcopy(raw), f"{source}:")
