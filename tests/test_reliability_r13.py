@@ -385,7 +385,9 @@ def test_a_comparisons_record_that_is_a_link_is_never_written_through(tmp_path, 
     for name in ("RR", "mine_bilm"):  # a comparison's runs folder; a biLM folder
         folder = grid if name == "RR" else tmp_path / name
         folder.mkdir(exist_ok=True)
-        (folder / "options.json").write_text("{}") if name != "RR" else None
+        if name != "RR":
+            (folder / "options.json").write_text("{}")
+            (folder / "weights.hdf5").write_bytes(b"")
         assert main(args + ["--results-dir", "RES3", "--cache-dir", str(folder)]) == 2
         one_line_error(capsys, "--cache-dir", "would be written among its files")
 
@@ -541,8 +543,7 @@ def test_a_cache_dir_that_is_an_encoder_or_wordnet_folder_is_refused(tmp_path, c
     for name, marker in (("enc", "config.json"), ("wn", "index.sense")):
         (tmp_path / name).mkdir()
         (tmp_path / name / marker).write_text("{}")
-        if name == "enc":
-            (tmp_path / name / "model.safetensors").write_bytes(b"")
+        (tmp_path / name / ("model.safetensors" if name == "enc" else "data.noun")).write_bytes(b"")
         assert main(["run", cfg, "--out", f"R{name}", "--cache-dir", name, "--progress", "off"]) == 2
         one_line_error(capsys, f"--cache-dir {name}: holds {marker}")
 

@@ -36,6 +36,7 @@ def test_a_cache_folder_from_the_environment_is_named_as_such_with_its_kind(tmp_
     wn = tmp_path / "wn"
     wn.mkdir()
     (wn / "index.sense").write_text("")
+    (wn / "data.noun").write_text("")
     code, err = _cli(["run", cfg, "--out", "R", "--progress", "off"], tmp_path, ELMO_TASKS_FEATURE_CACHE=str(wn))
     assert code == 2 and err.count("\n") == 0, err
     assert err.startswith(f"error: $ELMO_TASKS_FEATURE_CACHE {wn}: holds index.sense, so it is a WordNet folder"), err
@@ -118,8 +119,8 @@ def test_the_python_api_checks_words_overrides_and_cache_folders(tmp_path, monke
     from tasks.data.static_vectors import StaticVectors
     from tasks.experiment.config import load_config
 
-    for words in (["a", 1], ["a", None], ["a", ""], ["a", "  "]):
-        with pytest.raises(ValueError, match=r"words\[1\] .*(must be a non-empty str|whitespace around it)"):
+    for words in (["a", 1], ["a", None], ["a", ""]):
+        with pytest.raises(ValueError, match=r"words\[1\] .*must be a non-empty str"):
             StaticVectors(words, np.ones((2, 2)), lowercase=False)
     env, cfg = static_config_file(tmp_path)
     for bad in ("name=x", [("name", "x")], [1]):
@@ -241,20 +242,6 @@ def test_signatures_and_pipes_are_not_taken_for_what_they_are_not(tmp_path, caps
     assert capsys.readouterr().err == ""
 
 
-def test_an_encoder_folder_with_two_weights_files_is_warned_about(tmp_path, capsys):
-    import torch
-
-    from elmo_features.encoders.loading import load_encoder
-    from encoder_helpers import make_bert
-
-    folder = make_bert(tmp_path / "enc")
-    from safetensors.torch import load_file
-    torch.save({k: v * 2 for k, v in load_file(folder / "model.safetensors").items()}, folder / "pytorch_model.bin")
-    load_encoder(str(folder))
-    err = capsys.readouterr().err
-    assert "holds both model.safetensors and pytorch_model.bin: model.safetensors is used" in err
-
-
 def test_a_test_split_whose_every_word_is_unknown_is_warned_about(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)
@@ -278,10 +265,8 @@ def test_the_python_api_takes_generators_and_refuses_words_no_token_matches(tmp_
     assert load_config(cfg, map(str, ["name=mapped"])).name == "mapped"
     with pytest.raises(TypeError, match="overrides must be a list"):
         load_config(cfg, {"name": "x"})
-    for words, says in ((["john\n", "b"], "whitespace around it"), (["a", "b\tc"], "a control character"),
-                        (["a", "\u200b"], "invisible")):
-        with pytest.raises(ValueError, match=says):
-            StaticVectors(words, np.ones((2, 2)), lowercase=False)
+    with pytest.raises(ValueError, match="ends with a line break"):
+        StaticVectors(["john\n", "b"], np.ones((2, 2)), lowercase=False)
     with pytest.raises(ValueError, match="0 dimensions"):
         StaticVectors(["a", "b"], np.zeros((2, 0)), lowercase=False)
     with pytest.raises(PathError, match="so it is a WordNet folder"):
@@ -299,3 +284,146 @@ def test_wsd_senses_says_which_set_values_it_does_not_read(capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and "--set knn=[layers]: wsd senses does not read knn" in err[0], err
     assert "does not read training" in err[1]
+
+
+# ---------------------------------------------------------------- list twenty
+
+def test_vectors_files_with_odd_words_load(tmp_path, capsys, monkeypatch):
+    import struct
+
+    from tasks.data.static_vectors import load_static_vectors
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    odd = ["paris\xa0", "\u200b", "a\x85b", "\u200f", "x\ty"]  # crawled files hold a few such words
+    text = Path(env["glove"]).read_text()
+    dim = len(text.splitlines()[0].split()) - 1
+    (tmp_path / "odd.txt").write_text(text + "".join(w + " 0.5" * dim + "\n" for w in odd), encoding="utf-8")
+    assert load_static_vectors(tmp_path / "odd.txt").words[-5:] == odd
+    assert main(["run", cfg, "--out", "R", "--set", f"features.path={tmp_path / 'odd.txt'}", *FAST]) == 0
+    words = [b"the", "\u200b".encode(), b"x\ty", b"a\x1bb"]
+    (tmp_path / "odd.bin").write_bytes(b"4 2\n" + b"".join(w + b" " + struct.pack("<2f", 0.5, i) + b"\n"
+                                                            for i, w in enumerate(words)))
+    assert load_static_vectors(tmp_path / "odd.bin").words == [w.decode() for w in words]
+
+
+def test_token_vectors_read_headers_and_name_what_they_cannot_read(tmp_path):
+    import struct
+
+    from elmo_features.training.vectors import VectorFileError, read_vector_table, vocabulary_rows
+
+    (tmp_path / "ft.vec").write_text("2 2 \nthe 0.1 0.2 \ncat 0.3 0.4 \n")  # fastText: a header, trailing spaces
+    words, mat = read_vector_table(tmp_path / "ft.vec", 2)
+    assert words == ["the", "cat"] and mat.shape == (2, 2)
+    (tmp_path / "g.bin").write_bytes(b"2 2\n" + b"".join(w + b" " + struct.pack("<2f", 0.5, 1.5) + b"\n"
+                                                           for w in (b"the", b"cat")))
+    (tmp_path / "t.txt.gz").write_text("the 0.1 0.2\n")
+    folder = tmp_path / "npy"
+    folder.mkdir()
+    np.save(folder / "vectors.npy", np.array([[0.1, 0.2], [0.3, 0.4]], dtype=np.float32))
+    (folder / "words.txt").write_bytes("caf\xe9\nthe\n".encode("latin-1"))
+    for path, says in ((tmp_path / "g.bin", "a word2vec binary file"), (tmp_path / "t.txt.gz", "not gzip"),
+                       (folder, "words.txt: not UTF-8 text")):
+        with pytest.raises(VectorFileError, match=says):
+            read_vector_table(path)
+    (folder / "words.txt").write_bytes("\ufeffthe\ncat\n".encode("utf-8"))
+    assert read_vector_table(folder)[0] == ["the", "cat"]  # (the byte-order mark is not part of the first word)
+    with pytest.raises(TypeError, match="dim must be an integer"):
+        read_vector_table(tmp_path / "ft.vec", "2")
+    with pytest.raises(TypeError, match="path must be a str or a path"):
+        read_vector_table(None)
+    with pytest.raises(VectorFileError, match="none of its 2 words is in the biLM vocabulary"):
+        vocabulary_rows(tmp_path / "ft.vec", ["zz", "yy"], words, mat, True)
+
+
+def test_a_users_program_that_imports_the_command_keeps_its_own_ctrl_c(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("import tasks.cli\n")
+    (tmp_path / "mypkg" / "__main__.py").write_text("import signal\nprint(signal.getsignal(signal.SIGINT))\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, "-m", "mypkg"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120).stdout
+    assert "default_int_handler" in out, out
+
+
+def test_folder_kinds_need_their_companion_files(tmp_path):
+    from elmo_features.util.errors import PathError
+    from tasks.experiment.preflight import check_output_dirs
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "options.json").write_text('{"lr": 0.1}')  # a user's own settings; a Keras model; another tool's XML
+    (mine / "weights.hdf5").write_bytes(b"")
+    (mine / "weights.hdf5").unlink()
+    (mine / "results.data.xml").write_text("<data/>")
+    (mine / "data.noun").write_text("my nouns")
+    check_output_dirs(runs_dir=mine, cache_dir=mine)
+    run = tmp_path / "bilm_run"
+    run.mkdir()
+    (run / "checkpoint.pt").write_bytes(b"")
+    (run / "vocab.txt").write_text("the\n")
+    with pytest.raises(PathError, match="so it is a train-bilm run folder"):
+        check_output_dirs(runs_dir=run)
+    (mine / "test.data.xml").write_text('<?xml version="1.0"?>\n<corpus lang="en">\n</corpus>\n')
+    with pytest.raises(PathError, match="so it is a WSD data folder"):
+        check_output_dirs(runs_dir=mine)
+
+
+def test_vectors_sniffing_latin1_rows_with_spaces_and_text_named_bin(tmp_path):
+    from tasks.data.static_vectors import load_static_vectors
+
+    (tmp_path / "s.vec").write_bytes("2 3\n. . . 0.1 0.2 0.3\ncaf\xe9 0.4 0.5 0.6\n".encode("latin-1"))
+    with pytest.raises(Exception) as e:
+        load_static_vectors(tmp_path / "s.vec")
+    assert "iconv -f latin1" in str(e.value) and "word2vec_bin" not in str(e.value)
+    (tmp_path / "text.bin").write_text("2 3\nthe 0.1 0.2 0.3\ncat 0.4 0.5 0.6\n")
+    assert load_static_vectors(tmp_path / "text.bin").words == ["the", "cat"]
+
+
+def test_warnings_are_said_once(tmp_path, capsys):
+    from test_reliability_models_r3b import _static, _vectors
+
+    source = _static(_vectors(tmp_path / "other.txt", ["zz1", "zz2"]))
+    for _ in range(3):  # three seeds' runs of one comparison
+        source.precompute([["the", "cat"]], "test")
+    assert capsys.readouterr().err.count("100% of the test tokens") == 1
+
+
+def test_two_weights_files_are_warned_about_only_when_they_differ(tmp_path, capsys):
+    import torch
+    from safetensors.torch import load_file
+
+    from elmo_features.encoders.loading import load_encoder
+    from encoder_helpers import make_bert
+
+    same, other = make_bert(tmp_path / "same"), make_bert(tmp_path / "other")
+    tensors = load_file(same / "model.safetensors")
+    torch.save(tensors, same / "pytorch_model.bin")
+    torch.save({k: v + 1 for k, v in tensors.items()}, other / "pytorch_model.bin")
+    load_encoder(str(same))
+    assert "holds both" not in capsys.readouterr().err
+    load_encoder(str(other))
+    assert "holds both model.safetensors and pytorch_model.bin, with other weights" in capsys.readouterr().err
+
+
+def test_cache_dir_words_that_mean_off_and_api_misuse(tmp_path, capsys, monkeypatch):
+    from elmo_features import FeatureCache
+    from elmo_features.util.errors import PathError
+    from tasks.experiment.config import load_config
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    for word in ("off", "false", "none/"):
+        assert main(["run", cfg, "--out", "R", "--cache-dir", word, "--progress", "off"]) == 2
+        one_line_error(capsys, f"--cache-dir {word}: would make a folder named", "turned off with 'none'")
+        assert not (tmp_path / word).exists()
+    for bad in (" none", "NONE"):
+        with pytest.raises(PathError, match="to embed without a cache, use no FeatureCache"):
+            FeatureCache(bad)
+    with pytest.raises(TypeError, match="for a dict, use tasks.experiment.config.resolve"):
+        load_config({"name": "x"})
+    with pytest.raises(TypeError, match="in the order they apply"):
+        load_config(cfg, {"name=a", "name=b"})

@@ -204,6 +204,9 @@ class FeatureCache:
                             f"{cache_dir!r}")
         if not str(cache_dir).strip():  # an unset variable: it would read as the current folder
             raise PathError(f"FeatureCache: cache_dir {str(cache_dir)!r} is empty (an unset variable?); give a folder")
+        if str(cache_dir).strip().lower() == "none":  # (what turns the cache off on the command line)
+            raise PathError(f"FeatureCache: cache_dir {str(cache_dir)!r} would be a folder of that name; to embed "
+                            "without a cache, use no FeatureCache (the command line's --cache-dir none)")
         if isinstance(cache_dir, os.PathLike) and os.fspath(cache_dir) == ".":  # Path("") is Path("."): unset too?
             raise PathError("FeatureCache: cache_dir is Path('.') (what Path('') gives: an unset variable?); to use "
                             "the current folder, pass the string '.'")

@@ -40,9 +40,9 @@ from elmo_features.training.prep_cache import (check_no_earlier_results, check_o
 from elmo_features.training.export import export_final, export_model
 from elmo_features.training.run_checks import check_warmup, not_finite, sample_problem, still_since
 from elmo_features.training.lm import BiLanguageModel
-from elmo_features.training.vectors import read_vector_table, table_digest
+from elmo_features.training.vectors import read_vector_table, table_digest, vocabulary_rows
 from elmo_features.training.warm_start import resolve_vocab, warm_start
-from elmo_features.model.token_vectors import TokenVectors, select_vectors
+from elmo_features.model.token_vectors import TokenVectors
 
 
 def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
@@ -89,7 +89,7 @@ def build_language_model(cfg: TrainConfig, vocab: list[str]) -> tuple[BiLanguage
     block = module = digest = None
     if cfg.token_vectors:
         words, mat = read_vector_table(cfg.token_vectors, cfg.token_vectors_dim)
-        kept, sel = select_vectors(vocab, words, mat, lowercase=cfg.token_vectors_lowercase)
+        kept, sel = vocabulary_rows(cfg.token_vectors, vocab, words, mat, cfg.token_vectors_lowercase)
         digest = table_digest(kept, sel)
         block = {"dim": int(sel.shape[1]), "n_words": len(kept), "lowercase": cfg.token_vectors_lowercase,
                  "source": Path(cfg.token_vectors).name}

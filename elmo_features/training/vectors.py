@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
 
-from elmo_features.util.arguments import uninformative_rows
+from elmo_features.model.token_vectors import select_vectors
+from elmo_features.util.arguments import check_int, uninformative_rows
 from elmo_features.util.errors import ElmoTasksError
-from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text
+from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text, word2vec_binary_head
 
 
 class VectorFileError(ElmoTasksError, ValueError):
@@ -18,8 +20,11 @@ class VectorFileError(ElmoTasksError, ValueError):
 
 def read_vector_table(path: str | Path, dim: int | None = None) -> tuple[list[str], np.ndarray]:
     """(words, (V, d) float32) from a folder with ``vectors.npy`` + ``words.txt`` (as written by
-    ``elmo-tasks data get glove-6b-50d``) or a GloVe-style text file (``word v1 .. vd`` per line, .gz ok).
-    ``dim``, when given, must match."""
+    ``elmo-tasks data get glove-6b-50d``) or a GloVe-style text file (``word v1 .. vd`` per line, .gz ok; a
+    word2vec/fastText ``count dim`` first line is read as a header). ``dim``, when given, must match."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"read_vector_table: path must be a str or a path, got {type(path).__name__}: {path!r}")
+    dim = None if dim is None else check_int(dim, "read_vector_table: dim", minimum=1)
     path = Path(path)
     if path.is_dir():
         npy, wfile = path / "vectors.npy", path / "words.txt"
@@ -28,7 +33,11 @@ def read_vector_table(path: str | Path, dim: int | None = None) -> tuple[list[st
                 raise VectorFileError(f"token_vectors: {p} not found (expected vectors.npy + words.txt in {path}; "
                                       "run `elmo-tasks data get glove-6b-50d`)")
         mat = np.load(npy, allow_pickle=False)
-        words = wfile.read_text(encoding="utf-8").split("\n")
+        try:
+            words = wfile.read_text(encoding="utf-8-sig").split("\n")  # (a byte-order mark is dropped)
+        except UnicodeDecodeError as e:
+            raise VectorFileError(f"token_vectors: {wfile}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset "
+                                  f"{e.start}); convert it (e.g. iconv -f latin1 -t utf-8)") from None
         if words and words[-1] == "":
             words.pop()
         if mat.ndim != 2 or mat.shape[0] != len(words):
@@ -52,21 +61,32 @@ def read_vector_table(path: str | Path, dim: int | None = None) -> tuple[list[st
 def _read_text_table(path: Path) -> tuple[list[str], list[list[float]]]:
     """A GloVe-style text file (.gz ok): its words and rows; a file that is no UTF-8 text named as what it is."""
     with open(path, "rb") as f:
-        kind = binary_kind(f.read(64)) if path.suffix != ".gz" else None
+        head = f.read(65536)
+    kind = binary_kind(head) if path.suffix != ".gz" else None
     if kind:
         raise VectorFileError(f"token_vectors: {path}: {kind.replace('FILE', str(path))}")
-    words, rows = [], []
+    if path.suffix != ".gz" and word2vec_binary_head(head):
+        raise VectorFileError(f"token_vectors: {path}: a word2vec binary file (a 'count dim' header, then binary "
+                              "rows); token_vectors reads text vectors or a vectors.npy + words.txt folder: convert "
+                              "it (e.g. gensim's save_word2vec_format(..., binary=False))")
+    if path.suffix == ".gz" and not head.startswith(b"\x1f\x8b"):
+        raise VectorFileError(f"token_vectors: {path}: named .gz but not gzip-compressed; rename it without .gz")
+    words, rows, width = [], [], None
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8-sig") as f:  # a byte-order mark at the start is dropped
             for lineno, line in enumerate(f, 1):
                 check_text(line, path, lineno)  # NUL, a byte-order mark in the middle (elmo_features.util.text_input)
-                parts = line.rstrip("\n").split(" ")
+                parts = line.rstrip("\r\n").rstrip(" ").split(" ")
+                if lineno == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):  # word2vec's 'count dim'
+                    width = int(parts[1])
+                    continue
                 if len(parts) < 2:
                     continue
-                if rows and len(parts) - 1 != len(rows[0]):
+                width = len(parts) - 1 if width is None else width
+                if len(parts) - 1 != width:
                     raise VectorFileError(f"token_vectors: {path} line {lineno}: {len(parts) - 1} values, "
-                                          f"expected {len(rows[0])}")
+                                          f"expected {width}")
                 try:
                     rows.append([float(x) for x in parts[1:]])
                 except ValueError:
@@ -80,6 +100,18 @@ def _read_text_table(path: Path) -> tuple[list[str], list[list[float]]]:
     if not rows:
         raise VectorFileError(f"token_vectors: {path} holds no vectors")
     return words, rows
+
+
+def vocabulary_rows(path: str | Path, vocab: list[str], words: list[str], mat: np.ndarray,
+                    lowercase: bool) -> tuple[list[str], np.ndarray]:
+    """``select_vectors`` of the table read from ``path``; a table that shares no word with the vocabulary is a
+    VectorFileError naming the file, the counts and the casing setting."""
+    try:
+        return select_vectors(vocab, words, mat, lowercase=lowercase)
+    except ValueError:
+        raise VectorFileError(f"token_vectors: {path}: none of its {len(words):,} words is in the biLM vocabulary "
+                              f"({len(vocab):,} words, e.g. {', '.join(vocab[:3])}); check the casing "
+                              f"(token_vectors_lowercase {lowercase}) or give vectors for this corpus") from None
 
 
 def table_digest(words: list[str], mat: np.ndarray) -> str:

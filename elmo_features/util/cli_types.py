@@ -90,7 +90,15 @@ def cache_dir_of(args: argparse.Namespace):
     value = str(args.cache_dir)
     if not value.strip():  # (Path("") is the current folder: an unset variable, most likely)
         raise UsageError(f"{cache_dir_flag(args)}: empty path; give a folder, or 'none' to turn the cache off")
-    return None if value.strip().lower() == "none" else Path(value)
+    if value.strip().lower() == "none":
+        return None
+    if value.strip().rstrip("/").lower() in OFF_WORDS and not Path(value).exists():
+        raise UsageError(f"{cache_dir_flag(args)} {value}: would make a folder named {value.strip()!r}; the cache is "
+                         f"turned off with 'none' (for a folder of that name, give ./{value.strip()})")
+    return Path(value)
+
+
+OFF_WORDS = ("none", "off", "false", "no", "0")  # --cache-dir values that mean "no cache" to a reader
 
 
 def cache_dir_flag(args: argparse.Namespace) -> str:

@@ -282,26 +282,41 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
         return pa.resolve() == pb.resolve()
 
 
-ENCODER_WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # (config.json alone may be any tool's config)
+ENCODER_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 FOLDER_KINDS = {"summary.json": "a comparison's results folder", "scores.json": "a WSD table's folder",
                 ".data_sha256.json": "a comparison's runs folder", "options.json": "a biLM's model folder",
                 "weights.hdf5": "a biLM's model folder", "checkpoint.pt": "a train-bilm run folder",
                 "config.json": "an encoder's model folder", "model.safetensors": "an encoder's model folder",
                 "pytorch_model.bin": "an encoder's model folder", "index.sense": "a WordNet folder",
                 "data.noun": "a WordNet folder", "*.data.xml": "a WSD data folder"}  # a file -> the folder it marks
+COMPANIONS = {"summary.json": ("summary.md",), "scores.json": ("table5.md",), "options.json": ("weights.hdf5",),
+              "weights.hdf5": ("options.json",), "checkpoint.pt": ("vocab.txt",), "config.json": ENCODER_WEIGHTS,
+              "model.safetensors": ("config.json",), "pytorch_model.bin": ("config.json",),
+              "index.sense": ("data.noun",), "data.noun": ("index.sense",)}  # a marker counts only beside one of
+# these (one common file name alone, such as a user's options.json or a Keras weights.hdf5, marks nothing)
 CACHE_DIR_FORBIDDEN = tuple(FOLDER_KINDS)  # a frozen-feature cache is none of these
-INPUT_FOLDERS = ("options.json", "weights.hdf5", "config.json", "model.safetensors", "pytorch_model.bin",
-                 "index.sense", "data.noun", "*.data.xml")  # folders of models and data sets (inputs)
+INPUT_FOLDERS = ("options.json", "weights.hdf5", "checkpoint.pt", "config.json", "model.safetensors",
+                 "pytorch_model.bin", "index.sense", "data.noun", "*.data.xml")  # folders of models, data sets and
+# training runs (inputs of other commands)
 
 
 def _holds(folder: Path, name: str) -> str | None:
-    """The file of ``folder`` that ``name`` (a file name, or a ``*`` pattern) stands for, or None; ``config.json``
-    only beside an encoder's weights (alone it may be any tool's config)."""
+    """The file of ``folder`` that ``name`` (a file name, or a ``*`` pattern) stands for, or None: a marker counts
+    beside one of its ``COMPANIONS``; a ``*.data.xml`` only if it is a WSD corpus (its root ``<corpus``)."""
     if "*" in name:
-        return next((p.name for p in sorted(folder.glob(name)) if p.is_file()), None)
+        return next((p.name for p in sorted(folder.glob(name)) if p.is_file() and _starts_corpus(p)), None)
     if not (folder / name).is_file():
         return None
-    return name if name != "config.json" or any((folder / w).is_file() for w in ENCODER_WEIGHTS) else None
+    need = COMPANIONS.get(name)
+    return name if need is None or any((folder / c).is_file() for c in need) else None
+
+
+def _starts_corpus(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return b"<corpus" in f.read(2048)
+    except OSError:
+        return False
 
 
 def folder_kind(folder: str | os.PathLike, names: tuple[str, ...] = CACHE_DIR_FORBIDDEN) -> tuple[str, str] | None:

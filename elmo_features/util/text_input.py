@@ -106,6 +106,24 @@ def binary_kind(head: bytes) -> str | None:
     return next((what for sig, what in SIGNATURES if head.startswith(sig)), None)
 
 
+def word2vec_binary_head(head: bytes) -> bool:
+    """Whether a vectors file's first bytes ``head`` are a word2vec binary file's: a ``count dim`` header line, then a
+    first row that does not read as text (a word and ``dim`` numbers, in any 8-bit encoding; a word may hold spaces,
+    as in GloVe 840B)."""
+    header = re.match(rb"\s*\d+\s+(\d+)\s*\r?\n", head)
+    if not header:
+        return False
+    d = int(header.group(1))
+    parts = head[header.end():].split(b"\n", 1)[0].decode("latin-1").split()
+    if d < 1 or len(parts) < d + 1:
+        return True
+    try:
+        [float(x) for x in parts[-d:]]
+    except ValueError:
+        return True
+    return False
+
+
 def _lzma_alone(head: bytes) -> bool:
     """The header of a legacy .lzma file: the properties byte 0x5d, then a dictionary size of 2^n or 3 * 2^(n-1)
     (4 KiB to 1.5 GiB), as xz and lzma write it ("]" and NUL bytes alone also start UTF-32 text)."""

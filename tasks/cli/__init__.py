@@ -49,12 +49,19 @@ def _on_stop_while_loading(signum, _frame) -> None:
     os._exit(128 + signum)
 
 
+def _is_the_command() -> bool:
+    """Whether this process runs ``elmo-tasks``: its console script, or ``python [options] -m tasks.cli``."""
+    if sys.argv and os.path.basename(sys.argv[0]) in ("elmo-tasks", "elmo-tasks.exe"):
+        return True
+    orig = list(getattr(sys, "orig_argv", []))
+    return any(a == "-m" and orig[i + 1:i + 2] == ["tasks.cli"] for i, a in enumerate(orig))
+
+
 def _stop_cleanly_while_loading() -> None:
-    """Loading torch takes a second or two, before ``main`` installs its handlers: from the command line (the
-    console script, or ``python -m tasks.cli``, whose argv[0] is "-m" while the package loads), a stop signal then
-    ends the process with one line and 128 + its number, not an import traceback or a silent death."""
-    first = os.path.basename(sys.argv[0]) if sys.argv else ""
-    if first not in ("-m", "elmo-tasks", "elmo-tasks.exe") or threading.current_thread() is not threading.main_thread():
+    """Loading torch takes a second or two, before ``main`` installs its handlers: when this process is the command
+    (the console script, or ``python -m tasks.cli``), a stop signal then ends it with one line and 128 + its number,
+    not an import traceback or a silent death. A program of a user's that imports this package keeps its own."""
+    if not _is_the_command() or threading.current_thread() is not threading.main_thread():
         return
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         signum = getattr(signal, name, None)

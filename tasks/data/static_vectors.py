@@ -19,7 +19,6 @@ import gzip
 import hashlib
 import mmap
 import os
-import re
 import sys
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -29,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
-from elmo_features.util.text_input import binary_kind, check_text, gz_checked
+from elmo_features.util.text_input import binary_kind, check_text, gz_checked, word2vec_binary_head
 
 from tasks.data.types import DataFormatError
 
@@ -37,14 +36,12 @@ FORMATS = ("auto", "text", "word2vec_bin", "npy")
 
 
 def _word_problem(word) -> str | None:
-    """Why ``word`` can never match a token (a line's tokens are split on whitespace), or None."""
+    """Why ``word`` is no word at all, or None. Words no token can match (a trailing no-break space, a zero-width
+    space: crawled vector files hold a few) are kept: they are never looked up."""
     if not isinstance(word, str) or not word:
         return f"must be a non-empty str, got {type(word).__name__}"
-    if word != word.strip() or any(unicodedata.category(c) == "Cc" for c in word):  # (inner spaces: GloVe 840B has
-        return "has whitespace around it or a control character in it, which no token does (lines read with " \
-               "readlines()? strip them)"  # words such as ". . .")
-    if all(unicodedata.category(c) == "Cf" for c in word):
-        return "holds only invisible format or control characters"
+    if word.endswith(("\n", "\r")):
+        return "ends with a line break (lines read with readlines()? strip them)"
     return None
 
 
@@ -245,10 +242,10 @@ def _read_word2vec_bin(path: Path, max_vectors: int | None) -> tuple[list[str], 
 
 
 def _w2v_word(raw: bytes, i: int, n_words: int, d: int, path: Path) -> str:
-    """The word of word2vec binary row ``i``; a control byte in it (a newline, float bytes) means the rows were
-    read out of step: the header's dimension does not fit them."""
+    """The word of word2vec binary row ``i``; a newline or a NUL byte in it (a row's end, a float's bytes) means the
+    rows were read out of step: the header's dimension does not fit them."""
     word = raw.decode("utf-8", "replace")
-    if not word or any(unicodedata.category(c) == "Cc" for c in word):
+    if not word or b"\n" in raw or b"\x00" in raw:  # (rows end with a newline; a float's bytes hold NULs)
         raise DataFormatError(f"vector {i + 1} of {n_words}: the word read is not text ({raw[:20]!r}): the header's "
                               f"dimension {d} does not fit the rows (each row is 'word ' + {d} float32 = "
                               f"{4 * d} bytes), or the file is not word2vec binary; check the header", path)
@@ -298,6 +295,8 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
         raise FileNotFoundError(f"word vectors not found: {path}")
     if format == "auto":
         format = {".npy": "npy", ".bin": "word2vec_bin"}.get(path.suffix.lower(), "text")
+        if format == "word2vec_bin" and _reads_as_text(path):  # a text file named .bin: its rows say so
+            format = "text"
     if format == "npy":
         words, vectors = _read_npy(path, Path(words_path) if words_path else None, max_vectors)
     elif format == "word2vec_bin":
@@ -318,6 +317,25 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
     return StaticVectors(words, vectors, lowercase)
 
 
+def _reads_as_text(path: Path) -> bool:
+    """Whether the file starts as text vectors do: UTF-8 lines, a word and numbers (after a ``count dim`` header
+    that is not followed by binary rows)."""
+    with open(path, "rb") as f:
+        head = f.read(65536)
+    lines = head.split(b"\n")[:3]
+    try:
+        text = [line.decode("utf-8") for line in lines[:-1]]  # (the last may be cut mid-character)
+    except UnicodeDecodeError:
+        return False
+    if not text or word2vec_binary_head(head):
+        return False
+    row = text[1] if len(text) > 1 and len(text[0].split()) == 2 and text[0].split()[0].isdigit() else text[0]
+    try:
+        return len(row.split()) >= 2 and bool([float(x) for x in row.split()[-1:]])
+    except ValueError:
+        return False
+
+
 def _not_text(path: Path, e: UnicodeDecodeError) -> str:
     """What a vectors file that is not UTF-8 text is, and what to do: its signature's kind, the word2vec binary
     hint only when it starts with a ``V d`` header line, else the decoding error."""
@@ -327,21 +345,10 @@ def _not_text(path: Path, e: UnicodeDecodeError) -> str:
     if kind:
         kind = kind.replace("FILE", str(path))
         return kind + "; give it with format npy (and its words file)" if head.startswith(b"\x93NUMPY") else kind
-    header = re.match(rb"\s*\d+\s+(\d+)\s*\r?\n", head)
-    if header and not _text_row(head[header.end():].split(b"\n", 1)[0], int(header.group(1))):
+    if word2vec_binary_head(head):
         return f"not UTF-8 text ({e}) after a 'count dim' header; a word2vec binary file needs format='word2vec_bin'"
     return (f"not UTF-8 text ({e}); give word vectors as UTF-8 text (one word and its numbers per line; another "
             "encoding such as Latin-1 converts with iconv -f latin1 -t utf-8)")
-
-
-def _text_row(row: bytes, d: int) -> bool:
-    """Whether ``row`` reads as a text vectors row: a word and ``d`` numbers (in any 8-bit encoding)."""
-    parts = row.decode("latin-1").split()
-    try:
-        numbers = [float(x) for x in parts[1:]]
-    except ValueError:
-        return False
-    return len(parts) == d + 1 and len(numbers) == d
 
 
 def warn_conflicting_duplicates(words: Sequence[str], vectors: np.ndarray, path: Path) -> None:

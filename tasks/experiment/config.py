@@ -10,6 +10,7 @@ imports their packages, so the registries it looks names up in are full (docs/la
 from __future__ import annotations
 
 import copy
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -251,9 +252,11 @@ def find_config(spec: str | Path) -> Path:
 def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] | None = ()) -> dict:
     """Read a YAML config and apply ``--set`` overrides (not yet checked; the one ``--set`` syntax of every command:
     ``elmo_features.util.config_files.apply_set``)."""
+    _check_path_argument(path)
     overrides = () if overrides is None else overrides
-    if isinstance(overrides, (str, bytes, dict)) or not hasattr(overrides, "__iter__"):
-        raise TypeError(f"overrides must be a list of 'key.sub=value' strings, got {overrides!r}")
+    if isinstance(overrides, (str, bytes, dict, set, frozenset)) or not hasattr(overrides, "__iter__"):
+        raise TypeError(f"overrides must be a list of 'key.sub=value' strings (in the order they apply), got "
+                        f"{overrides!r}")
     overrides = list(overrides)  # (a generator is read once: here)
     if not all(isinstance(a, str) for a in overrides):
         raise TypeError(f"overrides must be a list of 'key.sub=value' strings, got {overrides!r}")
@@ -265,8 +268,16 @@ def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] | None = (
     return raw
 
 
+def _check_path_argument(path: Any) -> None:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load_config: path must be a YAML file's path or a packaged config's name, got "
+                        f"{type(path).__name__}" + ("; for a dict, use tasks.experiment.config.resolve(dict)"
+                                                    if isinstance(path, dict) else ""))
+
+
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] | None = ()) -> RunConfig:
     """Read, override and check a YAML config (a path, or a packaged config's name: ``find_config``)."""
+    _check_path_argument(path)
     return resolve(load_raw(find_config(path), overrides), source=str(path))
 
 
