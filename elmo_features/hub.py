@@ -48,8 +48,9 @@ class ElmoHub(nn.Module):
     def __init__(self, model: str | Path | BiLM = "original", trainable: bool = False,
                  cache_dir: str | Path | None = None):
         super().__init__()
-        from elmo_features.formats.default_model import resolve_bilm
+        from elmo_features.formats.default_model import check_one_model_argument, resolve_bilm
 
+        check_one_model_argument("ElmoHub", model, trainable)
         trainable = check_bool(trainable, "trainable")
         bilm = resolve_bilm(model, cache_dir=cache_dir)
         if bilm.num_output_layers != 3:

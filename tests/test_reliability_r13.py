@@ -542,7 +542,7 @@ def test_a_cache_dir_that_is_an_encoder_or_wordnet_folder_is_refused(tmp_path, c
     env, cfg = static_config_file(tmp_path)
     for name, marker in (("enc", "config.json"), ("wn", "index.sense")):
         (tmp_path / name).mkdir()
-        (tmp_path / name / marker).write_text("{}")
+        (tmp_path / name / marker).write_text("{}" if name == "enc" else "bank%1:14:00:: 08420278 1 20\n")
         (tmp_path / name / ("model.safetensors" if name == "enc" else "data.noun")).write_bytes(b"")
         assert main(["run", cfg, "--out", f"R{name}", "--cache-dir", name, "--progress", "off"]) == 2
         one_line_error(capsys, f"--cache-dir {name}: holds {marker}")

@@ -35,8 +35,7 @@ def test_a_cache_folder_from_the_environment_is_named_as_such_with_its_kind(tmp_
     env, cfg = static_config_file(tmp_path)
     wn = tmp_path / "wn"
     wn.mkdir()
-    (wn / "index.sense").write_text("")
-    (wn / "data.noun").write_text("")
+    (wn / "index.sense").write_text("bank%1:14:00:: 08420278 1 20\n")
     code, err = _cli(["run", cfg, "--out", "R", "--progress", "off"], tmp_path, ELMO_TASKS_FEATURE_CACHE=str(wn))
     assert code == 2 and err.count("\n") == 0, err
     assert err.startswith(f"error: $ELMO_TASKS_FEATURE_CACHE {wn}: holds index.sense, so it is a WordNet folder"), err
@@ -330,7 +329,7 @@ def test_token_vectors_read_headers_and_name_what_they_cannot_read(tmp_path):
     assert read_vector_table(folder)[0] == ["the", "cat"]  # (the byte-order mark is not part of the first word)
     with pytest.raises(TypeError, match="dim must be an integer"):
         read_vector_table(tmp_path / "ft.vec", "2")
-    with pytest.raises(TypeError, match="path must be a str or a path"):
+    with pytest.raises(TypeError, match="path must be a non-empty str or path"):
         read_vector_table(None)
     with pytest.raises(VectorFileError, match="none of its 2 words is in the biLM vocabulary"):
         vocabulary_rows(tmp_path / "ft.vec", ["zz", "yy"], words, mat, True)
@@ -406,7 +405,7 @@ def test_two_weights_files_are_warned_about_only_when_they_differ(tmp_path, caps
     load_encoder(str(same))
     assert "holds both" not in capsys.readouterr().err
     load_encoder(str(other))
-    assert "holds both model.safetensors and pytorch_model.bin, with other weights" in capsys.readouterr().err
+    assert "holds both model.safetensors and pytorch_model.bin (with other weights)" in capsys.readouterr().err
 
 
 def test_cache_dir_words_that_mean_off_and_api_misuse(tmp_path, capsys, monkeypatch):
@@ -427,3 +426,141 @@ def test_cache_dir_words_that_mean_off_and_api_misuse(tmp_path, capsys, monkeypa
         load_config({"name": "x"})
     with pytest.raises(TypeError, match="in the order they apply"):
         load_config(cfg, {"name=a", "name=b"})
+
+
+# ---------------------------------------------------------------- list twenty-one
+
+def test_word2vec_binaries_gzipped_with_odd_words_and_fasttext_models(tmp_path):
+    import gzip
+    import struct
+
+    from elmo_features.training.vectors import VectorFileError, read_vector_table
+    from tasks.data.static_vectors import load_static_vectors
+
+    words = [b"the", b"john\r", b"cat"]  # (vectors trained on Windows text)
+    data = b"3 2\n" + b"".join(w + b" " + struct.pack("<2f", 0.5, i) + b"\n" for i, w in enumerate(words))
+    (tmp_path / "cr.bin").write_bytes(data)
+    assert load_static_vectors(tmp_path / "cr.bin").words == ["the", "john\r", "cat"]
+    (tmp_path / "g.bin.gz").write_bytes(gzip.compress(data))  # GoogleNews-vectors-negative300.bin.gz
+    assert load_static_vectors(tmp_path / "g.bin.gz").words == ["the", "john\r", "cat"]
+    (tmp_path / "g.vec.gz").write_bytes(gzip.compress(data))
+    with pytest.raises(Exception, match="a gzip-compressed word2vec binary file; give it with format='word2vec_bin'"):
+        load_static_vectors(tmp_path / "g.vec.gz")
+    with pytest.raises(VectorFileError, match="a word2vec binary file"):
+        read_vector_table(tmp_path / "g.bin.gz")
+    (tmp_path / "cc.en.300.bin").write_bytes(b"\xba\x16\x4f\x2f" + bytes(100))
+    with pytest.raises(Exception, match="a fastText model"):
+        load_static_vectors(tmp_path / "cc.en.300.bin")
+    (tmp_path / "l1.bin").write_bytes("2 2\ncaf\xe9 0.1 0.2\nthe 0.3 0.4\n".encode("latin-1"))  # text named .bin
+    with pytest.raises(Exception, match="iconv -f latin1"):
+        load_static_vectors(tmp_path / "l1.bin")
+    (tmp_path / "cr.txt").write_text("the 0.1 0.2\nfoo\rbar 0.3 0.4\n", newline="")  # a CR inside one word
+    assert load_static_vectors(tmp_path / "cr.txt").words == ["the", "foo\rbar"]
+
+
+def test_token_vectors_headers_that_do_not_fit_utf16_words_and_low_coverage(tmp_path, capsys):
+    from elmo_features.training.vectors import VectorFileError, read_vector_table, vocabulary_rows
+
+    (tmp_path / "h5.vec").write_text("2 5\nthe 0.1 0.2 0.3 0.4\ncat 0.1 0.2 0.3 0.4\n")  # a text file, a wrong header
+    with pytest.raises(VectorFileError, match="line 2: 4 values, expected 5"):
+        read_vector_table(tmp_path / "h5.vec")
+    folder = tmp_path / "tv"
+    folder.mkdir()
+    np.save(folder / "vectors.npy", np.array([[0.1, 0.2], [0.3, 0.4]], dtype=np.float32))
+    (folder / "words.txt").write_bytes("the\ncat\n".encode("utf-16"))
+    with pytest.raises(VectorFileError, match="UTF-16"):
+        read_vector_table(folder)
+    with pytest.raises(TypeError, match="non-empty"):
+        read_vector_table("")
+    vocab = ["the", "a", "b", "c", "d"]
+    vocabulary_rows("one.txt", vocab, ["the", "zz"], np.array([[0.1, 0.2], [0.3, 0.4]], dtype=np.float32), True)
+    assert "only 1 of the 5 vocabulary words have a vector (20%)" in capsys.readouterr().err
+
+
+def test_the_start_up_handler_knows_python_dash_m_without_a_space(monkeypatch):
+    import sys
+
+    import tasks.cli as cli
+
+    monkeypatch.setattr(sys, "argv", ["x"])
+    for orig, expected in ((["python", "-mtasks.cli", "run"], True),
+                           (["python", "-X", "utf8", "-m", "tasks.cli"], True),
+                           (["python", "-m", "mypkg"], False), (["python", "-mmypkg"], False)):
+        monkeypatch.setattr(sys, "orig_argv", orig)
+        assert cli._is_the_command() is expected, orig
+
+
+def test_a_stop_while_the_wsd_plot_is_drawn_says_the_table_is_complete(tmp_path, capsys, monkeypatch):
+    import tasks.wsd.run as wsd_run
+
+    def stopped(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(bank_wsd_config(tmp_path) | {"features": []}))
+    monkeypatch.setattr(wsd_run, "plot_f1_per_layer", stopped)
+    assert main(["wsd", "--config", "w.yaml", "--out", "W", *FAST]) == 130
+    assert "the table in W is complete (table5.md, scores.json); its plot f1_per_layer.png was not drawn" in \
+        capsys.readouterr().err
+
+
+def test_folder_kinds_by_allennlp_names_shards_and_content(tmp_path):
+    from elmo_features.util.errors import PathError
+    from tasks.experiment.preflight import check_output_dirs
+
+    allen = "elmo_2x1024_128_2048cnn_1xhighway"
+    cases = {"elmo": ([f"{allen}_options.json", f"{allen}_weights.hdf5"], "a biLM's model folder"),
+             "sharded": (["config.json", "model-00001-of-00002.safetensors", "model.safetensors.index.json"],
+                         "an encoder's model folder"),
+             "wn": (["index.sense"], "a WordNet folder")}
+    for name, (files, kind) in cases.items():
+        (tmp_path / name).mkdir()
+        for f in files:
+            (tmp_path / name / f).write_text("bank%1:14:00:: 08420278 1 20\n" if f == "index.sense" else "{}")
+        for flag in ("runs_dir", "cache_dir"):
+            with pytest.raises(PathError, match=kind):
+                check_output_dirs(**{flag: tmp_path / name})
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "t.data.xml").write_text("<?xml version='1.0'?>\n<!--" + "licence " * 500 + "-->\n<corpus>")
+    with pytest.raises(PathError, match="a WSD data folder"):
+        check_output_dirs(runs_dir=tmp_path / "test")
+
+
+def test_more_api_misuse_and_off_words(tmp_path, capsys, monkeypatch):
+    from elmo_features import Embedder, FeatureCache
+    from elmo_features.hub import ElmoHub
+    from elmo_features.util.errors import PathError
+    from tasks.data.static_vectors import load_static_vectors
+    from tasks.experiment.config import load_config
+    from tasks.experiment.run import run_experiment
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", "--cache-dir", "null", "--progress", "off"]) == 2
+    one_line_error(capsys, "--cache-dir null: would make a folder named")
+    for word in ("off", "None/"):
+        with pytest.raises(PathError, match="use no FeatureCache"):
+            FeatureCache(word)
+    with pytest.raises(TypeError, match="load_static_vectors: path must be a non-empty str or path"):
+        load_static_vectors(None)
+    for cls in (ElmoHub, Embedder):
+        with pytest.raises(TypeError, match="takes one model: .*not AllenNLP's Elmo\\(options_file, weight_file\\)"):
+            cls("b/options.json", "b/weights.hdf5")
+    with pytest.raises(TypeError, match="context must be a FeatureContext or None"):
+        run_experiment(load_config(cfg), tmp_path / "R1", context="cache")
+    assert not (tmp_path / "R1").exists()
+
+
+def test_two_weights_files_that_cannot_be_compared_are_said_so(tmp_path, capsys):
+    import torch
+    from transformers import BertModel
+
+    from elmo_features.encoders.loading import load_encoder
+    from encoder_helpers import make_bert
+
+    folder = make_bert(tmp_path / "whole")
+    torch.save(BertModel.from_pretrained(folder), folder / "pytorch_model.bin")  # a whole pickled model
+    capsys.readouterr()
+    load_encoder(str(folder))
+    assert "holds both model.safetensors and pytorch_model.bin (not compared: sharded, or not a plain state " \
+        "dict)" in capsys.readouterr().err

@@ -121,6 +121,9 @@ class Embedder(SentenceEmbedder):
     def __init__(self, bilm: BiLM | str | Path, batch_size: int = 64, max_tokens_per_batch: int = 4096,
                  token_cache: bool | TokenCache = True, progress: bool | None = None,
                  sort: bool | None = None, cache_size: int = 100_000, precision: str | None = None):
+        from elmo_features.formats.default_model import check_one_model_argument
+
+        check_one_model_argument("Embedder", bilm, batch_size)
         batch_size = check_int(batch_size, "batch_size")
         max_tokens_per_batch = check_int(max_tokens_per_batch, "max_tokens_per_batch")
         if not isinstance(token_cache, TokenCache):

@@ -30,6 +30,7 @@ import torch
 
 from elmo_features.model.bilm import BiLM
 from elmo_features.util.errors import DamagedCacheError, PathError
+from elmo_features.util.cli_types import OFF_WORDS
 from elmo_features.util.paths import check_output_dir, folder_kind
 from elmo_features.util.locking import OutputLock, lock_path_for
 from elmo_features.model.precision import precision_of
@@ -204,7 +205,7 @@ class FeatureCache:
                             f"{cache_dir!r}")
         if not str(cache_dir).strip():  # an unset variable: it would read as the current folder
             raise PathError(f"FeatureCache: cache_dir {str(cache_dir)!r} is empty (an unset variable?); give a folder")
-        if str(cache_dir).strip().lower() == "none":  # (what turns the cache off on the command line)
+        if str(cache_dir).strip().rstrip("/").lower() in OFF_WORDS:  # ("none" turns it off on the command line)
             raise PathError(f"FeatureCache: cache_dir {str(cache_dir)!r} would be a folder of that name; to embed "
                             "without a cache, use no FeatureCache (the command line's --cache-dir none)")
         if isinstance(cache_dir, os.PathLike) and os.fspath(cache_dir) == ".":  # Path("") is Path("."): unset too?

@@ -172,23 +172,27 @@ def _weights_kind(folder: Path) -> str:
 def _warn_both_weights(folder: Path) -> None:
     """Once per folder, when they differ: transformers reads model.safetensors and never the pytorch_model.bin beside
     it, which may hold other weights (re-saved after fine-tuning)."""
-    if _same_weights(folder / "model.safetensors", folder / "pytorch_model.bin"):
+    same = _same_weights(folder / "model.safetensors", folder / "pytorch_model.bin")
+    if same:
         return
-    print(f"warning: {folder} holds both model.safetensors and pytorch_model.bin, with other weights: "
-          "model.safetensors is used (as transformers does); remove the one that is not this model", file=sys.stderr,
-          flush=True)
+    how = "with other weights" if same is False else "not compared: sharded, or not a plain state dict"
+    print(f"warning: {folder} holds both model.safetensors and pytorch_model.bin ({how}): model.safetensors is used "
+          "(as transformers does); remove the one that is not this model", file=sys.stderr, flush=True)
 
 
-def _same_weights(safetensors_file: Path, bin_file: Path) -> bool:
-    """Whether the two files hold the same tensors (a sharded pair, or one that cannot be read: not known, False)."""
+def _same_weights(safetensors_file: Path, bin_file: Path) -> bool | None:
+    """Whether the two files hold the same tensors; None when that cannot be told (a sharded pair, a pickled whole
+    model, a damaged file)."""
     try:
         from safetensors.torch import load_file
 
         a = load_file(str(safetensors_file))
         b = torch.load(bin_file, map_location="cpu", weights_only=True, mmap=True)
-    except Exception:  # a sharded folder (no single file), a damaged file: the warning stays
-        return False
-    return isinstance(b, dict) and a.keys() == b.keys() and all(
+    except Exception:  # (no single file of either kind, or not a plain state dict)
+        return None
+    if not isinstance(b, dict):
+        return None
+    return a.keys() == b.keys() and all(
         isinstance(b[k], torch.Tensor) and a[k].shape == b[k].shape and torch.equal(a[k], b[k]) for k in a)
 
 

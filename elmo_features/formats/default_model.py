@@ -1,6 +1,7 @@
 """The project's own default biLM and one resolver for every way a config can name a biLM."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -64,6 +65,14 @@ def empty_spec_problem(spec: Any, what: str, forms: str) -> str | None:
     if isinstance(spec, (str, Path)) and not str(spec).strip():
         return f"{what} spec {str(spec)!r} is empty (an unset variable?); give {forms}"
     return None
+
+
+def check_one_model_argument(who: str, model: Any, second: Any) -> None:
+    """AllenNLP's ``Elmo(options_file, weight_file, ...)`` form given to ``who``, which takes one model: a TypeError
+    that shows the form to use (rather than one about the second parameter)."""
+    if isinstance(second, (str, os.PathLike)) and str(second).lower().endswith((".hdf5", ".h5")):
+        raise TypeError(f"{who} takes one model: its folder, a preset's name, or {{'options': {str(model)!r}, "
+                        f"'weights': {str(second)!r}}} (not AllenNLP's Elmo(options_file, weight_file) form)")
 
 
 def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> BiLM:

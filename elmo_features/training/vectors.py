@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +23,8 @@ def read_vector_table(path: str | Path, dim: int | None = None) -> tuple[list[st
     """(words, (V, d) float32) from a folder with ``vectors.npy`` + ``words.txt`` (as written by
     ``elmo-tasks data get glove-6b-50d``) or a GloVe-style text file (``word v1 .. vd`` per line, .gz ok; a
     word2vec/fastText ``count dim`` first line is read as a header). ``dim``, when given, must match."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"read_vector_table: path must be a str or a path, got {type(path).__name__}: {path!r}")
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():  # ('' would read the current folder)
+        raise TypeError(f"read_vector_table: path must be a non-empty str or path, got {path!r}")
     dim = None if dim is None else check_int(dim, "read_vector_table: dim", minimum=1)
     path = Path(path)
     if path.is_dir():
@@ -33,6 +34,9 @@ def read_vector_table(path: str | Path, dim: int | None = None) -> tuple[list[st
                 raise VectorFileError(f"token_vectors: {p} not found (expected vectors.npy + words.txt in {path}; "
                                       "run `elmo-tasks data get glove-6b-50d`)")
         mat = np.load(npy, allow_pickle=False)
+        kind = binary_kind(wfile.read_bytes()[:64])
+        if kind:
+            raise VectorFileError(f"token_vectors: {wfile}: {kind.replace('FILE', str(wfile))}")
         try:
             words = wfile.read_text(encoding="utf-8-sig").split("\n")  # (a byte-order mark is dropped)
         except UnicodeDecodeError as e:
@@ -65,12 +69,18 @@ def _read_text_table(path: Path) -> tuple[list[str], list[list[float]]]:
     kind = binary_kind(head) if path.suffix != ".gz" else None
     if kind:
         raise VectorFileError(f"token_vectors: {path}: {kind.replace('FILE', str(path))}")
-    if path.suffix != ".gz" and word2vec_binary_head(head):
+    if path.suffix == ".gz" and not head.startswith(b"\x1f\x8b"):
+        raise VectorFileError(f"token_vectors: {path}: named .gz but not gzip-compressed; rename it without .gz")
+    if path.suffix == ".gz":
+        try:
+            with gzip.open(path) as g:
+                head = g.read(65536)
+        except GZIP_ERRORS as e:
+            raise VectorFileError(f"token_vectors: {path}: not a whole gzip file ({e})") from None
+    if word2vec_binary_head(head):
         raise VectorFileError(f"token_vectors: {path}: a word2vec binary file (a 'count dim' header, then binary "
                               "rows); token_vectors reads text vectors or a vectors.npy + words.txt folder: convert "
                               "it (e.g. gensim's save_word2vec_format(..., binary=False))")
-    if path.suffix == ".gz" and not head.startswith(b"\x1f\x8b"):
-        raise VectorFileError(f"token_vectors: {path}: named .gz but not gzip-compressed; rename it without .gz")
     words, rows, width = [], [], None
     opener = gzip.open if path.suffix == ".gz" else open
     try:
@@ -107,11 +117,19 @@ def vocabulary_rows(path: str | Path, vocab: list[str], words: list[str], mat: n
     """``select_vectors`` of the table read from ``path``; a table that shares no word with the vocabulary is a
     VectorFileError naming the file, the counts and the casing setting."""
     try:
-        return select_vectors(vocab, words, mat, lowercase=lowercase)
+        kept, selected = select_vectors(vocab, words, mat, lowercase=lowercase)
     except ValueError:
         raise VectorFileError(f"token_vectors: {path}: none of its {len(words):,} words is in the biLM vocabulary "
                               f"({len(vocab):,} words, e.g. {', '.join(vocab[:3])}); check the casing "
                               f"(token_vectors_lowercase {lowercase}) or give vectors for this corpus") from None
+    if len(kept) < LOW_COVERAGE * len(vocab):
+        print(f"warning: token_vectors: {path}: only {len(kept):,} of the {len(vocab):,} vocabulary words have a "
+              f"vector ({len(kept) / len(vocab):.0%}); check the casing (token_vectors_lowercase {lowercase}) or the "
+              "language", file=sys.stderr, flush=True)
+    return kept, selected
+
+
+LOW_COVERAGE = 0.5  # a smaller share of the vocabulary with a pretrained vector is warned about
 
 
 def table_digest(words: list[str], mat: np.ndarray) -> str:

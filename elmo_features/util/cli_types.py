@@ -98,7 +98,8 @@ def cache_dir_of(args: argparse.Namespace):
     return Path(value)
 
 
-OFF_WORDS = ("none", "off", "false", "no", "0")  # --cache-dir values that mean "no cache" to a reader
+OFF_WORDS = ("none", "off", "false", "no", "0", "null", "disabled", "nocache")  # --cache-dir values that mean "no
+# cache" to a reader (a folder of such a name is made only when given as ./NAME)
 
 
 def cache_dir_flag(args: argparse.Namespace) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -282,41 +283,48 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
         return pa.resolve() == pb.resolve()
 
 
-ENCODER_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+ENCODER_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+                   "pytorch_model.bin.index.json")  # (single files, or a sharded checkpoint's index)
+_BILM = "a biLM's model folder"
+_ENCODER = "an encoder's model folder"
 FOLDER_KINDS = {"summary.json": "a comparison's results folder", "scores.json": "a WSD table's folder",
-                ".data_sha256.json": "a comparison's runs folder", "options.json": "a biLM's model folder",
-                "weights.hdf5": "a biLM's model folder", "checkpoint.pt": "a train-bilm run folder",
-                "config.json": "an encoder's model folder", "model.safetensors": "an encoder's model folder",
-                "pytorch_model.bin": "an encoder's model folder", "index.sense": "a WordNet folder",
-                "data.noun": "a WordNet folder", "*.data.xml": "a WSD data folder"}  # a file -> the folder it marks
+                ".data_sha256.json": "a comparison's runs folder", "options.json": _BILM, "weights.hdf5": _BILM,
+                "*_options.json": _BILM, "*_weights.hdf5": _BILM, "checkpoint.pt": "a train-bilm run folder",
+                "config.json": _ENCODER, **{w: _ENCODER for w in ENCODER_WEIGHTS},
+                "index.sense": "a WordNet folder", "data.noun": "a WordNet folder",
+                "*.data.xml": "a WSD data folder"}  # a file (or a pattern) -> the folder it marks
 COMPANIONS = {"summary.json": ("summary.md",), "scores.json": ("table5.md",), "options.json": ("weights.hdf5",),
-              "weights.hdf5": ("options.json",), "checkpoint.pt": ("vocab.txt",), "config.json": ENCODER_WEIGHTS,
-              "model.safetensors": ("config.json",), "pytorch_model.bin": ("config.json",),
-              "index.sense": ("data.noun",), "data.noun": ("index.sense",)}  # a marker counts only beside one of
-# these (one common file name alone, such as a user's options.json or a Keras weights.hdf5, marks nothing)
+              "weights.hdf5": ("options.json",), "*_options.json": ("*_weights.hdf5",),
+              "*_weights.hdf5": ("*_options.json",), "checkpoint.pt": ("vocab.txt",), "config.json": ENCODER_WEIGHTS,
+              **{w: ("config.json",) for w in ENCODER_WEIGHTS}, "data.noun": ("index.sense",)}  # a marker counts
+# only beside one of these (one common file name alone, such as a user's options.json or a Keras weights.hdf5, marks
+# nothing); index.sense and *.data.xml are recognised by their content instead
 CACHE_DIR_FORBIDDEN = tuple(FOLDER_KINDS)  # a frozen-feature cache is none of these
-INPUT_FOLDERS = ("options.json", "weights.hdf5", "checkpoint.pt", "config.json", "model.safetensors",
-                 "pytorch_model.bin", "index.sense", "data.noun", "*.data.xml")  # folders of models, data sets and
-# training runs (inputs of other commands)
+INPUT_FOLDERS = tuple(n for n in FOLDER_KINDS if n not in ("summary.json", "scores.json", ".data_sha256.json"))
+# folders of models, data sets and training runs (inputs of other commands)
+SENSE_INDEX_LINE = re.compile(rb"\S+%[1-5]:\d\d:\d\d:\S*:\S* \d{8} \d+ \d+")  # WordNet's index.sense
 
 
 def _holds(folder: Path, name: str) -> str | None:
     """The file of ``folder`` that ``name`` (a file name, or a ``*`` pattern) stands for, or None: a marker counts
-    beside one of its ``COMPANIONS``; a ``*.data.xml`` only if it is a WSD corpus (its root ``<corpus``)."""
-    if "*" in name:
-        return next((p.name for p in sorted(folder.glob(name)) if p.is_file() and _starts_corpus(p)), None)
-    if not (folder / name).is_file():
+    beside one of its ``COMPANIONS``; ``index.sense`` and ``*.data.xml`` by their first lines."""
+    found = next((p for p in sorted(folder.glob(name)) if p.is_file()), None)
+    if found is None:
         return None
+    if name == "index.sense":
+        return found.name if SENSE_INDEX_LINE.match(_head(found, 256)) else None
+    if name == "*.data.xml":
+        return next((p.name for p in sorted(folder.glob(name)) if p.is_file() and b"<corpus" in _head(p, 65536)), None)
     need = COMPANIONS.get(name)
-    return name if need is None or any((folder / c).is_file() for c in need) else None
+    return found.name if need is None or any(p.is_file() for c in need for p in folder.glob(c)) else None
 
 
-def _starts_corpus(path: Path) -> bool:
+def _head(path: Path, n: int) -> bytes:
     try:
         with open(path, "rb") as f:
-            return b"<corpus" in f.read(2048)
+            return f.read(n)
     except OSError:
-        return False
+        return b""
 
 
 def folder_kind(folder: str | os.PathLike, names: tuple[str, ...] = CACHE_DIR_FORBIDDEN) -> tuple[str, str] | None:

@@ -91,6 +91,7 @@ SIGNATURES = [  # (first bytes, what the file is and what to do); UTF-32's marks
     (b"\x28\xb5\x2f\xfd", "the file is zstd-compressed; decompress it (unzstd)"),
     (b"\x93NUMPY", "the file is a NumPy .npy array, not text"),
     (b"7z\xbc\xaf\x27\x1c", "the file is a 7z archive; unpack it (7z x FILE)"),
+    (b"\xba\x16\x4f\x2f", "the file is a fastText model (.bin), not word vectors; give its .vec text file"),
 ]
 # bzip2's magic and its first block's, or its end of stream (an empty stream): "BZh" alone starts words too
 BZIP2 = re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)")
@@ -114,14 +115,13 @@ def word2vec_binary_head(head: bytes) -> bool:
     if not header:
         return False
     d = int(header.group(1))
-    parts = head[header.end():].split(b"\n", 1)[0].decode("latin-1").split()
-    if d < 1 or len(parts) < d + 1:
-        return True
-    try:
-        [float(x) for x in parts[-d:]]
+    row = head[header.end():].split(b"\n", 1)[0]
+    parts = row.decode("latin-1").split()
+    numbers = parts[-min(d, len(parts) - 1):] if d >= 1 and len(parts) >= 2 else []
+    try:  # a word and numbers (as many as the header says, or not: a text file whose header is wrong is text)
+        return not numbers or any(b < 0x09 or 0x0d < b < 0x20 for b in row) or not [float(x) for x in numbers]
     except ValueError:
         return True
-    return False
 
 
 def _lzma_alone(head: bytes) -> bool:

@@ -54,7 +54,7 @@ def _is_the_command() -> bool:
     if sys.argv and os.path.basename(sys.argv[0]) in ("elmo-tasks", "elmo-tasks.exe"):
         return True
     orig = list(getattr(sys, "orig_argv", []))
-    return any(a == "-m" and orig[i + 1:i + 2] == ["tasks.cli"] for i, a in enumerate(orig))
+    return "-mtasks.cli" in orig or any(a == "-m" and orig[i + 1:i + 2] == ["tasks.cli"] for i, a in enumerate(orig))
 
 
 def _stop_cleanly_while_loading() -> None:

@@ -28,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
-from elmo_features.util.text_input import binary_kind, check_text, gz_checked, word2vec_binary_head
+from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text, gz_checked, word2vec_binary_head
 
 from tasks.data.types import DataFormatError
 
@@ -40,7 +40,7 @@ def _word_problem(word) -> str | None:
     space: crawled vector files hold a few) are kept: they are never looked up."""
     if not isinstance(word, str) or not word:
         return f"must be a non-empty str, got {type(word).__name__}"
-    if word.endswith(("\n", "\r")):
+    if word.endswith("\n"):
         return "ends with a line break (lines read with readlines()? strip them)"
     return None
 
@@ -170,7 +170,7 @@ def _read_text(path: Path, max_vectors: int | None, progress: bool) -> tuple[lis
             if lineno % 10000 == 0:
                 bar.update(f.buffer.tell() - bar.n if not gz else 0)
             check_text(line, path, lineno)  # a NUL byte, or a byte-order mark after the first (files joined by cat)
-            if "\r" in line.rstrip("\r\n"):  # (CRLF is read; a lone CR would join lines)
+            if _joins_rows(line):  # (CRLF is read; a lone CR before another row: old-Mac line ends)
                 raise DataFormatError("a carriage return (\\r) inside the line: the file has old-Mac line ends, which "
                                       "would join its lines; convert them to \\n (e.g. tr '\\r' '\\n')", path, lineno)
             parts = line.rstrip("\r\n").rstrip(" ").split(" ")
@@ -211,7 +211,14 @@ def _read_word2vec_bin(path: Path, max_vectors: int | None) -> tuple[list[str], 
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             raise DataFormatError("empty file", path)
-        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        if f.read(2) == b"\x1f\x8b":  # a gzip-compressed binary (GoogleNews-vectors-negative300.bin.gz): in memory
+            f.seek(0)
+            data = _gunzip(f, path)
+        else:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    kind = binary_kind(data[:64])
+    if kind:
+        raise DataFormatError(kind.replace("FILE", str(path)), path)
     try:
         end = data.find(b"\n")
         parts = data[:end if end >= 0 else 100].decode("utf-8", "replace").split()
@@ -237,8 +244,17 @@ def _read_word2vec_bin(path: Path, max_vectors: int | None) -> tuple[list[str], 
             raise DataFormatError(f"{len(data) - pos} byte(s) follow the {n_words} x {d} float32 vectors the header "
                                   "says: the header's count or dimension does not fit the file; check the header", path)
     finally:
-        data.close()
+        if isinstance(data, mmap.mmap):
+            data.close()
     return words, vectors
+
+
+def _gunzip(f, path: Path) -> bytes:
+    try:
+        with gzip.open(f) as g:
+            return g.read()
+    except GZIP_ERRORS as e:
+        raise DataFormatError(f"not a whole gzip file ({e})", path) from None
 
 
 def _w2v_word(raw: bytes, i: int, n_words: int, d: int, path: Path) -> str:
@@ -282,6 +298,8 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
     folder containing vectors.npy + words.txt -> npy. ``max_vectors`` keeps the first N (the most
     frequent in GloVe/word2vec/fastText files). ``lowercase=None`` decides by the vocabulary (see module).
     """
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise TypeError(f"load_static_vectors: path must be a non-empty str or path, got {path!r}")
     path = Path(path)
     if format not in FORMATS:
         raise ValueError(f"unknown vectors format {format!r}; valid: {', '.join(FORMATS)}")
@@ -294,7 +312,8 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
     if not path.is_file():
         raise FileNotFoundError(f"word vectors not found: {path}")
     if format == "auto":
-        format = {".npy": "npy", ".bin": "word2vec_bin"}.get(path.suffix.lower(), "text")
+        binary = path.suffix.lower() == ".bin" or path.name.lower().endswith(".bin.gz")
+        format = "npy" if path.suffix.lower() == ".npy" else "word2vec_bin" if binary else "text"
         if format == "word2vec_bin" and _reads_as_text(path):  # a text file named .bin: its rows say so
             format = "text"
     if format == "npy":
@@ -314,7 +333,26 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
     warn_conflicting_duplicates(words, vectors, path)
     if lowercase is None:
         lowercase = not any(w != w.lower() for w in words)
-    return StaticVectors(words, vectors, lowercase)
+    try:
+        return StaticVectors(words, vectors, lowercase)
+    except ValueError as e:  # (the API's checks of a file's words: one line naming the file)
+        raise DataFormatError(str(e), path) from None
+
+
+def _joins_rows(line: str) -> bool:
+    """Whether a carriage return inside ``line`` ends a row that another row follows (old-Mac line ends, which
+    would make the file one line); one inside a word (``foo\rbar 0.1 ...``) is kept as part of the word."""
+    rows = line.rstrip("\r\n").split("\r")[:-1]  # (the pieces a carriage return ends)
+    return any(len(row.split()) >= 2 and _is_number(row.split()[-1]) for row in rows)
+
+
+def _gunzipped_head(path: Path) -> bytes:
+    """The first 64 KB of a gzip file, decompressed (b"" when it is not whole gzip data)."""
+    try:
+        with gzip.open(path) as g:
+            return g.read(65536)
+    except GZIP_ERRORS:
+        return b""
 
 
 def _reads_as_text(path: Path) -> bool:
@@ -322,12 +360,10 @@ def _reads_as_text(path: Path) -> bool:
     that is not followed by binary rows)."""
     with open(path, "rb") as f:
         head = f.read(65536)
-    lines = head.split(b"\n")[:3]
-    try:
-        text = [line.decode("utf-8") for line in lines[:-1]]  # (the last may be cut mid-character)
-    except UnicodeDecodeError:
-        return False
-    if not text or word2vec_binary_head(head):
+    if head.startswith(b"\x1f\x8b"):
+        head = _gunzipped_head(path)
+    text = [line.decode("latin-1") for line in head.split(b"\n")[:3][:-1]]  # (any 8-bit text: the reader names
+    if not text or word2vec_binary_head(head):  # an encoding that is not UTF-8)
         return False
     row = text[1] if len(text) > 1 and len(text[0].split()) == 2 and text[0].split()[0].isdigit() else text[0]
     try:
@@ -341,6 +377,8 @@ def _not_text(path: Path, e: UnicodeDecodeError) -> str:
     hint only when it starts with a ``V d`` header line, else the decoding error."""
     with open(path, "rb") as f:
         head = f.read(65536)
+    if path.suffix == ".gz" and word2vec_binary_head(_gunzipped_head(path)):
+        return "a gzip-compressed word2vec binary file; give it with format='word2vec_bin'"
     kind = binary_kind(head) if path.suffix != ".gz" else None
     if kind:
         kind = kind.replace("FILE", str(path))

@@ -151,6 +151,8 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
     computes (or reads from the cache) the frozen features; rank 0 alone writes the run folder.
     """
     check_run_args(cfg, examples, features)
+    if context is not None and not isinstance(context, FeatureContext):  # (before the run folder is made)
+        raise TypeError(f"run_experiment: context must be a FeatureContext or None, got {type(context).__name__}")
     main = dist is None or dist.is_main
     if not isinstance(out_dir, (str, os.PathLike)) or str(out_dir) == "":
         raise TypeError(f"out_dir: expected the run folder's path (a str or Path), got {type(out_dir).__name__} "

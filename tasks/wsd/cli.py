@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -279,7 +280,10 @@ def cmd_wsd(args) -> int:
     context = FeatureContext(cache_dir=cache_dir, progress=progress, device=str(device))
     if not cfg.features:
         print("no feature sources to run: only the baselines are scored", file=sys.stderr)
-    args.interrupt_hint = interrupted_wsd_hint(args, out, runs_dir)
+    started, unwritten = time.time(), interrupted_wsd_hint(args, out, runs_dir)
+    args.interrupt_hint = lambda: (  # (a stop while the plot is drawn comes after the table is complete)
+        f"the table in {out} is complete (table5.md, scores.json); its plot f1_per_layer.png was not drawn"
+        if (out / "scores.json").is_file() and (out / "scores.json").stat().st_mtime >= started else unwritten)
     with claim_results_folder(out, "scores.json", cfg.name, "--out"):  # one writer; a table of this config only
         check_table_replaceable(out, wsd_identity(cfg, cfg.train, cfg.test))
         summary = run_wsd(cfg, cfg.train, cfg.test, out, context, progress, command=command_line(args),

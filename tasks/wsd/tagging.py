@@ -29,7 +29,7 @@ from elmo_features.util.provenance import atomic_path, git_commit
 from tasks.components import resolve_component
 from tasks.wsd.data.examples import all_targets, load_inventory, require_known_keys, to_examples, warn_unknown_keys
 from tasks.wsd.data.reader import POS_TAGS, load_dataset
-from tasks.features.base import FeatureContext, build_features, section_fingerprints
+from tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
 from tasks.registry import FEATURES
 from tasks.wsd.vectors import CHUNK, all_layers, instance_layers
 from tasks.wsd.knn import SenseSums, _unit
@@ -235,9 +235,10 @@ class SenseTagger:
             raise StaleCacheError(f"{path} was made with a feature source that does not load now ({e}); put it back where "
                           "the file recorded it, or make the sense file again") from None
         if fps != self.meta["fingerprints"]:
-            raise StaleCacheError(f"{path} was made with another feature source (fingerprint "
-                                  f"{', '.join(f[:12] for f in self.meta['fingerprints'])}) than the one its section "
-                                  f"loads now ({', '.join(f[:12] for f in fps)}); make the sense file again")
+            raise StaleCacheError(f"{path} was made with another feature source: "
+                                  f"{section_frozen_description(section)} changed since (fingerprint "
+                                  f"{', '.join(f[:12] for f in self.meta['fingerprints'])} then, "
+                                  f"{', '.join(f[:12] for f in fps)} now); make the sense file again")
         self.source = build_features(section, replace(context, cache_dir=None))
         if self.context.shape[1] != self.source.output_dim:
             raise StaleCacheError(f"{path}: its vectors have dimension {self.context.shape[1]}, but its feature source "
