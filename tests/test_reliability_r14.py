@@ -564,3 +564,19 @@ def test_two_weights_files_that_cannot_be_compared_are_said_so(tmp_path, capsys)
     load_encoder(str(folder))
     assert "holds both model.safetensors and pytorch_model.bin (not compared: sharded, or not a plain state " \
         "dict)" in capsys.readouterr().err
+
+
+def test_a_config_json_of_another_family_over_these_weights_is_warned_about(tmp_path, capsys):
+    import json
+
+    from elmo_features.encoders.loading import load_encoder
+    from encoder_helpers import make_bert
+
+    folder = make_bert(tmp_path / "e")
+    load_encoder(str(folder))
+    assert "goes with" not in capsys.readouterr().err
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(config | {"model_type": "roberta", "architectures": ["RobertaModel"]}))
+    load_encoder(str(folder))
+    assert "config.json's model_type roberta goes with RobertaTokenizer, but tokenizer_config.json names " \
+        "BertTokenizer" in capsys.readouterr().err

@@ -157,6 +157,27 @@ def check_architectures(config: Any, where: str) -> None:
                                "fix config.json or give the folder the model came with")
 
 
+def warn_tokenizer_family(config: Any, folder: Path) -> None:
+    """One warning line when tokenizer_config.json names a tokenizer class that is not the one transformers pairs
+    with config.json's model_type (a config.json of another family over these weights and tokenizer: its position
+    ids or layer norms may differ, and the features with them)."""
+    import json
+
+    from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES
+
+    try:
+        named = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, ValueError, AttributeError):
+        return
+    mt = getattr(config, "model_type", None)
+    pair = TOKENIZER_MAPPING_NAMES.get(mt) if mt else None
+    pair = (pair,) if isinstance(pair, str) else tuple(p for p in (pair or ()) if p)
+    base = lambda name: str(name).removesuffix("Fast")
+    if isinstance(named, str) and pair and base(named) not in {base(p) for p in pair}:
+        print(f"warning: {folder}: config.json's model_type {mt} goes with {base(pair[0])}, but tokenizer_config.json "
+              f"names {named}: check that config.json belongs to these weights and tokenizer", file=sys.stderr)
+
+
 def _weights_kind(folder: Path) -> str:
     names = {p.name for p in folder.iterdir()}
     if "model.safetensors" in names or "model.safetensors.index.json" in names:
@@ -227,6 +248,7 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
     except (ValueError, OSError, KeyError, TypeError, _strict_config_error()) as e:  # (a field of the wrong type)
         raise EncoderError(f"{folder}/config.json: cannot be read as a model config ({' '.join(str(e).split())[:200]})") from None
     check_encoder_config(config, str(folder))
+    warn_tokenizer_family(config, Path(folder))
     kind = _weights_kind(folder)
     if kind == "pickle" and not allow_pickle_weights:
         raise EncoderError(f"{folder}: the weights are pickled (pytorch_model.bin), which can run code when loaded; "
