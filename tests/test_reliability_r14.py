@@ -580,3 +580,65 @@ def test_a_config_json_of_another_family_over_these_weights_is_warned_about(tmp_
     load_encoder(str(folder))
     assert "config.json's model_type roberta goes with RobertaTokenizer, but tokenizer_config.json names " \
         "BertTokenizer" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- list twenty-two
+
+def test_word2vec_headers_beyond_the_file_doubly_gzipped_and_gzipped_fasttext(tmp_path):
+    import gzip
+    import struct
+
+    from elmo_features.training.vectors import VectorFileError, read_vector_table
+    from tasks.data.static_vectors import load_static_vectors
+
+    rows = b"".join(w + b" " + struct.pack("<5f", *range(5)) + b"\n" for w in (b"the", b"cat"))
+    (tmp_path / "h.bin").write_bytes(b"3000000000 300\n" + rows)
+    with pytest.raises(Exception, match="the header says 3000000000 x 300 float32, but the file holds"):
+        load_static_vectors(tmp_path / "h.bin")
+    (tmp_path / "twice.bin.gz").write_bytes(gzip.compress(gzip.compress(b"2 5\n" + rows)))
+    with pytest.raises(Exception, match="decompressed, the file is gzip-compressed"):
+        load_static_vectors(tmp_path / "twice.bin.gz")
+    (tmp_path / "G.TXT.GZ").write_bytes(gzip.compress(b"2 5\n" + rows))
+    with pytest.raises(Exception, match="a gzip-compressed word2vec binary file"):
+        load_static_vectors(tmp_path / "G.TXT.GZ", format="text")
+    (tmp_path / "cc.bin.gz").write_bytes(gzip.compress(b"\xba\x16\x4f\x2f" + bytes(1000)))
+    with pytest.raises(Exception, match="decompressed, the file is a fastText model"):
+        load_static_vectors(tmp_path / "cc.bin.gz")
+    with pytest.raises(VectorFileError, match="decompressed, the file is a fastText model"):
+        read_vector_table(tmp_path / "cc.bin.gz")
+
+
+def test_python_dash_m_with_joined_flags_and_prefixed_allennlp_pairs(tmp_path, monkeypatch):
+    import sys
+
+    import tasks.cli as cli
+    from tasks.experiment.preflight import check_output_dirs
+
+    monkeypatch.setattr(sys, "argv", ["x"])
+    for orig, expected in ((["python", "-um", "tasks.cli"], True), (["python", "-Bmtasks.cli"], True),
+                           (["python", "-um", "mypkg"], False), (["python", "-W", "ignore", "-m", "tasks.cli"], True)):
+        monkeypatch.setattr(sys, "orig_argv", orig)
+        assert cli._is_the_command() is expected, orig
+    keras = tmp_path / "keras"
+    keras.mkdir()
+    (keras / "train_options.json").write_text("{}")
+    (keras / "model_weights.hdf5").write_bytes(b"")
+    check_output_dirs(cache_dir=keras, runs_dir=keras)  # two names that are no AllenNLP pair
+
+
+def test_utf16_without_a_byte_order_mark_and_hub_calls_with_urls_or_a_file(tmp_path):
+    from elmo_features.embedding.embed_input import EmbedInput
+    from elmo_features.hub import ElmoHub
+    from elmo_features.util.errors import UsageError
+    from elmo_features.util.text_input import BinaryFileError
+
+    (tmp_path / "u16.txt").write_bytes("the cat sat\nhello world\n".encode("utf-16-le"))
+    with pytest.raises(BinaryFileError, match="UTF-16 without a byte-order mark; convert it \\(iconv -f UTF-16LE"):
+        EmbedInput(tmp_path / "u16.txt")
+    url = "https://allennlp.s3.amazonaws.com/models/elmo/x/elmo_2x4096_512_2048cnn_2xhighway_"
+    with pytest.raises(TypeError, match="reads no URL: for AllenNLP's published ELMo give a preset's name"):
+        ElmoHub(url + "options.json", url + "weights.hdf5")
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "options.json").write_text("{}")
+    with pytest.raises(UsageError, match="is a file; give its folder"):
+        ElmoHub(str(tmp_path / "b" / "options.json"))

@@ -71,6 +71,10 @@ def check_one_model_argument(who: str, model: Any, second: Any) -> None:
     """AllenNLP's ``Elmo(options_file, weight_file, ...)`` form given to ``who``, which takes one model: a TypeError
     that shows the form to use (rather than one about the second parameter)."""
     if isinstance(second, (str, os.PathLike)) and str(second).lower().endswith((".hdf5", ".h5")):
+        if str(model).startswith(("http://", "https://")):
+            raise TypeError(f"{who} takes one model, and reads no URL: for AllenNLP's published ELMo give a preset's "
+                            f"name ({', '.join(PRESETS)}: downloaded once and cached), or download the two files and "
+                            "give {'options': path, 'weights': path}")
         raise TypeError(f"{who} takes one model: its folder, a preset's name, or {{'options': {str(model)!r}, "
                         f"'weights': {str(second)!r}}} (not AllenNLP's Elmo(options_file, weight_file) form)")
 
@@ -104,6 +108,9 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
             if not (folder / OPTIONS_NAME).exists() or not (folder / WEIGHTS_NAME).exists():
                 raise MissingPathError(f"biLM folder {folder} must hold {OPTIONS_NAME} and {WEIGHTS_NAME}")
             return load_bilm(folder / OPTIONS_NAME, folder / WEIGHTS_NAME, **kw)
+        if folder.is_file():
+            raise UsageError(f"biLM {folder}: is a file; give its folder {folder.parent} (with {OPTIONS_NAME} + "
+                             f"{WEIGHTS_NAME}), or {{'options': path, 'weights': path}}")
         if "/" in s or "\\" in s:
             raise MissingPathError(f"biLM folder {folder} not found (a folder with {OPTIONS_NAME} + {WEIGHTS_NAME})")
     raise UsageError(

@@ -66,23 +66,26 @@ def _read_text_table(path: Path) -> tuple[list[str], list[list[float]]]:
     """A GloVe-style text file (.gz ok): its words and rows; a file that is no UTF-8 text named as what it is."""
     with open(path, "rb") as f:
         head = f.read(65536)
-    kind = binary_kind(head) if path.suffix != ".gz" else None
+    kind = binary_kind(head) if path.suffix.lower() != ".gz" else None
     if kind:
         raise VectorFileError(f"token_vectors: {path}: {kind.replace('FILE', str(path))}")
-    if path.suffix == ".gz" and not head.startswith(b"\x1f\x8b"):
+    if path.suffix.lower() == ".gz" and not head.startswith(b"\x1f\x8b"):
         raise VectorFileError(f"token_vectors: {path}: named .gz but not gzip-compressed; rename it without .gz")
-    if path.suffix == ".gz":
+    if path.suffix.lower() == ".gz":
         try:
             with gzip.open(path) as g:
                 head = g.read(65536)
         except GZIP_ERRORS as e:
             raise VectorFileError(f"token_vectors: {path}: not a whole gzip file ({e})") from None
+    kind = binary_kind(head[:64]) if path.suffix.lower() == ".gz" else None
+    if kind:
+        raise VectorFileError(f"token_vectors: {path}: decompressed, {kind.replace('FILE', str(path))}")
     if word2vec_binary_head(head):
         raise VectorFileError(f"token_vectors: {path}: a word2vec binary file (a 'count dim' header, then binary "
                               "rows); token_vectors reads text vectors or a vectors.npy + words.txt folder: convert "
                               "it (e.g. gensim's save_word2vec_format(..., binary=False))")
     words, rows, width = [], [], None
-    opener = gzip.open if path.suffix == ".gz" else open
+    opener = gzip.open if path.suffix.lower() == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8-sig") as f:  # a byte-order mark at the start is dropped
             for lineno, line in enumerate(f, 1):

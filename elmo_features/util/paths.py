@@ -315,6 +315,10 @@ def _holds(folder: Path, name: str) -> str | None:
         return found.name if SENSE_INDEX_LINE.match(_head(found, 256)) else None
     if name == "*.data.xml":
         return next((p.name for p in sorted(folder.glob(name)) if p.is_file() and b"<corpus" in _head(p, 65536)), None)
+    if name in ("*_options.json", "*_weights.hdf5"):  # AllenNLP's download: one prefix, both files
+        pairs = [(p, p.name.rsplit("_", 1)[0]) for p in sorted(folder.glob(name)) if p.is_file()]
+        other = "_weights.hdf5" if name == "*_options.json" else "_options.json"
+        return next((p.name for p, prefix in pairs if (folder / (prefix + other)).is_file()), None)
     need = COMPANIONS.get(name)
     return found.name if need is None or any(p.is_file() for c in need for p in folder.glob(c)) else None
 

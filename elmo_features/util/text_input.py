@@ -40,7 +40,7 @@ def _open_binary(path: Path):
         raise MissingPathError(f"input file not found: {path}")
     if path.is_dir():
         raise PathError(f"{path} is a folder; give a text file")
-    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+    return gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")
 
 
 GZIP_ERRORS = (EOFError, gzip.BadGzipFile, zlib.error)  # what reading a .gz that is not whole gzip data raises
@@ -124,6 +124,14 @@ def word2vec_binary_head(head: bytes) -> bool:
         return True
 
 
+def _utf16_without_bom(raw: bytes) -> str | None:
+    """A first line whose every other byte is NUL: UTF-16 text without a byte-order mark (a message), else None."""
+    if len(raw) >= 4 and (not any(raw[1::2]) or not any(raw[0::2])):
+        order = "LE" if not any(raw[1::2]) else "BE"
+        return f"the file looks like UTF-16 without a byte-order mark; convert it (iconv -f UTF-16{order} -t UTF-8 FILE)"
+    return None
+
+
 def _lzma_alone(head: bytes) -> bool:
     """The header of a legacy .lzma file: the properties byte 0x5d, then a dictionary size of 2^n or 3 * 2^(n-1)
     (4 KiB to 1.5 GiB), as xz and lzma write it ("]" and NUL bytes alone also start UTF-32 text)."""
@@ -141,7 +149,7 @@ def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
         raw = raw[len(BOM):]
     if raw.endswith(b"\r"):
         raw = raw[:-1]
-    kind = binary_kind(raw) if lineno == 1 else None
+    kind = (binary_kind(raw) or _utf16_without_bom(raw)) if lineno == 1 else None
     if kind:
         raise BinaryFileError(f"{path}:1: {kind.replace('FILE', str(path))}")
     cr = raw.find(b"\r")

@@ -27,6 +27,7 @@ import argparse
 import errno
 import importlib
 import os
+import re
 import signal
 import sys
 import threading
@@ -54,7 +55,11 @@ def _is_the_command() -> bool:
     if sys.argv and os.path.basename(sys.argv[0]) in ("elmo-tasks", "elmo-tasks.exe"):
         return True
     orig = list(getattr(sys, "orig_argv", []))
-    return "-mtasks.cli" in orig or any(a == "-m" and orig[i + 1:i + 2] == ["tasks.cli"] for i, a in enumerate(orig))
+    for i, a in enumerate(orig):  # -m tasks.cli, -mtasks.cli, and flags joined before it: -um tasks.cli, -Bm ...
+        m = re.fullmatch(r"-[A-Za-z]*m(.*)", a)
+        if m and (m.group(1) or (orig[i + 1] if i + 1 < len(orig) else "")) == "tasks.cli":
+            return True
+    return False
 
 
 def _stop_cleanly_while_loading() -> None:

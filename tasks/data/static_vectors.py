@@ -156,7 +156,7 @@ def _header(parts: list[str]) -> tuple[int, int] | None:
 
 
 def _read_text(path: Path, max_vectors: int | None, progress: bool) -> tuple[list[str], np.ndarray]:
-    gz = path.suffix == ".gz"
+    gz = path.suffix.lower() == ".gz"
     opener = gzip.open if gz else open
     words: list[str] = []
     rows: list[np.ndarray] = []
@@ -212,6 +212,9 @@ def _read_word2vec_bin(path: Path, max_vectors: int | None) -> tuple[list[str], 
         if os.fstat(f.fileno()).st_size == 0:
             raise DataFormatError("empty file", path)
         if f.read(2) == b"\x1f\x8b":  # a gzip-compressed binary (GoogleNews-vectors-negative300.bin.gz): in memory
+            kind = binary_kind(_gunzipped_head(path)[:64])  # (before decompressing gigabytes of a fastText model)
+            if kind:
+                raise DataFormatError(f"decompressed, {kind.replace('FILE', str(path))}", path)
             f.seek(0)
             data = _gunzip(f, path)
         else:
@@ -227,6 +230,10 @@ def _read_word2vec_bin(path: Path, max_vectors: int | None) -> tuple[list[str], 
             raise DataFormatError(f"expected a 'V d' header line, found {' '.join(parts)[:80]!r}", path, 1)
         n_words, d = header
         n = n_words if max_vectors is None else min(n_words, max_vectors)
+        if n * (4 * d + 2) > len(data) - end - 1:  # (each row: a word of 1+ bytes, a space, d float32)
+            raise DataFormatError(f"the header says {n_words} x {d} float32, but the file holds "
+                                  f"{len(data) - end - 1:,} bytes after it (room for fewer rows); check the header",
+                                  path, 1)
         words: list[str] = []
         vectors = np.empty((n, d), dtype=np.float32)  # (V, d)
         pos = end + 1
@@ -377,9 +384,13 @@ def _not_text(path: Path, e: UnicodeDecodeError) -> str:
     hint only when it starts with a ``V d`` header line, else the decoding error."""
     with open(path, "rb") as f:
         head = f.read(65536)
-    if path.suffix == ".gz" and word2vec_binary_head(_gunzipped_head(path)):
-        return "a gzip-compressed word2vec binary file; give it with format='word2vec_bin'"
-    kind = binary_kind(head) if path.suffix != ".gz" else None
+    if path.suffix.lower() == ".gz":
+        inner = _gunzipped_head(path)
+        if word2vec_binary_head(inner):
+            return "a gzip-compressed word2vec binary file; give it with format='word2vec_bin'"
+        if binary_kind(inner):
+            return f"decompressed, {binary_kind(inner).replace('FILE', str(path))}"
+    kind = binary_kind(head) if path.suffix.lower() != ".gz" else None
     if kind:
         kind = kind.replace("FILE", str(path))
         return kind + "; give it with format npy (and its words file)" if head.startswith(b"\x93NUMPY") else kind
