@@ -128,7 +128,8 @@ def _utf16_without_bom(raw: bytes) -> str | None:
     """A first line whose every other byte is NUL: UTF-16 text without a byte-order mark (a message), else None."""
     if len(raw) >= 4 and (not any(raw[1::2]) or not any(raw[0::2])):
         order = "LE" if not any(raw[1::2]) else "BE"
-        return f"the file looks like UTF-16 without a byte-order mark; convert it (iconv -f UTF-16{order} -t UTF-8 FILE)"
+        return ("the file looks like UTF-16 without a byte-order mark; convert it "
+                f"(iconv -f UTF-16{order} -t UTF-8 FILE)")
     return None
 
 

@@ -28,9 +28,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
-from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text, gz_checked, word2vec_binary_head
+from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text, gz_checked
 
 from tasks.data.types import DataFormatError
+from tasks.data.vectors_sniff import gunzipped_head, not_text_message, reads_as_text
 
 FORMATS = ("auto", "text", "word2vec_bin", "npy")
 
@@ -212,7 +213,7 @@ def _read_word2vec_bin(path: Path, max_vectors: int | None) -> tuple[list[str], 
         if os.fstat(f.fileno()).st_size == 0:
             raise DataFormatError("empty file", path)
         if f.read(2) == b"\x1f\x8b":  # a gzip-compressed binary (GoogleNews-vectors-negative300.bin.gz): in memory
-            kind = binary_kind(_gunzipped_head(path)[:64])  # (before decompressing gigabytes of a fastText model)
+            kind = binary_kind(gunzipped_head(path)[:64])  # (before decompressing gigabytes of a fastText model)
             if kind:
                 raise DataFormatError(f"decompressed, {kind.replace('FILE', str(path))}", path)
             f.seek(0)
@@ -321,7 +322,7 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
     if format == "auto":
         binary = path.suffix.lower() == ".bin" or path.name.lower().endswith(".bin.gz")
         format = "npy" if path.suffix.lower() == ".npy" else "word2vec_bin" if binary else "text"
-        if format == "word2vec_bin" and _reads_as_text(path):  # a text file named .bin: its rows say so
+        if format == "word2vec_bin" and reads_as_text(path):  # a text file named .bin: its rows say so
             format = "text"
     if format == "npy":
         words, vectors = _read_npy(path, Path(words_path) if words_path else None, max_vectors)
@@ -331,7 +332,7 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
         try:
             words, vectors = _read_text(path, max_vectors, progress)
         except UnicodeDecodeError as e:
-            raise DataFormatError(_not_text(path, e), path) from None
+            raise DataFormatError(not_text_message(path, e), path) from None
     bad = ~np.isfinite(vectors).all(axis=1)
     if bad.any():
         i = int(np.argmax(bad))
@@ -351,53 +352,6 @@ def _joins_rows(line: str) -> bool:
     would make the file one line); one inside a word (``foo\rbar 0.1 ...``) is kept as part of the word."""
     rows = line.rstrip("\r\n").split("\r")[:-1]  # (the pieces a carriage return ends)
     return any(len(row.split()) >= 2 and _is_number(row.split()[-1]) for row in rows)
-
-
-def _gunzipped_head(path: Path) -> bytes:
-    """The first 64 KB of a gzip file, decompressed (b"" when it is not whole gzip data)."""
-    try:
-        with gzip.open(path) as g:
-            return g.read(65536)
-    except GZIP_ERRORS:
-        return b""
-
-
-def _reads_as_text(path: Path) -> bool:
-    """Whether the file starts as text vectors do: UTF-8 lines, a word and numbers (after a ``count dim`` header
-    that is not followed by binary rows)."""
-    with open(path, "rb") as f:
-        head = f.read(65536)
-    if head.startswith(b"\x1f\x8b"):
-        head = _gunzipped_head(path)
-    text = [line.decode("latin-1") for line in head.split(b"\n")[:3][:-1]]  # (any 8-bit text: the reader names
-    if not text or word2vec_binary_head(head):  # an encoding that is not UTF-8)
-        return False
-    row = text[1] if len(text) > 1 and len(text[0].split()) == 2 and text[0].split()[0].isdigit() else text[0]
-    try:
-        return len(row.split()) >= 2 and bool([float(x) for x in row.split()[-1:]])
-    except ValueError:
-        return False
-
-
-def _not_text(path: Path, e: UnicodeDecodeError) -> str:
-    """What a vectors file that is not UTF-8 text is, and what to do: its signature's kind, the word2vec binary
-    hint only when it starts with a ``V d`` header line, else the decoding error."""
-    with open(path, "rb") as f:
-        head = f.read(65536)
-    if path.suffix.lower() == ".gz":
-        inner = _gunzipped_head(path)
-        if word2vec_binary_head(inner):
-            return "a gzip-compressed word2vec binary file; give it with format='word2vec_bin'"
-        if binary_kind(inner):
-            return f"decompressed, {binary_kind(inner).replace('FILE', str(path))}"
-    kind = binary_kind(head) if path.suffix.lower() != ".gz" else None
-    if kind:
-        kind = kind.replace("FILE", str(path))
-        return kind + "; give it with format npy (and its words file)" if head.startswith(b"\x93NUMPY") else kind
-    if word2vec_binary_head(head):
-        return f"not UTF-8 text ({e}) after a 'count dim' header; a word2vec binary file needs format='word2vec_bin'"
-    return (f"not UTF-8 text ({e}); give word vectors as UTF-8 text (one word and its numbers per line; another "
-            "encoding such as Latin-1 converts with iconv -f latin1 -t utf-8)")
 
 
 def warn_conflicting_duplicates(words: Sequence[str], vectors: np.ndarray, path: Path) -> None:
