@@ -580,6 +580,12 @@ def test_a_config_json_of_another_family_over_these_weights_is_warned_about(tmp_
     load_encoder(str(folder))
     assert "config.json's model_type roberta goes with RobertaTokenizer, but tokenizer_config.json names " \
         "BertTokenizer" in capsys.readouterr().err
+    (folder / "config.json").write_text(json.dumps(config))  # bert again, with a generic or a family tokenizer
+    for named in ("PreTrainedTokenizerFast", "DistilBertTokenizer", "ElectraTokenizerFast"):
+        tok = json.loads((folder / "tokenizer_config.json").read_text())
+        (folder / "tokenizer_config.json").write_text(json.dumps(tok | {"tokenizer_class": named}))
+        load_encoder(str(folder))
+        assert "goes with" not in capsys.readouterr().err, named
 
 
 # ---------------------------------------------------------------- list twenty-two
@@ -642,3 +648,34 @@ def test_utf16_without_a_byte_order_mark_and_hub_calls_with_urls_or_a_file(tmp_p
     (tmp_path / "b" / "options.json").write_text("{}")
     with pytest.raises(UsageError, match="is a file; give its folder"):
         ElmoHub(str(tmp_path / "b" / "options.json"))
+
+
+# ---------------------------------------------------------------- list twenty-three
+
+def test_list_twenty_three_tabs_in_predict_nul_files_main_module_tilde_and_urls(tmp_path, capsys, monkeypatch):
+    import sys
+
+    import tasks.cli as cli
+    from elmo_features.formats.default_model import resolve_bilm
+    from elmo_features.util.errors import UsageError
+    from elmo_features.util.text_input import _utf16_without_bom
+    from tasks.data.static_vectors import load_static_vectors
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", *FAST]) == 0
+    (tmp_path / "in.txt").write_text("john lives\tB-PER O\n")
+    capsys.readouterr()
+    assert main(["predict", "R", "in.txt", "--cache-dir", "none"]) == 0
+    assert "in.txt:1: a tab in a plain-text input" in capsys.readouterr().err
+    (tmp_path / "blank.txt").write_text("john lives\n\nparis\n")
+    assert main(["predict", "R", "blank.txt", "--cache-dir", "none"]) == 2
+    one_line_error(capsys, "blank line", "give --reader")
+    assert _utf16_without_bom(bytes(8)) is None  # all NUL bytes: not text of any kind
+    monkeypatch.setattr(sys, "argv", ["x"])
+    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "tasks.cli.__main__"])
+    assert cli._is_the_command()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert load_static_vectors("~/" + Path(env["glove"]).relative_to(tmp_path).as_posix()).dim > 0
+    with pytest.raises(UsageError, match="no biLM is read from a URL"):
+        resolve_bilm("https://allennlp.s3.amazonaws.com/models/elmo/x")

@@ -173,7 +173,10 @@ def warn_tokenizer_family(config: Any, folder: Path) -> None:
     pair = TOKENIZER_MAPPING_NAMES.get(mt) if mt else None
     pair = (pair,) if isinstance(pair, str) else tuple(p for p in (pair or ()) if p)
     base = lambda name: str(name).removesuffix("Fast")
-    if isinstance(named, str) and pair and base(named) not in {base(p) for p in pair}:
+    known = {base(p) for v in TOKENIZER_MAPPING_NAMES.values() for p in ((v,) if isinstance(v, str) else v or ()) if p}
+    # (only a class transformers pairs with some model type says another family: DistilBertTokenizer, ElectraTokenizer
+    # or PreTrainedTokenizerFast over their own configs are fine)
+    if isinstance(named, str) and pair and base(named) in known and base(named) not in {base(p) for p in pair}:
         print(f"warning: {folder}: config.json's model_type {mt} goes with {base(pair[0])}, but tokenizer_config.json "
               f"names {named}: check that config.json belongs to these weights and tokenizer", file=sys.stderr)
 

@@ -103,6 +103,9 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         if s in PRESETS:
             options, weights = download.fetch_preset(s, cache_dir=cache_dir)  # module attribute: tests fake it
             return load_bilm(options, weights, **kw)
+        if s.startswith(("http://", "https://")):
+            raise UsageError(f"biLM {s}: no biLM is read from a URL; give a preset's name ({', '.join(PRESETS)}: "
+                             "downloaded once and cached), or download the files and give their folder")
         folder = Path(s).expanduser()
         if folder.is_dir():
             if not (folder / OPTIONS_NAME).exists() or not (folder / WEIGHTS_NAME).exists():

@@ -126,7 +126,7 @@ def word2vec_binary_head(head: bytes) -> bool:
 
 def _utf16_without_bom(raw: bytes) -> str | None:
     """A first line whose every other byte is NUL: UTF-16 text without a byte-order mark (a message), else None."""
-    if len(raw) >= 4 and (not any(raw[1::2]) or not any(raw[0::2])):
+    if len(raw) >= 4 and any(raw) and (not any(raw[1::2]) or not any(raw[0::2])):  # (all NUL: no text at all)
         order = "LE" if not any(raw[1::2]) else "BE"
         return ("the file looks like UTF-16 without a byte-order mark; convert it "
                 f"(iconv -f UTF-16{order} -t UTF-8 FILE)")

@@ -57,7 +57,7 @@ def _is_the_command() -> bool:
     orig = list(getattr(sys, "orig_argv", []))
     for i, a in enumerate(orig):  # -m tasks.cli, -mtasks.cli, and flags joined before it: -um tasks.cli, -Bm ...
         m = re.fullmatch(r"-[A-Za-z]*m(.*)", a)
-        if m and (m.group(1) or (orig[i + 1] if i + 1 < len(orig) else "")) == "tasks.cli":
+        if m and (m.group(1) or (orig[i + 1] if i + 1 < len(orig) else "")) in ("tasks.cli", "tasks.cli.__main__"):
             return True
     return False
 

@@ -276,6 +276,18 @@ def _run_data_paths(run_dir: Path, saved: dict) -> list[str]:
     return paths
 
 
+def warn_tabs(path: str, reader: str) -> None:
+    """One warning line when a plain-text predict input holds a tab: a data file with labels (TSV), read as text,
+    makes its label a word of the sentence."""
+    if path == "-":
+        return
+    with open(path, "rb") as f:
+        lineno = next((n for n, line in enumerate(f, 1) if b"\t" in line), None)
+    if lineno is not None:
+        print(f"warning: {path}:{lineno}: a tab in a plain-text input, read as a space between tokens; a data file of "
+              f"the run's format ({reader}, with its labels) is read with --reader", file=sys.stderr)
+
+
 def cmd_predict(args) -> int:
     check_flags_given(args, "out")
     check_run_folder(args.run_dir)
@@ -331,6 +343,9 @@ def _predict(args) -> int:
             examples = [model.head.blank_example(s) for s in read_sentence_lines(args.input)]
         except NotImplementedError as e:
             raise UsageError(f"{e} (the run's data reader: {cfg.data.reader})") from None
+        except TextInputError as e:  # a blank line: a data file in the run's format (CoNLL), given as plain text?
+            raise TextInputError(f"{e}; or is it a data file in the run's format ({cfg.data.reader})? give --reader")
+        warn_tabs(args.input, cfg.data.reader)
     preds = predict_examples(cfg, model, examples, progress)
     sep = "\n\n" if model.head.block_output else "\n"  # taggers: one token per line, blank line between sentences
     text = sep.join(model.head.format_prediction(e, p) for e, p in zip(examples, preds)) + "\n"

@@ -308,7 +308,7 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
     """
     if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
         raise TypeError(f"load_static_vectors: path must be a non-empty str or path, got {path!r}")
-    path = Path(path)
+    path = Path(path).expanduser()
     if format not in FORMATS:
         raise ValueError(f"unknown vectors format {format!r}; valid: {', '.join(FORMATS)}")
     lowercase = check_optional_bool(lowercase, "lowercase")
