@@ -602,7 +602,7 @@ def test_word2vec_headers_beyond_the_file_doubly_gzipped_and_gzipped_fasttext(tm
     with pytest.raises(Exception, match="the header says 3000000000 x 300 float32, but the file holds"):
         load_static_vectors(tmp_path / "h.bin")
     (tmp_path / "twice.bin.gz").write_bytes(gzip.compress(gzip.compress(b"2 5\n" + rows)))
-    with pytest.raises(Exception, match="decompressed, the file is gzip-compressed"):
+    with pytest.raises(Exception, match="decompressed, the file is gzip-compressed again; decompress it twice"):
         load_static_vectors(tmp_path / "twice.bin.gz")
     (tmp_path / "G.TXT.GZ").write_bytes(gzip.compress(b"2 5\n" + rows))
     with pytest.raises(Exception, match="a gzip-compressed word2vec binary file"):
@@ -679,3 +679,20 @@ def test_list_twenty_three_tabs_in_predict_nul_files_main_module_tilde_and_urls(
     assert load_static_vectors("~/" + Path(env["glove"]).relative_to(tmp_path).as_posix()).dim > 0
     with pytest.raises(UsageError, match="no biLM is read from a URL"):
         resolve_bilm("https://allennlp.s3.amazonaws.com/models/elmo/x")
+
+
+def test_an_embed_file_given_as_senses_and_a_doubly_gzipped_token_vectors_file(tmp_path, capsys):
+    import gzip
+
+    import h5py
+
+    from elmo_features.training.vectors import VectorFileError, read_vector_table
+
+    with h5py.File(tmp_path / "e.h5", "w") as f:
+        f["0"] = np.zeros((3, 2, 4), dtype=np.float32)
+    (tmp_path / "in.txt").write_text("the bank\n")
+    assert main(["wsd", "tag", str(tmp_path / "in.txt"), "--senses", str(tmp_path / "e.h5")]) == 2
+    one_line_error(capsys, "an HDF5 file, but not a sense file")
+    (tmp_path / "t.txt.gz").write_bytes(gzip.compress(gzip.compress(b"the 0.1 0.2\n")))
+    with pytest.raises(VectorFileError, match="decompressed, the file is gzip-compressed again; decompress it twice"):
+        read_vector_table(tmp_path / "t.txt.gz")

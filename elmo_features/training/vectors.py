@@ -12,7 +12,8 @@ import numpy as np
 from elmo_features.model.token_vectors import select_vectors
 from elmo_features.util.arguments import check_int, uninformative_rows
 from elmo_features.util.errors import ElmoTasksError
-from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text, word2vec_binary_head
+from elmo_features.util.text_input import (GZIP_ERRORS, binary_kind, check_text, decompressed_kind,
+                                           word2vec_binary_head)
 
 
 class VectorFileError(ElmoTasksError, ValueError):
@@ -77,9 +78,9 @@ def _read_text_table(path: Path) -> tuple[list[str], list[list[float]]]:
                 head = g.read(65536)
         except GZIP_ERRORS as e:
             raise VectorFileError(f"token_vectors: {path}: not a whole gzip file ({e})") from None
-    kind = binary_kind(head[:64]) if path.suffix.lower() == ".gz" else None
+    kind = decompressed_kind(head, path) if path.suffix.lower() == ".gz" else None
     if kind:
-        raise VectorFileError(f"token_vectors: {path}: decompressed, {kind.replace('FILE', str(path))}")
+        raise VectorFileError(f"token_vectors: {path}: {kind}")
     if word2vec_binary_head(head):
         raise VectorFileError(f"token_vectors: {path}: a word2vec binary file (a 'count dim' header, then binary "
                               "rows); token_vectors reads text vectors or a vectors.npy + words.txt folder: convert "

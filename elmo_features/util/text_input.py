@@ -124,6 +124,14 @@ def word2vec_binary_head(head: bytes) -> bool:
         return True
 
 
+def decompressed_kind(head: bytes, path: str | os.PathLike) -> str | None:
+    """What a gzip file's decompressed first bytes ``head`` are when not text (a message naming ``path``), else None."""
+    kind = binary_kind(head[:64])
+    if kind and kind.startswith("the file is gzip"):
+        kind = "the file is gzip-compressed again; decompress it twice"
+    return f"decompressed, {kind.replace('FILE', str(path))}" if kind else None
+
+
 def _utf16_without_bom(raw: bytes) -> str | None:
     """A first line whose every other byte is NUL: UTF-16 text without a byte-order mark (a message), else None."""
     if len(raw) >= 4 and any(raw) and (not any(raw[1::2]) or not any(raw[0::2])):  # (all NUL: no text at all)

@@ -28,7 +28,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
-from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text, gz_checked
+from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text, decompressed_kind, gz_checked
 
 from tasks.data.types import DataFormatError
 from tasks.data.vectors_sniff import gunzipped_head, not_text_message, reads_as_text
@@ -213,9 +213,9 @@ def _read_word2vec_bin(path: Path, max_vectors: int | None) -> tuple[list[str], 
         if os.fstat(f.fileno()).st_size == 0:
             raise DataFormatError("empty file", path)
         if f.read(2) == b"\x1f\x8b":  # a gzip-compressed binary (GoogleNews-vectors-negative300.bin.gz): in memory
-            kind = binary_kind(gunzipped_head(path)[:64])  # (before decompressing gigabytes of a fastText model)
-            if kind:
-                raise DataFormatError(f"decompressed, {kind.replace('FILE', str(path))}", path)
+            kind = decompressed_kind(gunzipped_head(path), path)  # (before decompressing gigabytes of a fastText
+            if kind:  # model)
+                raise DataFormatError(kind, path)
             f.seek(0)
             data = _gunzip(f, path)
         else:

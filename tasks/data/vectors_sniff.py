@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, word2vec_binary_head
+from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, decompressed_kind, word2vec_binary_head
 
 
 def gunzipped_head(path: Path) -> bytes:
@@ -43,8 +43,8 @@ def not_text_message(path: Path, e: UnicodeDecodeError) -> str:
         inner = gunzipped_head(path)
         if word2vec_binary_head(inner):
             return "a gzip-compressed word2vec binary file; give it with format='word2vec_bin'"
-        if binary_kind(inner):
-            return f"decompressed, {binary_kind(inner).replace('FILE', str(path))}"
+        if decompressed_kind(inner, path):
+            return decompressed_kind(inner, path)
     kind = binary_kind(head) if path.suffix.lower() != ".gz" else None
     if kind:
         kind = kind.replace("FILE", str(path))

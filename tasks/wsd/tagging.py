@@ -156,6 +156,9 @@ def _sense_meta(f: h5py.File, path: str | Path) -> dict:
         meta = {}
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         found = meta.get("format") if isinstance(meta, dict) else None
+        if found is None:  # (no sense file at all: an HDF5 file of another kind, e.g. embed's output)
+            raise StaleCacheError(f"{path}: an HDF5 file, but not a sense file (it has no sense-file meta); give a "
+                                  "file written by `elmo-tasks wsd senses`")
         raise StaleCacheError(f"{path}: not a sense file of this version (format {found!r}); make it again with "
                               "`elmo-tasks wsd senses`")
     return meta
