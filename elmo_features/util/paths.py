@@ -294,11 +294,11 @@ FOLDER_KINDS = {"summary.json": "a comparison's results folder", "scores.json": 
                 "index.sense": "a WordNet folder", "data.noun": "a WordNet folder",
                 "*.data.xml": "a WSD data folder"}  # a file (or a pattern) -> the folder it marks
 COMPANIONS = {"summary.json": ("summary.md",), "scores.json": ("table5.md",), "options.json": ("weights.hdf5",),
-              "weights.hdf5": ("options.json",), "*_options.json": ("*_weights.hdf5",),
-              "*_weights.hdf5": ("*_options.json",), "checkpoint.pt": ("vocab.txt",), "config.json": ENCODER_WEIGHTS,
+              "weights.hdf5": ("options.json",), "checkpoint.pt": ("vocab.txt",), "config.json": ENCODER_WEIGHTS,
               **{w: ("config.json",) for w in ENCODER_WEIGHTS}, "data.noun": ("index.sense",)}  # a marker counts
 # only beside one of these (one common file name alone, such as a user's options.json or a Keras weights.hdf5, marks
-# nothing); index.sense and *.data.xml are recognised by their content instead
+# nothing); index.sense and *.data.xml are recognised by their content, AllenNLP's *_options.json by its
+# *_weights.hdf5 of the same prefix
 CACHE_DIR_FORBIDDEN = tuple(FOLDER_KINDS)  # a frozen-feature cache is none of these
 INPUT_FOLDERS = tuple(n for n in FOLDER_KINDS if n not in ("summary.json", "scores.json", ".data_sha256.json"))
 # folders of models, data sets and training runs (inputs of other commands)
@@ -308,19 +308,17 @@ SENSE_INDEX_LINE = re.compile(rb"\S+%[1-5]:\d\d:\d\d:\S*:\S* \d{8} \d+ \d+")  # 
 def _holds(folder: Path, name: str) -> str | None:
     """The file of ``folder`` that ``name`` (a file name, or a ``*`` pattern) stands for, or None: a marker counts
     beside one of its ``COMPANIONS``; ``index.sense`` and ``*.data.xml`` by their first lines."""
-    found = next((p for p in sorted(folder.glob(name)) if p.is_file()), None)
-    if found is None:
-        return None
+    files = [p for p in sorted(folder.glob(name)) if p.is_file()]
     if name == "index.sense":
-        return found.name if SENSE_INDEX_LINE.match(_head(found, 256)) else None
+        return next((p.name for p in files if SENSE_INDEX_LINE.match(_head(p, 256))), None)
     if name == "*.data.xml":
-        return next((p.name for p in sorted(folder.glob(name)) if p.is_file() and b"<corpus" in _head(p, 65536)), None)
+        return next((p.name for p in files if b"<corpus" in _head(p, 65536)), None)
     if name in ("*_options.json", "*_weights.hdf5"):  # AllenNLP's download: one prefix, both files
-        pairs = [(p, p.name.rsplit("_", 1)[0]) for p in sorted(folder.glob(name)) if p.is_file()]
         other = "_weights.hdf5" if name == "*_options.json" else "_options.json"
-        return next((p.name for p, prefix in pairs if (folder / (prefix + other)).is_file()), None)
+        return next((p.name for p in files if (folder / (p.name.rsplit("_", 1)[0] + other)).is_file()), None)
     need = COMPANIONS.get(name)
-    return found.name if need is None or any(p.is_file() for c in need for p in folder.glob(c)) else None
+    ok = need is None or any(p.is_file() for c in need for p in folder.glob(c))
+    return files[0].name if files and ok else None
 
 
 def _head(path: Path, n: int) -> bytes:
