@@ -658,7 +658,7 @@ def test_list_twenty_three_tabs_in_predict_nul_files_main_module_tilde_and_urls(
     import tasks.cli as cli
     from elmo_features.formats.default_model import resolve_bilm
     from elmo_features.util.errors import UsageError
-    from elmo_features.util.text_input import _utf16_without_bom
+    from elmo_features.util.text_input import utf16_order
     from tasks.data.static_vectors import load_static_vectors
 
     monkeypatch.chdir(tmp_path)
@@ -671,7 +671,7 @@ def test_list_twenty_three_tabs_in_predict_nul_files_main_module_tilde_and_urls(
     (tmp_path / "blank.txt").write_text("john lives\n\nparis\n")
     assert main(["predict", "R", "blank.txt", "--cache-dir", "none"]) == 2
     one_line_error(capsys, "blank line", "give --reader")
-    assert _utf16_without_bom(bytes(8)) is None  # all NUL bytes: not text of any kind
+    assert utf16_order(bytes(8), first=True) is None  # all NUL bytes: not text of any kind
     monkeypatch.setattr(sys, "argv", ["x"])
     monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "tasks.cli.__main__"])
     assert cli._is_the_command()

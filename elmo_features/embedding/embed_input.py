@@ -22,7 +22,7 @@ from typing import BinaryIO, Iterator
 
 from elmo_features.util.errors import PathError, TextInputError
 from elmo_features.util.paths import check_input_file
-from elmo_features.util.text_input import BinaryFileError, decode_line, raw_lines, read_sentences
+from elmo_features.util.text_input import BinaryFileError, decode_line, nul_kind, raw_lines, read_sentences
 
 
 def needs_spooling(path: str) -> bool:
@@ -36,6 +36,7 @@ def needs_spooling(path: str) -> bool:
 SPOOL_BLOCK = 1 << 20  # bytes read at a time
 SPOOL_SPACE_EVERY = 64 << 20  # bytes between two looks at the free space
 SPOOL_RESERVE = 2 << 30  # the free space the copy leaves (at most half of what was free when it started)
+SNIFF_BYTES = 4096  # the first bytes of a spooled input that say what it is when it holds a NUL
 
 
 class _SpoolCheck:
@@ -67,6 +68,10 @@ class _SpoolCheck:
         pending = self.decoder.getstate()[0]  # the start of a character cut by the previous block
         data = pending + block
         nul = block.find(b"\x00")
+        kind = nul_kind(data[:SNIFF_BYTES], 1) if nul >= 0 and self.size == 0 else None
+        if kind:
+            raise TextInputError(f"{self.name}: {kind.replace('FILE', '-' if self.name == 'stdin' else self.name)} "
+                                 "(stopped reading it)")
         if nul >= 0:
             where, column = self._where(data, len(pending) + nul, len(pending))
             raise TextInputError(f"{where}: NUL byte at byte column {column} (a binary file or a device?); the input "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -67,16 +68,27 @@ def empty_spec_problem(spec: Any, what: str, forms: str) -> str | None:
     return None
 
 
+URL = re.compile(r"(https?|s3|gs|ftp):/", re.IGNORECASE)  # (one slash: a URL that went through Path)
+
+
 def check_one_model_argument(who: str, model: Any, second: Any) -> None:
     """AllenNLP's ``Elmo(options_file, weight_file, ...)`` form given to ``who``, which takes one model: a TypeError
     that shows the form to use (rather than one about the second parameter)."""
     if isinstance(second, (str, os.PathLike)) and str(second).lower().endswith((".hdf5", ".h5")):
-        if str(model).startswith(("http://", "https://")):
+        if URL.match(str(model)):
             raise TypeError(f"{who} takes one model, and reads no URL: for AllenNLP's published ELMo give a preset's "
                             f"name ({', '.join(PRESETS)}: downloaded once and cached), or download the two files and "
                             "give {'options': path, 'weights': path}")
         raise TypeError(f"{who} takes one model: its folder, a preset's name, or {{'options': {str(model)!r}, "
                         f"'weights': {str(second)!r}}} (not AllenNLP's Elmo(options_file, weight_file) form)")
+
+
+def _refuse_url(*paths: Any) -> None:
+    """A biLM file or folder given as a URL, as one UsageError: the runtime reads local files only."""
+    for p in paths:
+        if isinstance(p, (str, os.PathLike)) and URL.match(str(p)):
+            raise UsageError(f"biLM {p}: no biLM is read from a URL; give a preset's name ({', '.join(PRESETS)}: "
+                             "downloaded once and cached), or download the files and give their folder")
 
 
 def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> BiLM:
@@ -90,6 +102,7 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         if unknown or absent:
             raise UsageError(f"biLM spec {dict(spec)!r}: needs exactly the keys {SPEC_KEYS}"
                              + (f"; unknown: {unknown}" if unknown else "") + (f"; missing: {absent}" if absent else ""))
+        _refuse_url(*(spec[k] for k in SPEC_KEYS))
         return load_bilm(spec["options"], spec["weights"], **kw)
     if isinstance(spec, (str, Path)):
         s = str(spec)
@@ -103,9 +116,7 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         if s in PRESETS:
             options, weights = download.fetch_preset(s, cache_dir=cache_dir)  # module attribute: tests fake it
             return load_bilm(options, weights, **kw)
-        if s.startswith(("http://", "https://")):
-            raise UsageError(f"biLM {s}: no biLM is read from a URL; give a preset's name ({', '.join(PRESETS)}: "
-                             "downloaded once and cached), or download the files and give their folder")
+        _refuse_url(spec)
         folder = Path(s).expanduser()
         if folder.is_dir():
             if not (folder / OPTIONS_NAME).exists() or not (folder / WEIGHTS_NAME).exists():

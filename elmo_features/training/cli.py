@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 from pathlib import Path
 
@@ -42,6 +43,18 @@ def fixed_keys_changed(cfg) -> list[str]:
     return resume_changes(saved_config(Path(cfg.out_dir)), cfg)
 
 
+def _refuse_pattern(path, what: str) -> None:
+    """A train file given as a shell pattern (AllenNLP's ``--train_prefix 'shards/*'`` habit) that is no file itself,
+    as a UsageError naming what it matches: the files are listed, so that a resumed run reads the same ones."""
+    text = str(path)
+    if any(c in text for c in "*?[") and not Path(text).expanduser().exists():
+        matches = sorted(glob.glob(str(Path(text).expanduser())))
+        todo = ("list the files, e.g. --set \"train_files=[$(ls " + text + " | paste -sd, -)]\"" if matches else
+                "list the files")
+        raise UsageError(f"{what}: {text} is a pattern, and patterns are not expanded (it matches {len(matches)} "
+                         f"file(s)); {todo}")
+
+
 def check_train_inputs(cfg, source: str, packaged: bool = False, resume: bool = False) -> None:
     """Every file the run reads and its out_dir, before any work (``packaged``: the config ships inside the package,
     a record of how a shipped biLM was trained, whose corpus a user does not have)."""
@@ -53,6 +66,7 @@ def check_train_inputs(cfg, source: str, packaged: bool = False, resume: bool = 
         hint = (f"the packaged config {source} records the development corpus a shipped biLM was trained on, which "
                 f"is not distributed; {hint}")
     for i, p in enumerate(cfg.train_files):
+        _refuse_pattern(p, f"{source}: train_files[{i}]")
         check_input_file(p, f"{source}: train_files[{i}]", hint)
     if cfg.heldout_file:
         check_input_file(cfg.heldout_file, f"{source}: heldout_file", hint)

@@ -35,7 +35,7 @@ def read_vector_table(path: str | Path, dim: int | None = None) -> tuple[list[st
                 raise VectorFileError(f"token_vectors: {p} not found (expected vectors.npy + words.txt in {path}; "
                                       "run `elmo-tasks data get glove-6b-50d`)")
         mat = np.load(npy, allow_pickle=False)
-        kind = binary_kind(wfile.read_bytes()[:64])
+        kind = binary_kind(wfile.read_bytes()[:512])
         if kind:
             raise VectorFileError(f"token_vectors: {wfile}: {kind.replace('FILE', str(wfile))}")
         try:

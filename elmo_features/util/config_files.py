@@ -9,7 +9,7 @@ from pathlib import Path
 
 from elmo_features.util.errors import ConfigError
 from elmo_features.util.paths import show_bytes, undecodable_byte
-from elmo_features.util.text_input import binary_kind
+from elmo_features.util.text_input import binary_kind, nul_kind
 
 
 # ---------------------------------------------------------------- strict readers (no key given twice)
@@ -63,6 +63,18 @@ def load_json(text: str):
     return json.loads(text, object_pairs_hook=pairs)
 
 
+def _check_readable(text: str, path: Path) -> None:
+    """A config's text that no YAML/JSON parser should see: UTF-16 without a byte-order mark (ASCII and NUL bytes
+    pass as UTF-8) or a Jsonnet file (AllenNLP's config language), as one ConfigError."""
+    kind = nul_kind(text[:4096].encode("utf-8", "surrogatepass"), 1) if "\x00" in text[:4096] else None
+    if kind:
+        raise ConfigError(f"{path}: {kind.replace('FILE', str(path))}")
+    if path.suffix.lower() in (".jsonnet", ".libsonnet"):
+        raise ConfigError(f"{path}: a Jsonnet file (AllenNLP's config language) is not read: render it first "
+                          f"(jsonnet {path} > config.json, with --ext-str for its std.extVar values) and give the "
+                          "JSON, or write the config as YAML")
+
+
 def read_config_file(path: str | Path, kind: str = "yaml"):
     """The parsed content of a YAML (``kind="yaml"``) or JSON config file, every problem one ``ConfigError`` line
     naming the file: not found, a folder, not UTF-8, not valid YAML/JSON, a key given twice."""
@@ -72,6 +84,7 @@ def read_config_file(path: str | Path, kind: str = "yaml"):
     what = "the options JSON file" if kind == "json" else "a YAML config file"
     try:
         text = path.read_text(encoding="utf-8-sig")  # (a byte-order mark, as some editors write, is dropped)
+        _check_readable(text, path)
         data = load_json(text) if kind == "json" else load_yaml(text, str(path))
     except FileNotFoundError:
         raise ConfigError(f"{'options' if kind == 'json' else 'config'} file not found: {path}") from None
@@ -83,6 +96,8 @@ def read_config_file(path: str | Path, kind: str = "yaml"):
             raise ConfigError(f"{path}: {found.replace('FILE', str(path)).replace(', or name it with .gz', '')}") from None
         hint = "; is this the weights file?" if kind == "json" and e.object[:4] == b"\x89HDF" else ""
         raise ConfigError(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}){hint}") from None
+    except ConfigError:
+        raise  # (_check_readable's, before the ValueError below)
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from None
     except ValueError as e:  # json.JSONDecodeError, a key given twice

@@ -17,10 +17,12 @@
 """
 from __future__ import annotations
 
+import codecs
 import gzip
 import os
 import re
 import zlib
+from collections import Counter
 from pathlib import Path
 from typing import Iterable, Iterator, Literal
 
@@ -104,6 +106,9 @@ def binary_kind(head: bytes) -> str | None:
         return "the file is bzip2-compressed; decompress it (bunzip2)"
     if _lzma_alone(head):
         return "the file is lzma-compressed; decompress it (unlzma)"
+    if head[257:263] in (b"ustar\x00", b"ustar ") and b"\x00" in head[:257]:  # a POSIX or GNU tar header's magic,
+        # after a NUL-padded member name (text holds no NUL)
+        return "the file is a tar archive; unpack it (tar xf FILE) and give the file in it"
     return next((what for sig, what in SIGNATURES if head.startswith(sig)), None)
 
 
@@ -126,19 +131,50 @@ def word2vec_binary_head(head: bytes) -> bool:
 
 def decompressed_kind(head: bytes, path: str | os.PathLike) -> str | None:
     """What a gzip file's decompressed first bytes ``head`` are when not text (a message naming ``path``), else None."""
-    kind = binary_kind(head[:64])
+    kind = binary_kind(head[:512])
     if kind and kind.startswith("the file is gzip"):
         kind = "the file is gzip-compressed again; decompress it twice"
     return f"decompressed, {kind.replace('FILE', str(path))}" if kind else None
 
 
-def _utf16_without_bom(raw: bytes) -> str | None:
-    """A first line whose every other byte is NUL: UTF-16 text without a byte-order mark (a message), else None."""
-    if len(raw) >= 4 and any(raw) and (not any(raw[1::2]) or not any(raw[0::2])):  # (all NUL: no text at all)
-        order = "LE" if not any(raw[1::2]) else "BE"
-        return ("the file looks like UTF-16 without a byte-order mark; convert it "
-                f"(iconv -f UTF-16{order} -t UTF-8 FILE)")
-    return None
+def utf16_order(raw: bytes, first: bool) -> str | None:
+    """"LE" or "BE" when ``raw`` (a line split at b"\\n", or a file's first bytes; ``first``: it starts the file)
+    holds NUL bytes and reads as UTF-16 text in that byte order, else None: the high bytes take one or two values (one
+    of them 0) in 90% of the code units, and the text is printable, with a letter or digit. A line after the first
+    may carry a UTF-16 line end's other byte (LE's NUL starts the next line, BE's ends its own). The order read as
+    more characters below U+2000 wins (Latin, Cyrillic, Greek ... and the ASCII space, which the other order turns
+    into unprintable ones)."""
+    if b"\x00" not in raw or not raw.strip(b"\x00"):  # (no NUL: UTF-8's concern; all NUL: no text at all)
+        return None
+    best, score = None, -1
+    for order in ("LE", "BE"):
+        body = raw[1:] if order == "LE" and len(raw) % 2 and not first and raw[0] == 0 else raw
+        body = body[:len(body) // 2 * 2]
+        highs = body[1 if order == "LE" else 0::2]  # the code units' high bytes: in the text of one or two scripts,
+        top = sum(n for _, n in Counter(highs).most_common(2))  # one or two values (0 for ASCII, 4 for Cyrillic ...)
+        if 0 not in highs or 10 * top < 9 * len(highs):
+            continue
+        try:
+            text = codecs.getincrementaldecoder(f"utf-16-{order.lower()}")().decode(body)  # (a cut pair waits)
+        except UnicodeDecodeError:
+            continue
+        if text and all(c.isprintable() or c in "\t\r\n" for c in text) and any(c.isalnum() for c in text):
+            low = sum(c < "\u2000" for c in text)
+            best, score = (order, low) if low > score else (best, score)
+    return best
+
+
+def utf16_message(order: str) -> str:
+    """What to do with UTF-16 text of byte order ``order`` that has no byte-order mark (FILE: the file's name)."""
+    return f"the file looks like UTF-16 without a byte-order mark; convert it (iconv -f UTF-16{order} -t UTF-8 FILE)"
+
+
+def nul_kind(raw: bytes, lineno: int) -> str | None:
+    """What a line holding a NUL byte says the file is: an archive's or UTF-16's message (FILE: the file's name),
+    or None for a NUL in text."""
+    kind = binary_kind(raw) if lineno == 1 else None
+    order = None if kind else utf16_order(raw, first=lineno == 1)
+    return kind or (utf16_message(order) if order else None)
 
 
 def _lzma_alone(head: bytes) -> bool:
@@ -158,7 +194,7 @@ def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
         raw = raw[len(BOM):]
     if raw.endswith(b"\r"):
         raw = raw[:-1]
-    kind = (binary_kind(raw) or _utf16_without_bom(raw)) if lineno == 1 else None
+    kind = binary_kind(raw) if lineno == 1 else None
     if kind:
         raise BinaryFileError(f"{path}:1: {kind.replace('FILE', str(path))}")
     cr = raw.find(b"\r")
@@ -167,6 +203,9 @@ def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
                              "the file has old-Mac line ends, which would join its lines; convert them to \\n "
                              f"(e.g. tr '\\r' '\\n' < {Path(path).name} > fixed.txt)")
     nul = raw.find(b"\x00")
+    kind = nul_kind(raw, lineno) if nul >= 0 else None
+    if kind:
+        raise BinaryFileError(f"{path}:{lineno}: {kind.replace('FILE', str(path))}")
     if nul >= 0:
         raise TextInputError(f"{path}:{lineno}: NUL byte at byte column {nul + 1} (a binary file?); "
                              "the input must be UTF-8 text")
@@ -189,6 +228,9 @@ def check_text(line: str, path: str | os.PathLike, lineno: int) -> None:
     """For a reader that decodes a line itself: the policy's NUL and misplaced byte-order mark checks on its text
     (a BOM at the very start of the file is for the reader to drop), as a TextInputError naming ``path:lineno``."""
     nul = line.find("\x00")
+    kind = nul_kind(line.encode("utf-8", "surrogatepass"), lineno) if nul >= 0 else None
+    if kind:
+        raise BinaryFileError(f"{path}:{lineno}: {kind.replace('FILE', str(path))}")
     if nul >= 0:
         raise TextInputError(f"{path}:{lineno}: NUL byte at column {nul + 1} (a binary file?); "
                              "the input must be UTF-8 text")

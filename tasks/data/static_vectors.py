@@ -220,7 +220,7 @@ def _read_word2vec_bin(path: Path, max_vectors: int | None) -> tuple[list[str], 
             data = _gunzip(f, path)
         else:
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    kind = binary_kind(data[:64])
+    kind = binary_kind(data[:512])
     if kind:
         raise DataFormatError(kind.replace("FILE", str(path)), path)
     try:
@@ -276,7 +276,15 @@ def _w2v_word(raw: bytes, i: int, n_words: int, d: int, path: Path) -> str:
     return word
 
 
+def _npy_magic(path: Path) -> bool:
+    with open(path, "rb") as f:
+        return f.read(6) == b"\x93NUMPY"
+
+
 def _read_npy(path: Path, words_path: Path | None, max_vectors: int | None) -> tuple[list[str], np.ndarray]:
+    if not _npy_magic(path):  # (before the words file is looked for: the matrix is what is wrong)
+        raise DataFormatError("not a NumPy .npy file (it lacks the \\x93NUMPY signature np.save writes); give the "
+                              "vectors' own format (format: text or word2vec_bin), or a file written by np.save", path)
     if words_path is None:
         candidates = [path.with_name("words.txt"), path.with_suffix(".words.txt"), path.with_suffix(".vocab")]
         words_path = next((c for c in candidates if c.is_file()), None)
@@ -322,8 +330,8 @@ def load_static_vectors(path: str | Path, format: str = "auto", words_path: str 
     if format == "auto":
         binary = path.suffix.lower() == ".bin" or path.name.lower().endswith(".bin.gz")
         format = "npy" if path.suffix.lower() == ".npy" else "word2vec_bin" if binary else "text"
-        if format == "word2vec_bin" and reads_as_text(path):  # a text file named .bin: its rows say so
-            format = "text"
+        if format in ("word2vec_bin", "npy") and reads_as_text(path) and not _npy_magic(path):  # a text file named
+            format = "text"  # .bin or .npy: its rows say so
     if format == "npy":
         words, vectors = _read_npy(path, Path(words_path) if words_path else None, max_vectors)
     elif format == "word2vec_bin":

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from datetime import datetime
@@ -166,6 +167,7 @@ def cmd_tag(args) -> int:
         f"to run again: {rerun}" + (" (with the same standard input)" if args.input == "-" else "")
     with lock_output_file(args.out, "--out"):  # one writer per output file, from before any work
         sentences = read_sentence_lines(args.input)  # a file, or - (standard input): the same text rules
+        _check_plain_text(sentences, args.input)
         tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))),
                              prior=args.prior)
         text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in tagger.tag(sentences))
@@ -174,6 +176,22 @@ def cmd_tag(args) -> int:
         else:
             sys.stdout.write(text)
     return 0
+
+
+SENSE_KEY = re.compile(r"[^%\s]+%[1-5]:\d\d:\d\d:[^:\s]*:[^:\s]*")
+
+
+def _check_plain_text(sentences: list[list[str]], path: str) -> None:
+    """``wsd tag`` input that is a WSD framework file, not sentences: its XML, or a gold key file (every line an
+    instance id and sense keys), as a UsageError saying how such a file is scored."""
+    first = sentences[0][0] if sentences and sentences[0] else ""
+    xml = first.startswith(("<?xml", "<corpus"))
+    keys = bool(sentences) and all(len(s) >= 2 and all(SENSE_KEY.fullmatch(t) for t in s[1:]) for s in sentences)
+    if xml or keys:
+        what = "XML (.data.xml)" if xml else "gold key file (instance ids and sense keys)"
+        raise UsageError(f"{path}: a WSD framework {what}, not sentences; wsd tag takes plain text, one "
+                         "whitespace-tokenized sentence per line; to score a test set, give its folder to "
+                         "`elmo-tasks wsd --test FOLDER`")
 
 
 def _check_tag_output(args, meta: dict) -> None:
