@@ -143,3 +143,20 @@ def test_bilm_urls_in_every_form_of_the_python_api(tmp_path):
         ElmoHub(Path(url + "options.json"), Path(url + "weights.hdf5"))
     with pytest.raises(UsageError, match="no biLM is read from a URL"):
         ElmoHub(yaml.safe_load(f"{{options: '{url}options.json', weights: '{url}weights.hdf5'}}"))
+
+
+def said_in_a_worker(what: str) -> bool:
+    """(run in spawned workers by the test below)"""
+    from elmo_features.util.once import first_time
+
+    return first_time(("test message", what))
+
+
+def test_a_warning_is_said_once_per_command_across_worker_processes():
+    from elmo_features.util.once import first_time
+    from tasks.experiment.parallel import run_jobs
+
+    assert first_time(("test message", "said by the parent"))
+    said = run_jobs(said_in_a_worker, [("a",), ("a",), ("a",), ("said by the parent",)], jobs=2, threads=1)
+    assert sum(said) == 1 and not said[3]  # one worker says it; the parent's own is not said again
+    assert not first_time(("test message", "a"))  # said by a worker: said for the rest of the command

@@ -26,6 +26,7 @@ import torch
 from elmo_features.embedding.feature_cache import tensors_state
 from elmo_features.formats.default_model import empty_spec_problem
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.once import first_time
 
 # files of a model folder that do not change its outputs (left out of the content hash)
 _DOC_SUFFIXES = (".md", ".gitattributes", ".verified.json")  # not the model (.verified.json: packaged.VERIFIED)
@@ -176,7 +177,8 @@ def warn_tokenizer_family(config: Any, folder: Path) -> None:
     known = {base(p) for v in TOKENIZER_MAPPING_NAMES.values() for p in ((v,) if isinstance(v, str) else v or ()) if p}
     # (only a class transformers pairs with some model type says another family: DistilBertTokenizer, ElectraTokenizer
     # or PreTrainedTokenizerFast over their own configs are fine)
-    if isinstance(named, str) and pair and base(named) in known and base(named) not in {base(p) for p in pair}:
+    if isinstance(named, str) and pair and base(named) in known and base(named) not in {base(p) for p in pair} and \
+            first_time(("tokenizer family", str(folder), mt, named)):
         print(f"warning: {folder}: config.json's model_type {mt} goes with {base(pair[0])}, but tokenizer_config.json "
               f"names {named}: check that config.json belongs to these weights and tokenizer", file=sys.stderr)
 
@@ -200,6 +202,8 @@ def _warn_both_weights(folder: Path) -> None:
     if same:
         return
     how = "with other weights" if same is False else "not compared: sharded, or not a plain state dict"
+    if not first_time(("two weights files", str(folder))):  # (said by another worker of the same command)
+        return
     print(f"warning: {folder} holds both model.safetensors and pytorch_model.bin ({how}): model.safetensors is used "
           "(as transformers does); remove the one that is not this model", file=sys.stderr, flush=True)
 

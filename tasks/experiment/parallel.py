@@ -29,6 +29,7 @@ import torch
 from elmo_features.util import distributed as D
 from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.once import shared_by_workers
 from elmo_features.util.threads import thread_tqdm_lock
 
 from tasks.features.base import FeatureContext, build_features
@@ -96,6 +97,13 @@ def run_jobs(fn: Callable, args: Sequence[tuple], jobs: int, threads: int,
     # handler) and SIGHUP blocked: a Ctrl-C or a closed terminal reaching the process group cannot kill the tracker,
     # or a worker mid-import, with a traceback; the parent stops them itself. The parent's own SIGINT stays pending
     # meanwhile (a blocked signal is kept even while ignored) and reaches its handler once both are restored.
+    with shared_by_workers():  # a warning said by one worker is not said again by another (nor by this process)
+        return _run_pool(fn, args, jobs, threads, label, on_done, results)
+
+
+def _run_pool(fn: Callable, args: Sequence[tuple], jobs: int, threads: int, label: Callable[[int], str],
+              on_done: Callable[[int, Any], None] | None, results: list) -> list:
+    """``run_jobs``'s pool, filling ``results``."""
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP})
     main_thread = threading.current_thread() is threading.main_thread()
     handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None

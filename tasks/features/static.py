@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from elmo_features.util.arguments import uninformative_rows
+from elmo_features.util.once import first_time
 from elmo_features.util.schema import Int, key
 
 from tasks.data.static_vectors import load_static_vectors
@@ -49,17 +50,6 @@ def _informative(config: StaticConfig, args: dict):
     return vectors
 
 
-_SAID: set = set()  # warnings already printed by this process
-
-
-def _first_time(what: tuple) -> bool:
-    """True the first time ``what`` is asked about in this process."""
-    if what in _SAID:
-        return False
-    _SAID.add(what)
-    return True
-
-
 @FEATURES.register("static")
 class StaticFeatures(FeatureSource):
     """One frozen vector per token (OOV policy: tasks.data.static_vectors). Output (B, T, d)."""
@@ -96,7 +86,7 @@ class StaticFeatures(FeatureSource):
         self.oov[split] = {"oov": n_oov, "tokens": n_tok}
         if split == "train":
             self._check_train_oov(n_oov, n_tok)
-        elif n_tok and n_oov / n_tok > OOV_WARN_RATE and _first_time((self.config.path, split, n_oov, n_tok)):
+        elif n_tok and n_oov / n_tok > OOV_WARN_RATE and first_time(("oov", self.config.path, split, n_oov, n_tok)):
             # dev, test, predict inputs: scored, so said (once per command: each seed's run embeds them again)
             zero = ("every feature is zero: its scores measure the head's bias alone" if n_oov == n_tok else
                     "their vectors are zero")
