@@ -4,10 +4,13 @@ and in a config; tar archives given as vectors; shell patterns as training files
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 import yaml
 
 from tasks.cli import main
@@ -160,3 +163,177 @@ def test_a_warning_is_said_once_per_command_across_worker_processes():
     said = run_jobs(said_in_a_worker, [("a",), ("a",), ("a",), ("said by the parent",)], jobs=2, threads=1)
     assert sum(said) == 1 and not said[3]  # one worker says it; the parent's own is not said again
     assert not first_time(("test message", "a"))  # said by a worker: said for the rest of the command
+
+
+# ---------------------------------------------------------------- list twenty-four
+
+def _limited(limit_bytes: int):
+    """A preexec_fn setting the file-size limit (``ulimit -f``) of a child process."""
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, resource.RLIM_INFINITY))
+
+
+def test_embed_that_would_not_fit_stops_before_writing_and_the_rerun_continues(tmp_path):
+    import subprocess
+    import sys
+
+    from test_tasks_helpers import make_bilm
+
+    opts, weights = make_bilm(tmp_path / "bilm")
+    (tmp_path / "in.txt").write_text("the cat sat on the mat\n" * 200)
+    args = [sys.executable, "-m", "tasks.cli", "embed", "in.txt", "o.h5", "--options", str(opts), "--weights",
+            str(weights), "--progress", "off", "--threads", "1"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    p = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                       preexec_fn=_limited(200_000))
+    assert p.returncode == 2 and p.stderr.strip().count("\n") == 0, p.stderr
+    assert "the file-size limit (ulimit -f) leaves" in p.stderr and "the partial file is kept" in p.stderr
+    assert (tmp_path / "o.h5.partial").exists() and not (tmp_path / "o.h5").exists()
+    p = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and (tmp_path / "o.h5").exists(), p.stderr
+
+
+def test_embed_whose_hdf5_write_fails_for_room_ends_with_one_error_not_a_crash(tmp_path):
+    import subprocess
+    import sys
+
+    from test_tasks_helpers import make_bilm
+
+    opts, weights = make_bilm(tmp_path / "bilm")
+    (tmp_path / "in.txt").write_text("the cat sat on the mat\n" * 2000)
+    code = ("import sys; import elmo_features.embedding.hdf5_output as h; h.check_room = lambda *a: None; "
+            "from tasks.cli import main; sys.argv = ['elmo-tasks'] + sys.argv[1:]; sys.exit(main())")
+    args = [sys.executable, "-c", code, "embed", "in.txt", "o.h5", "--options", str(opts), "--weights", str(weights),
+            "--progress", "off", "--threads", "1"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    p = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                       preexec_fn=_limited(300_000))
+    last = p.stderr.strip().splitlines()[-1]
+    assert p.returncode == 2, p.stderr[-2000:]  # (was: a segmentation fault as HDF5 shut down, exit 139)
+    assert last.startswith("error: o.h5.partial: the file-size limit (ulimit -f) was reached"), last
+    assert not (tmp_path / "o.h5.partial").exists() and not (tmp_path / "o.h5").exists()
+
+
+def test_a_checkpoint_that_cannot_be_saved_after_an_error_is_one_warning(tmp_path, capsys, monkeypatch):
+    import errno
+    import types
+
+    import elmo_features.training.trainer as trainer
+
+    def fails():
+        raise OSError(errno.ENOSPC, "No space left on device", "checkpoint.pt")
+    trainer.Trainer._save_finally(types.SimpleNamespace(_save=fails), False)
+    assert "warning: the checkpoint could not be saved either ([Errno 28] No space left" in capsys.readouterr().err
+    with pytest.raises(OSError):
+        trainer.Trainer._save_finally(types.SimpleNamespace(_save=fails), True)
+
+    def torch_full(*_a, **_k):  # what torch.save raises when the disk fills under it
+        raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 560000 vs 559888")
+    monkeypatch.setattr(trainer.torch, "save", torch_full)
+    monkeypatch.setattr(trainer.shutil, "disk_usage", lambda p: types.SimpleNamespace(free=1000))
+    fake = types.SimpleNamespace(world=1, out=tmp_path, model=torch.nn.Linear(1, 1), state={}, cfg=None,
+                                 gen=np.random.default_rng(0).bit_generator)
+    fake.opt = torch.optim.SGD(fake.model.parameters(), lr=0.1)
+    fake.cfg = types.SimpleNamespace(to_dict=lambda: {})
+    fake.gen = types.SimpleNamespace(get_state=lambda: {})
+    with pytest.raises(OSError) as e:
+        trainer.Trainer._save(fake)
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(tmp_path / "checkpoint.pt")
+
+
+def test_train_bilm_paths_expand_home_and_an_unknown_user_is_refused(tmp_path, monkeypatch):
+    from elmo_features.training.config import TrainConfig, resume_changes
+    from elmo_features.util.errors import ConfigError
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cfg = TrainConfig.from_dict({"train_files": ["~/a.txt"], "out_dir": "~/D3", "heldout_file": "~/h.txt"})
+    assert cfg.out_dir == str(tmp_path / "D3") and cfg.train_files == [str(tmp_path / "a.txt")]
+    assert cfg.heldout_file == str(tmp_path / "h.txt")
+    assert resume_changes({**cfg.to_dict(), "out_dir": "~/D3", "train_files": ["~/a.txt"]}, cfg) == []
+    with pytest.raises(ConfigError, match="out_dir: ~nosuchuser9/D: no such user's home folder"):
+        TrainConfig.from_dict({"train_files": ["a.txt"], "out_dir": "~nosuchuser9/D"})
+
+
+def test_a_loss_that_is_nan_before_any_update_names_the_head_not_the_lr(tmp_path, capsys, monkeypatch):
+    import math
+
+    from tasks.experiment.training import TaskModel
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    original = TaskModel.loss
+    monkeypatch.setattr(TaskModel, "loss", lambda self, split, idx: original(self, split, idx) * math.nan)
+    assert main(["run", cfg, "--out", "R", *FAST]) == 2
+    err = one_line_error(capsys, "training diverged: the loss is nan (before any update, on finite features: the "
+                                 "head CrfTagger", "check its forward, logits and loss")
+    assert "training.lr" not in err
+
+
+def test_gzipped_tsv_data_is_read(tmp_path, capsys, monkeypatch):
+    import gzip
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path, kind="sentiment")
+    gz = tmp_path / "train.tsv.gz"
+    gz.write_bytes(gzip.compress(Path(env["tsv_train"]).read_bytes()))
+    assert main(["run", cfg, "--out", "R", "--set", f"data.train={gz}", *FAST]) == 0
+
+
+def test_scalar_mix_names_a_mask_of_the_wrong_shape():
+    import torch as t
+
+    from elmo_features import ScalarMix
+
+    for norm in ("batch", None, "token"):
+        with pytest.raises(ValueError, match=r"ScalarMix mask must be a \(B, T\) tensor matching the layers' \(B, T\) "
+                                             r"= \(2, 4\), got \(2, 3\)"):
+            ScalarMix(3, layer_norm=norm)(t.randn(3, 2, 4, 5), t.ones(2, 3, dtype=t.bool))
+
+
+def test_compare_refuses_two_sources_whose_files_have_the_same_content(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    copy = tmp_path / "copy.txt"
+    copy.write_bytes(Path(env["glove"]).read_bytes())
+    sources = f"compare.sources={{a: {{name: static, path: {env['glove']}}}, b: {{name: static, path: {copy}}}}}"
+    assert main(["compare", cfg, "--set", sources, "--results-dir", "RES", "--runs-dir", "RR", *FAST]) == 2
+    one_line_error(capsys, "compare.sources: a and b load the same frozen inputs", "have the same content")
+    assert not Path("RES").exists() or not any(Path("RES").iterdir())
+
+
+def test_heldout_sentences_are_cut_into_pieces_like_training_ones(tmp_path, capsys):
+    from elmo_features.training.config import TrainConfig
+    from elmo_features.training.evaluate import read_heldout
+    from elmo_features.training.run_checks import check_warmup
+
+    (tmp_path / "h.txt").write_text("a b c d e\nf g\n")
+    cfg = TrainConfig.from_dict({"train_files": ["t.txt"], "heldout_file": str(tmp_path / "h.txt"),
+                                 "max_sentence_length": 2})
+    assert read_heldout(cfg) == [["a", "b"], ["c", "d"], ["e"], ["f", "g"]]  # (was: [a, b], [f, g])
+    check_warmup(cfg, np.array([2, 2, 1] * 100))
+    assert "warning: max_sentence_length 2: sentences are cut into pieces" in capsys.readouterr().err
+
+
+def test_api_flags_and_tokens_with_whitespace(capsys, monkeypatch):
+    from elmo_features.util import once
+    from elmo_features.util.arguments import check_sentences
+    from tasks.data.static_vectors import StaticVectors
+
+    monkeypatch.setattr(once, "_SAID", set())  # (a fresh command)
+
+    with pytest.raises(TypeError, match="StaticVectors lowercase must be True or False, got str: 'false'"):
+        StaticVectors(["Paris"], np.ones((1, 2)), "false")
+    assert check_sentences([["the\tcat", "sat"]]) == [["the\tcat", "sat"]]
+    check_sentences([["a b"]])
+    err = capsys.readouterr().err
+    assert err.count("holds whitespace") == 1 and "read from a file is split into 2" in err
+
+
+def test_a_semicolon_csv_is_named_as_such(tmp_path):
+    from tasks.data.classification import DataFormatError, read_csv
+
+    (tmp_path / "e.csv").write_text("pos;a good film\nneg;boring, dull, long\npos;fine\n")
+    with pytest.raises(DataFormatError, match="e.csv:1: most lines have 1 field\\(s\\) with the delimiter ',', but the "
+                                              "columns need 2; the lines seem to separate fields with ';'"):
+        read_csv(tmp_path / "e.csv")

@@ -66,14 +66,43 @@ def check_embed_output(output_path: str | Path) -> Path:
 
 def write_chunk(f: h5py.File, c0: int, chunk: list[list[str]], embedder: SentenceEmbedder, output_format: str,
                 n_done: int) -> None:
-    """Embed one chunk of sentences (numbered from ``c0``) into the open partial file, then flush ``n_done``."""
-    for j, a in enumerate(embedder.embed_sentences(chunk)):  # a: (L, n_j, D)
+    """Embed one chunk of sentences (numbered from ``c0``) into the open partial file, then flush ``n_done``; a
+    chunk that would not fit (``check_room``) is refused before anything of it is written."""
+    arrays = [_select(a, output_format).astype(np.float32) for a in embedder.embed_sentences(chunk)]  # (L, n_j, D)
+    check_room(f.filename, sum(a.nbytes for a in arrays) + DATASET_OVERHEAD * len(arrays), c0)
+    for j, a in enumerate(arrays):
         name = str(c0 + j)
         if name in f:  # written by an interrupted run after its last flush
             del f[name]
-        f.create_dataset(name, data=_select(a, output_format).astype(np.float32))
+        f.create_dataset(name, data=a)
     f.attrs["n_done"] = n_done
     f.flush()
+
+
+DATASET_OVERHEAD = 4096  # bytes an HDF5 dataset takes besides its values (header, B-tree entry), rounded up
+ROOM_MARGIN = 1 << 20  # bytes kept free beyond a chunk's estimate
+
+
+def check_room(filename: str, need: int, done: int) -> None:
+    """A NoRoomError when ``need`` more bytes would not fit in ``filename``: its file system's free space, or the
+    process's file-size limit (``ulimit -f``). Checked before a chunk is written, so that the partial file stays
+    whole and a rerun continues it (an HDF5 write that fails halfway leaves a file that cannot be closed)."""
+    import resource
+
+    path = Path(filename)
+    room = shutil.disk_usage(path.parent).free
+    what, todo = "its file system has", "free some space (or write elsewhere)"
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and limit - path.stat().st_size < room:
+        room, what, todo = limit - path.stat().st_size, "the file-size limit (ulimit -f) leaves", "raise the limit"
+    if need + ROOM_MARGIN > room:
+        raise NoRoomError(f"{path}: the next sentences' embeddings need about {(need + ROOM_MARGIN) / 1e6:.1f} MB, but "
+                          f"{what} {max(room, 0) / 1e6:.1f} MB; the partial file is kept ({done} sentences done): "
+                          f"{todo} and run the same command again to continue")
+
+
+class NoRoomError(PathError):
+    """The next chunk of embeddings would not fit where the output is written (nothing of it was written)."""
 
 
 def open_partial(partial: Path, input_hash: str, settings: str, resume: bool) -> tuple[h5py.File, int]:
@@ -154,39 +183,80 @@ def _embed_locked(source: EmbedInput, output_path: Path, embedder: SentenceEmbed
     t0 = time.time()
     f, start = open_partial(partial, source.sha256, settings, resume)
     n = len(source)
+    hook = sys.unraisablehook
     try:
+        sys.unraisablehook = _quiet_h5py_deallocs(hook)  # (restored below, unless HDF5 failed for room)
         _write_all(f, source, embedder, output_format, chunk_size, forget_sentences, start, on_chunk, progress)
+    except NoRoomError:
+        f.close()  # (nothing of the chunk was written: the partial file is whole, and a rerun continues it)
+        raise
     except (OSError, RuntimeError) as e:
         if not _disk_full(e):
+            sys.unraisablehook = hook
+            _close_once(f)
             raise
-        _drop_partial(f, partial)
-        raise PathError(f"{partial}: no space left on device while writing the embeddings of {source.path}; the "
-                        f"partial file is removed and {output_path} is unchanged; free some space (or write elsewhere) "
-                        "and run the same command again") from None
+        _close_once(f)  # (the close flushes, and fails again on a full disk: the first error is the one reported)
+        partial.unlink(missing_ok=True)
+        error = PathError(f"{partial}: {_room_cause(e)} while writing the embeddings of {source.path}; the "
+                          f"partial file is removed and {output_path} is unchanged; free some space (or write "
+                          "elsewhere) and run the same command again")
+        error.exit_now = True  # the HDF5 library cannot shut down after a failed write (it crashes at exit)
+        raise error from None
+    except BaseException:
+        sys.unraisablehook = hook
+        _close_once(f)  # a stop: the chunks flushed so far are kept for the rerun
+        raise
+    sys.unraisablehook = hook
+    f.close()
     commit_file(partial, output_path)
     return {"sentences": n, "tokens": source.tokens(), "resumed_from": start,
             "seconds": time.time() - t0, "output": str(output_path)}
 
 
 def _disk_full(e: BaseException) -> bool:
-    """True for ENOSPC, raised as OSError by Python or as an h5py error that quotes it."""
-    return getattr(e, "errno", None) == errno.ENOSPC or "No space left" in str(e) or "errno = 28" in str(e)
+    """True for a write refused for room: ENOSPC, a quota (EDQUOT) or the file-size limit (EFBIG), raised as OSError
+    by Python or as an h5py error that quotes it."""
+    codes = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    texts = ("No space left", "Disk quota exceeded", "File too large") + tuple(f"errno = {c}," for c in codes)
+    return getattr(e, "errno", None) in codes or any(t in str(e) for t in texts)
 
 
-def _drop_partial(f: h5py.File, partial: Path) -> None:
-    """Close the partial file once (h5py would report each object's failed write again) and remove it."""
+def _quiet_h5py_deallocs(previous):
+    """An unraisable-exception hook that drops h5py's reports of every object it frees after a write failed for room
+    ("Exception ignored in ... ObjectID.__dealloc__ ... Can't decrement id ref count"), passing others to
+    ``previous``."""
+
+    def hook(unraisable) -> None:
+        e = unraisable.exc_value
+        if not (isinstance(e, RuntimeError) and "decrement id ref count" in str(e)):
+            previous(unraisable)
+
+    return hook
+
+
+def _room_cause(e: BaseException) -> str:
+    """What refused a write for room, in words (``_disk_full``'s errors)."""
+    code, text = getattr(e, "errno", None), str(e)
+    if code == errno.EFBIG or "File too large" in text or f"errno = {errno.EFBIG}," in text:
+        return "the file-size limit (ulimit -f) was reached"
+    if code == errno.EDQUOT or "quota" in text or f"errno = {errno.EDQUOT}," in text:
+        return "the disk quota was exceeded"
+    return "no space left on device"
+
+
+def _close_once(f: h5py.File) -> None:
+    """Close the partial file after a failed write (h5py would report each object's failed write again)."""
     try:
         f.close()
     except Exception:  # (the close flushes, and fails on the full disk too)
         pass
-    partial.unlink(missing_ok=True)
 
 
 def _write_all(f: h5py.File, source: EmbedInput, embedder: SentenceEmbedder, output_format: str, chunk_size: int,
                forget_sentences: bool, start: int, on_chunk, progress: bool | None) -> None:
-    """Write every chunk from ``start``, then the sentence index; the file is closed on the way out."""
+    """Write every chunk from ``start``, then the sentence index (the caller closes the file)."""
     n = len(source)
-    with f, tqdm(total=n, initial=start, unit="sent", desc="embed",
+    with tqdm(total=n, initial=start, unit="sent", desc="embed",
                  disable=not (sys.stderr.isatty() and n > 1000 if progress is None else progress)) as bar:
         for k, (c0, chunk) in enumerate(source.chunks(start, n, chunk_size)):
             write_chunk(f, c0, chunk, embedder, output_format, n_done=c0 + len(chunk))

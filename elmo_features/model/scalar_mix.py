@@ -70,6 +70,10 @@ class ScalarMix(nn.Module):
             raise TypeError(f"ScalarMix layers must be floating-point tensors, got {layers.dtype}")
         if layers.shape[0] != self.num_layers:
             raise ValueError(f"ScalarMix got {layers.shape[0]} layers, but was built for {self.num_layers}")
+        if mask is not None and (not torch.is_tensor(mask) or tuple(mask.shape) != tuple(layers.shape[1:3])):
+            got = tuple(mask.shape) if torch.is_tensor(mask) else type(mask).__name__
+            raise ValueError(f"ScalarMix mask must be a (B, T) tensor matching the layers' (B, T) = "
+                             f"{tuple(layers.shape[1:3])}, got {got}")
         if self.layer_norm == "batch":
             if mask is None:
                 raise ValueError('ScalarMix(layer_norm="batch") needs the (B, T) mask')

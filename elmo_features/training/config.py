@@ -3,6 +3,7 @@ unknown keys are errors that list the valid keys; every problem is one ``ConfigE
 own key."""
 from __future__ import annotations
 
+import os
 import sys
 
 from dataclasses import dataclass, asdict
@@ -140,6 +141,9 @@ class TrainConfig:
         for name, value, forms in paths:
             if value is not None and not value.strip():
                 raise ConfigError(f"{join_key(where, name)}: empty path {value!r} (an unset variable?); give {forms}")
+            if value is not None and value.startswith("~") and os.path.expanduser(value).startswith("~"):
+                raise ConfigError(f"{join_key(where, name)}: {value}: no such user's home folder; give the full path")
+        self._expand_home()
         seen: dict = {}  # one file named twice (or through a symlink / hard link) would double the corpus
         for i, f in enumerate(self.train_files):
             path = Path(f).expanduser()
@@ -153,6 +157,13 @@ class TrainConfig:
                 raise ConfigError(f"{join_key(where, f'train_files[{i}]')}: {f} is train_files[{first}] "
                                   f"({self.train_files[first]}) again; list each file once")
             seen[ident] = i
+
+    def _expand_home(self) -> None:
+        """``~`` in every path, expanded once (the run's config.yaml records the paths read and written)."""
+        home = lambda v: os.path.expanduser(v) if isinstance(v, str) else v
+        self.train_files = [home(f) for f in self.train_files]
+        for name in ("out_dir", "heldout_file", "token_vectors", "init_from", "vocab_file"):
+            setattr(self, name, home(getattr(self, name)))
 
     @classmethod
     def from_yaml(cls, path: str | Path, overrides: dict[str, Any] | None = None) -> "TrainConfig":
@@ -217,9 +228,12 @@ def resume_changes(saved: Any, cfg: TrainConfig) -> list[str]:
     if not isinstance(saved, dict):
         return []
     defaults, now = TrainConfig().to_dict(), cfg.to_dict()
-    return [f"{k} {saved.get(k, defaults[k])!r} -> {now[k]!r}" for k in now
-            if (k not in RESUME_FREE and saved.get(k, defaults[k]) != now[k])
-            or (k in NULL_FIXED and (saved.get(k, defaults[k]) is None) != (now[k] is None))]
+    home = lambda v: (os.path.expanduser(v) if isinstance(v, str) and v.startswith("~") else
+                      [home(x) for x in v] if isinstance(v, list) else v)  # (a run saved before ~ was expanded)
+    was = {k: home(saved.get(k, defaults[k])) for k in now}
+    return [f"{k} {was[k]!r} -> {now[k]!r}" for k in now
+            if (k not in RESUME_FREE and was[k] != now[k])
+            or (k in NULL_FIXED and (was[k] is None) != (now[k] is None))]
 
 
 def check_resume_config(saved, cfg: TrainConfig, ckpt: Path) -> None:

@@ -14,14 +14,16 @@ from elmo_features.util.paths import same_file
 
 
 def read_heldout(cfg, warn: bool = True) -> list[list[str]]:
-    """The held-out sample of a TrainConfig (its first ``eval_sentences``, cut to ``max_sentence_length``); with
-    ``warn``, one warning line when the held-out file is a training file (the curve then measures fit)."""
+    """The held-out sample of a TrainConfig: its first ``eval_sentences``, each cut into pieces of at most
+    ``max_sentence_length`` tokens as training sentences are (every token is evaluated); with ``warn``, one warning
+    line when the held-out file is a training file (the curve then measures fit)."""
     what = warn and heldout_overlap(cfg.heldout_file, cfg.train_files)
     if what:
         print(f"warning: heldout_file {cfg.heldout_file} {what}: the held-out perplexity measures "
               "fit to the training data, not generalisation; give a separate held-out file", file=sys.stderr)
     sample = zip(range(cfg.eval_sentences), read_sentences([cfg.heldout_file]))
-    return [s[: cfg.max_sentence_length] for _, s in sample]
+    n = cfg.max_sentence_length
+    return [s[start:start + n] for _, s in sample for start in range(0, len(s), n)]
 
 
 def heldout_overlap(heldout: str, train_files: list[str]) -> str | None:

@@ -1,4 +1,4 @@
-"""The key of train-bilm's cached corpus (``out_dir/prep.npz``, ``types.txt``, ``vocab.txt``): what built it.
+"""train-bilm's cached corpus (``out_dir/prep.npz``, ``types.txt``, ``vocab.txt``), and its key: what built it.
 
 ``out_dir/prep.json`` records the cache format, ``max_sentence_length``, every training file (resolved path,
 size, mtime, sha256) and, once the vocabulary is built, ``vocab_size``. A later run in the same out_dir
@@ -11,14 +11,18 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from elmo_features.formats.download import file_sha256
 from elmo_features.util.errors import CheckpointError, MissingPathError, OutputExistsError, PathError, StaleCacheError
-from elmo_features.util.provenance import write_text_atomic
+from elmo_features.util.provenance import atomic_open, write_text_atomic
+from elmo_features.util.text_input import iter_lines
 from elmo_features.training.config import TrainConfig
+from elmo_features.training.data import Corpus, build_corpus
 
 PREP_FORMAT = 1  # bump when the layout or tokenization of prep.npz / types.txt changes
 KEY_FILE = "prep.json"
@@ -257,3 +261,34 @@ def check_no_earlier_results(out: Path) -> None:
     raise OutputExistsError(f"out_dir {out} holds {' and '.join(found)} of an earlier run{reached} that left no "
                             "checkpoint to resume from; a fresh start would replace them: move them away or choose "
                             "another out_dir")
+
+
+def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
+    """The tokenized corpus, cached in ``out/prep.npz`` so that a resumed run starts fast.
+
+    The cache is keyed (``out/prep.json``, see ``elmo_features.training.prep_cache``) by the training files and
+    max_sentence_length; a cache built from other inputs is refused, never silently reused."""
+    prep = out / "prep.npz"
+    if prep.exists() and check_prep_key(cfg, out):
+        try:
+            z = np.load(prep, allow_pickle=False)
+            offsets = z["offsets"]
+            flat = z["flat"]
+            counts = z["counts"]
+            types = [t for _, t in iter_lines(out / "types.txt")]
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:  # a truncated or foreign file
+            raise StaleCacheError(f"{prep}: damaged cache ({' '.join(str(e).split())[:200] or type(e).__name__}); "
+                                  f"delete {prep} to rebuild it") from None
+        if len(types) != len(counts) or offsets[-1] != len(flat):
+            raise StaleCacheError(f"{prep}: does not match {out / 'types.txt'} (damaged cache); delete {prep} "
+                                  "to rebuild it")
+        sentences = [flat[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
+        return Corpus(types, counts, sentences)
+    corpus = build_corpus(cfg.train_files, cfg.max_sentence_length)
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in corpus.sentences])]).astype(np.int64)
+    write_prep_key(out, prep_key(cfg, with_hashes=True))  # first: prep.npz (written last) marks a complete cache
+    write_text_atomic(out / "types.txt", "\n".join(corpus.types) + "\n")
+    with atomic_open(prep) as f:
+        np.savez(f, flat=np.concatenate(corpus.sentences), offsets=offsets, counts=corpus.counts)
+    record_cache_digests(out)  # a cache copied from another out_dir is then told apart
+    return corpus

@@ -24,11 +24,18 @@ def run_steps(cfg, lengths: np.ndarray, world: int = 1) -> tuple[int, float]:
     return max(1, math.ceil(cfg.max_train_tokens / per_step)), per_step
 
 
+SHORT_PIECES = 5  # a max_sentence_length below it leaves the LSTMs next to no context
+
+
 def check_warmup(cfg, lengths: np.ndarray, world: int = 1, warn: bool = True) -> None:
     """Refuse a warm-up so long that the learning rate never reaches half its peak (``ConfigError`` naming
     warmup_steps); one warning line when it never reaches its peak. Also the other step counts measured against
-    the run: ``check_steps``."""
+    the run (``check_steps``), and a warning when ``max_sentence_length`` leaves next to no context."""
     check_steps(cfg, lengths, world)
+    if warn and cfg.max_sentence_length < SHORT_PIECES:
+        print(f"warning: max_sentence_length {cfg.max_sentence_length}: sentences are cut into pieces of that many "
+              "tokens, so each prediction sees at most that much context (a biLM is usually trained on 20 to 100)",
+              file=sys.stderr)
     if cfg.warmup_steps <= 1:
         return
     steps, per_step = run_steps(cfg, lengths, world)

@@ -10,12 +10,13 @@ exactly. "Checkpoint now" / "stop now" are decided together (one all-reduce per 
 """
 from __future__ import annotations
 
+import errno
 import json
 import math
+import shutil
 import signal
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -24,56 +25,24 @@ import yaml
 from tqdm.auto import tqdm
 
 from elmo_features.util import distributed as D, stop
-from elmo_features.util.errors import CheckpointError, DivergedError, MissingPathError, OutputExistsError, StaleCacheError
+from elmo_features.util.errors import (CheckpointError, DivergedError, MissingPathError, OutputExistsError,
+                                       first_line)
 from elmo_features.util.locking import OutputLock
 from elmo_features.model.options import BiLMOptions
 from elmo_features.model.precision import check_precision
 from elmo_features.util.provenance import atomic_open, write_text_atomic
-from elmo_features.util.text_input import iter_lines
 from elmo_features.util.threads import set_threads
 from elmo_features.training.config import TrainConfig, check_resume_config, check_resume_length, saved_config
-from elmo_features.training.data import Corpus, batches_for_epoch, build_corpus, make_batch, type_char_ids, type_targets
+from elmo_features.training.data import batches_for_epoch, make_batch, type_char_ids, type_targets
 from elmo_features.training.evaluate import exp_or_inf, perplexity, read_heldout
-from elmo_features.training.prep_cache import (check_no_earlier_results, check_out_dir_is_ours, check_prep_key,
-                                                 check_resume_inputs, corpus_digest, input_digests, prep_key,
-                                                 record_cache_digests, write_prep_key)
+from elmo_features.training.prep_cache import (check_no_earlier_results, check_out_dir_is_ours, check_resume_inputs,
+                                                 corpus_digest, input_digests, load_or_build_corpus)
 from elmo_features.training.export import export_final, export_model
 from elmo_features.training.run_checks import check_warmup, not_finite, sample_problem, still_since
 from elmo_features.training.lm import BiLanguageModel
 from elmo_features.training.vectors import read_vector_table, table_digest, vocabulary_rows
 from elmo_features.training.warm_start import resolve_vocab, warm_start
 from elmo_features.model.token_vectors import TokenVectors
-
-
-def load_or_build_corpus(cfg: TrainConfig, out: Path) -> Corpus:
-    """The tokenized corpus, cached in ``out/prep.npz`` so that a resumed run starts fast.
-
-    The cache is keyed (``out/prep.json``, see ``elmo_features.training.prep_cache``) by the training files and
-    max_sentence_length; a cache built from other inputs is refused, never silently reused."""
-    prep = out / "prep.npz"
-    if prep.exists() and check_prep_key(cfg, out):
-        try:
-            z = np.load(prep, allow_pickle=False)
-            offsets = z["offsets"]
-            flat = z["flat"]
-            counts = z["counts"]
-            types = [t for _, t in iter_lines(out / "types.txt")]
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:  # a truncated or foreign file
-            raise StaleCacheError(f"{prep}: damaged cache ({' '.join(str(e).split())[:200] or type(e).__name__}); "
-                                  f"delete {prep} to rebuild it") from None
-        if len(types) != len(counts) or offsets[-1] != len(flat):
-            raise StaleCacheError(f"{prep}: does not match {out / 'types.txt'} (damaged cache); delete {prep} "
-                                  "to rebuild it")
-        sentences = [flat[offsets[i] : offsets[i + 1]] for i in range(len(offsets) - 1)]
-        return Corpus(types, counts, sentences)
-    corpus = build_corpus(cfg.train_files, cfg.max_sentence_length)
-    offsets = np.concatenate([[0], np.cumsum([len(s) for s in corpus.sentences])]).astype(np.int64)
-    write_prep_key(out, prep_key(cfg, with_hashes=True))  # first: prep.npz (written last) marks a complete cache
-    write_text_atomic(out / "types.txt", "\n".join(corpus.types) + "\n")
-    with atomic_open(prep) as f:
-        np.savez(f, flat=np.concatenate(corpus.sentences), offsets=offsets, counts=corpus.counts)
-    record_cache_digests(out)  # a cache copied from another out_dir is then told apart
-    return corpus
 
 
 def lr_at(cfg: TrainConfig, step: int, tokens: int) -> float:
@@ -214,8 +183,24 @@ class Trainer:
         }
         if rng_ranks is not None:
             ckpt["torch_rng_ranks"] = rng_ranks
-        with atomic_open(self.out / "checkpoint.pt") as f:
-            torch.save(ckpt, f)
+        try:
+            with atomic_open(self.out / "checkpoint.pt") as f:
+                torch.save(ckpt, f)
+        except RuntimeError as e:  # torch reports a write that failed (a full disk) as a RuntimeError
+            full = shutil.disk_usage(self.out).free < (64 << 20)
+            raise OSError(errno.ENOSPC if full else errno.EIO, "No space left on device" if full else
+                          f"the checkpoint could not be written ({first_line(e)})", str(self.out / "checkpoint.pt"))
+
+    def _save_finally(self, ok: bool) -> None:
+        """The checkpoint at the end of ``run``; after an error (``ok`` False) a save that fails too (the same full
+        disk) is one warning line, and the first error is the one reported."""
+        if ok:
+            return self._save()
+        try:
+            self._save()
+        except (OSError, RuntimeError) as e:
+            print(f"warning: the checkpoint could not be saved either ({first_line(e)}); a resume starts from the "
+                  "last one saved", file=sys.stderr)
 
     def _load(self, path: Path) -> None:
         try:
@@ -348,7 +333,7 @@ class Trainer:
             bar.close()
             st["elapsed"] = time.time() - t0
             if (ok or self.world == 1) and not self.diverged:  # (a failed torchrun rank cannot join the others' save)
-                self._save()
+                self._save_finally(ok)
             for s, h in old.items():
                 signal.signal(s, h)
         if finished and self.main:  # no held-out evaluations, or their export deleted or damaged since: export now

@@ -6,11 +6,16 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
+import sys
 from typing import Any
 
 import numpy as np
 
 from elmo_features.util.errors import UsageError
+from elmo_features.util.once import first_time
+
+_SPACE = re.compile(r"\s")  # whitespace as str.split() splits on it
 
 FLOAT32_MAX = 3.4028234663852886e38  # a larger weight becomes inf in a float32 tensor
 
@@ -45,6 +50,10 @@ def check_sentences(sentences: Any, row: str = "sentence {}") -> list[list[str]]
                     raise TypeError(f"{row.format(k)} has a token of type {type(tok).__name__}: {tok!r}")
                 raise UsageError(f"{row.format(k)} has an empty or whitespace-only token at position {j}: {tok!r}; "
                                  "tokens must hold a character other than whitespace")
+            if _SPACE.search(tok) and first_time(("whitespace inside a token",)):
+                print(f"warning: {row.format(k)} token {j} {tok!r} holds whitespace: it is embedded as one token, "
+                      f"while the same line read from a file is split into {len(tok.split())}; split it if that was "
+                      "meant (said once)", file=sys.stderr)
         out.append(s)
     return out
 

@@ -66,3 +66,8 @@ class LockError(ElmoTasksError, RuntimeError):
 
 class DivergedError(ElmoTasksError, ArithmeticError):
     """Training produced a NaN/Inf loss or parameters: stopped, with no finished run or export."""
+
+
+def first_line(e: BaseException) -> str:
+    """An exception's message cut to its first line (200 characters at most), or its class's name."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:200]

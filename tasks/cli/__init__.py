@@ -146,9 +146,13 @@ def one_line(text: str) -> str:
 def error_message(e: BaseException) -> str:
     """One line for a user error."""
     if isinstance(e, OSError) and not isinstance(e, ElmoTasksError) and e.filename is not None:
-        full = e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+        text, code = e.strerror or str(e), e.errno
+        hdf5 = re.search(r"errno = (\d+), error message = '([^']*)'", text)  # (HDF5 quotes the system's error in a
+        if hdf5:  # long report: its first words and the system's message are what a user needs)
+            code, text = int(hdf5.group(1)), f"{hdf5.group(2)} ({text.split(' (')[0]})"
+        full = code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
         hint = "; free some space or write the output elsewhere" if full else ""
-        return one_line(f"{e.filename}: {e.strerror or e}{hint}")
+        return one_line(f"{e.filename}: {text}{hint}")
     return one_line(str(e).strip()) or type(e).__name__
 
 
@@ -190,6 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         print(f"error: {error_message(e)}", file=sys.stderr)
+        if from_command_line and getattr(e, "exit_now", False):  # a library that would crash at exit (HDF5 after a
+            sys.stdout.flush()  # failed write): the process ends here, its one line said
+            sys.stderr.flush()
+            os._exit(USER_ERROR)
         return USER_ERROR
     except UnicodeError as e:  # text an output (a stream, a UTF-8 file) cannot hold: one line, not a traceback
         if debug:

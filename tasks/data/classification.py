@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 from collections import Counter
 from pathlib import Path
 
@@ -93,7 +94,8 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
 def _csv_rows(path: Path, delimiter: str, quoting: bool) -> list[tuple[int, list[str]]]:
     """(line number, fields) of the non-blank rows."""
     rows: list[tuple[int, list[str]]] = []
-    with open(path, encoding="utf-8-sig", newline="") as f:
+    opener = gzip.open if path.suffix.lower() == ".gz" else open  # (a .gz file is read decompressed, as every text
+    with opener(path, "rt", encoding="utf-8-sig", newline="") as f:  # input is: checked by iter_lines already)
         reader = csv.reader(f, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE,
                             strict=True)
         line_start = 1
@@ -118,6 +120,12 @@ def _row_width(rows: list[tuple[int, list[str]]], label_column: int | str, text_
     need = max(c for c in (label_column, text_column) if isinstance(c, int)) + 1 if any(
         isinstance(c, int) for c in (label_column, text_column)) else 1
     n_fields = min(counts, key=lambda n: (-counts[n], n < need, n))
+    if n_fields < need:  # most lines lack the columns: another delimiter (a semicolon CSV, as some locales write)
+        texts = [delimiter.join(r) for _, r in rows[:200]]
+        other = next((c for c in ";\t|," if c != delimiter and sum(c in t for t in texts) >= 0.9 * len(texts)), None)
+        seems = f"; the lines seem to separate fields with {other!r}: convert them" if other else ""
+        raise DataFormatError(f"most lines have {n_fields} field(s) with the delimiter {delimiter!r}, but the columns "
+                              f"need {need}{seems}", path, rows[0][0])
     for lineno, row in rows:
         if len(row) != n_fields:
             raise DataFormatError(f"expected {n_fields} fields (delimiter {delimiter!r}) as on most lines, found "

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
+from elmo_features.util.arguments import check_bool, check_int, check_optional_bool, check_sentences
 from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text, decompressed_kind, gz_checked
 
 from tasks.data.types import DataFormatError
@@ -66,7 +66,7 @@ class StaticVectors:
             raise ValueError(f"vectors: row {i} ({list(words)[i]!r}) holds NaN or infinity; give finite vectors")
         self.words = list(words)
         self.vectors = vectors  # (V, d)
-        self.lowercase = bool(lowercase)
+        self.lowercase = check_bool(lowercase, "StaticVectors lowercase")
         self.index: dict[str, int] = {}
         for i, w in enumerate(self.words):  # first occurrence wins (files list frequent words first)
             self.index.setdefault(w.lower() if self.lowercase else w, i)

@@ -30,8 +30,8 @@ from tasks.experiment.config import RunConfig, load_raw
 from tasks.experiment.crossval import fold_indices, fold_split, pooled_splits
 from tasks.experiment.run import read_examples, run_experiment
 from tasks.experiment.data_record import check_data_unchanged
-from tasks.experiment.compare_checks import (check_comparison_args, check_results_replaceable, claim_results,
-                                             comparison_identity)
+from tasks.experiment.compare_checks import (check_comparison_args, check_distinct_inputs, check_results_replaceable,
+                                             claim_results, comparison_identity)
 from tasks.features.base import FeatureContext, section_fingerprints
 from tasks.features.fingerprints import report_fingerprints
 from tasks.experiment.parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
@@ -79,8 +79,9 @@ def _run_comparison(cfg: RunConfig, results_dir: Path, runs_dir: str | Path, con
     """``run_comparison`` once its checks passed and the results folder is this process's."""
     plan = plan_comparison(cfg, sources, seeds, folds, command)
     cells = plan.cells
-    for name in dict.fromkeys(cell[0] for cell in cells):  # every frozen input loads (and is checked) before the
-        section_fingerprints(cfg.compare.sources[name], context.memo)  # first run trains: loaded once, kept
+    fingerprints = {name: section_fingerprints(cfg.compare.sources[name], context.memo)  # every frozen input loads
+                    for name in dict.fromkeys(cell[0] for cell in cells)}  # (and is checked) before the first run
+    check_distinct_inputs(cfg, fingerprints)  # trains: loaded once, kept
     reused = {} if resume is None else reused_runs(cfg, cells, cell_dirs(Path(resume), cells), plan.pool,
                                                    plan.fold_sets, context)
     check_results_replaceable(results_dir, plan.identity)  # (after the --resume checks: they name the run folder)

@@ -13,6 +13,7 @@ from elmo_features.util.locking import OutputLock
 from elmo_features.util.paths import check_input_dir
 
 from tasks.experiment.config import RunConfig, check_seeds
+from tasks.features.base import section_input_paths
 from tasks.experiment.preflight import RESULTS_LOCK, check_given_once, claim_results_folder
 
 
@@ -54,6 +55,26 @@ def check_distinct_sources(cfg: RunConfig, names: list[str]) -> None:
                               "sections); their rows would measure one thing twice and a paired test would compare it "
                               "with itself: drop one, or select the others with --sources")
         seen[key] = n
+
+
+def check_distinct_inputs(cfg: RunConfig, fingerprints: dict[str, list[str]]) -> None:
+    """No two selected sources load the same frozen inputs (by content: a copy of a vectors file, the same biLM in
+    two folders) with otherwise identical sections: their rows would measure one thing twice. ConfigError naming
+    both, the files and the fingerprint."""
+    seen: dict[str, str] = {}
+    for name, fps in fingerprints.items():
+        section = cfg.compare.sources[name]
+        paths = section_input_paths(section)
+        rest = {k: v for k, v in section.items() if k not in {p.key for p in paths}}
+        key = json.dumps([rest, fps], sort_keys=True, default=str)
+        if key in seen and fps:
+            other = seen[key]
+            files = " and ".join(f"{p.path}" for p in section_input_paths(cfg.compare.sources[other]) + paths)
+            raise ConfigError(f"compare.sources: {other} and {name} load the same frozen inputs (fingerprint "
+                              f"{fps[0][:12]}: {files} have the same content) with the same settings; their rows "
+                              "would measure one thing twice and a paired test would compare it with itself: drop one, "
+                              "or select the others with --sources")
+        seen[key] = name
 
 
 def _check_sources_and_folds(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None,

@@ -186,13 +186,17 @@ def train_step(model: TaskModel, split: Split, idx: list[int], opt: torch.optim.
         opt.zero_grad(set_to_none=True)
         value = dist.train_step(model, split, idx, params)
     if not math.isfinite(value):
+        head = type(model.head)
         cause = ("the batch's input features hold NaN/Inf values (a damaged feature cache or vectors file?)"
                  if _has_nonfinite(dense_items([split.features[i] for i in idx]))
-                 else f"training.lr {cfg.lr:g} may be too large")
+                 else f"training.lr {cfg.lr:g} may be too large" if getattr(opt, "steps_taken", 0)
+                 else f"before any update, on finite features: the head {head.__name__} (module {head.__module__}) "
+                      "computes it; check its forward, logits and loss")
         raise DivergedError(f"training diverged: the loss is {value} ({cause}); the run stopped and is not finished")
     if cfg.grad_clip is not None:
         nn.utils.clip_grad_norm_(params, cfg.grad_clip)
     opt.step()
+    opt.steps_taken = getattr(opt, "steps_taken", 0) + 1  # (a NaN before the first step is not the lr's doing)
     return value
 
 
