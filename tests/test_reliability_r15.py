@@ -298,11 +298,15 @@ def test_compare_refuses_two_sources_whose_files_have_the_same_content(tmp_path,
     copy.write_bytes(Path(env["glove"]).read_bytes())
     sources = f"compare.sources={{a: {{name: static, path: {env['glove']}}}, b: {{name: static, path: {copy}}}}}"
     assert main(["compare", cfg, "--set", sources, "--results-dir", "RES", "--runs-dir", "RR", *FAST]) == 2
-    one_line_error(capsys, "compare.sources: a and b load the same frozen inputs", "have the same content")
+    one_line_error(capsys, "compare.sources: a and b load the same frozen inputs", "give the same features")
     assert not Path("RES").exists() or not any(Path("RES").iterdir())
+    rows = Path(env["glove"]).read_text().splitlines(keepends=True)
+    copy.write_text("".join(reversed(rows)))  # the same vectors, rows in another order
+    assert main(["compare", cfg, "--set", sources, "--results-dir", "RES", "--runs-dir", "RR", *FAST]) == 2
+    one_line_error(capsys, "compare.sources: a and b load the same frozen inputs", "give the same features")
 
 
-def test_heldout_sentences_are_cut_into_pieces_like_training_ones(tmp_path, capsys):
+def test_heldout_sentences_are_evaluated_whole_and_short_pieces_are_warned_about(tmp_path, capsys):
     from elmo_features.training.config import TrainConfig
     from elmo_features.training.evaluate import read_heldout
     from elmo_features.training.run_checks import check_warmup
@@ -310,7 +314,7 @@ def test_heldout_sentences_are_cut_into_pieces_like_training_ones(tmp_path, caps
     (tmp_path / "h.txt").write_text("a b c d e\nf g\n")
     cfg = TrainConfig.from_dict({"train_files": ["t.txt"], "heldout_file": str(tmp_path / "h.txt"),
                                  "max_sentence_length": 2})
-    assert read_heldout(cfg) == [["a", "b"], ["c", "d"], ["e"], ["f", "g"]]  # (was: [a, b], [f, g])
+    assert read_heldout(cfg) == [["a", "b", "c", "d", "e"], ["f", "g"]]  # (was: [a, b], [f, g])
     check_warmup(cfg, np.array([2, 2, 1] * 100))
     assert "warning: max_sentence_length 2: sentences are cut into pieces" in capsys.readouterr().err
 
@@ -337,3 +341,112 @@ def test_a_semicolon_csv_is_named_as_such(tmp_path):
     with pytest.raises(DataFormatError, match="e.csv:1: most lines have 1 field\\(s\\) with the delimiter ',', but the "
                                               "columns need 2; the lines seem to separate fields with ';'"):
         read_csv(tmp_path / "e.csv")
+
+
+# ---------------------------------------------------------------- list twenty-five
+
+def test_heldout_log_probs_in_slices_equal_the_whole():
+    from elmo_features.training.evaluate import _log_probs
+
+    class Model:
+        def full_log_probs(self, h, y):
+            return torch.log_softmax(h, dim=1).gather(1, y.unsqueeze(1)).squeeze(1)
+
+    h, y = torch.randn(10, 4), torch.randint(0, 4, (10,))
+    assert torch.equal(_log_probs(Model(), h, y, 3), Model().full_log_probs(h, y))
+
+
+def test_a_tsv_row_with_label_and_text_swapped_is_warned_about(tmp_path, capsys):
+    from tasks.data.classification import read_tsv
+
+    (tmp_path / "sw.tsv").write_text("pos\ta fine film\nneg\tdull\npos\tgood\nneg\tbad\na great film\tpos\n")
+    assert len(read_tsv(tmp_path / "sw.tsv")) == 5
+    err = capsys.readouterr().err
+    assert "sw.tsv:5: the label 'a great film' holds spaces and occurs once: are the label and text columns swapped" \
+        in err
+    (tmp_path / "ok.tsv").write_text("very good\ta fine film\nvery good\tgreat\nbad\tdull\n")
+    read_tsv(tmp_path / "ok.tsv")
+    assert capsys.readouterr().err == ""  # a label with spaces that repeats is a label
+
+
+def test_unordered_containers_are_refused_as_sentences():
+    from elmo_features.util.arguments import check_sentences
+
+    with pytest.raises(TypeError, match="sentence 0 is a set \\(its order is not defined\\)"):
+        check_sentences([{"the", "cat", "sat"}])
+    with pytest.raises(TypeError, match="sentence 0 is a dict \\(its keys would be the tokens\\)"):
+        check_sentences([{"the": 1}])
+
+
+def test_compare_says_each_data_warning_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path, kind="sentiment")
+    sources = f"compare.sources={{g: {{name: static, path: {env['glove']}}}}}"
+    assert main(["compare", cfg, "--set", sources, "--set", f"data.dev={env['tsv_test']}", "--seeds", "1,2,3",
+                 "--results-dir", "RES", "--runs-dir", "RR", *FAST]) == 0
+    err = capsys.readouterr().err
+    assert err.count("data.dev and data.test are the same file") == 1, err
+    assert err.count("gold labels never seen in training") <= 2, err  # (dev and test: once each, not per seed)
+
+
+def test_a_full_disk_under_the_lock_names_the_lock_file_and_leaves_no_folder(tmp_path, monkeypatch):
+    import errno
+
+    import elmo_features.util.locking as locking
+    from tasks.experiment.preflight import claim_results_folder
+
+    def full(*_a):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(locking.os, "pwrite", full)
+    with pytest.raises(OSError) as e:
+        claim_results_folder(tmp_path / "RES", "summary.json", "x", "--results-dir")
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(tmp_path / "RES" / ".writer.lock")
+    assert not (tmp_path / "RES").exists()
+
+
+def test_a_relative_data_path_beside_the_config_is_said_so(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    (tmp_path / "proj" / "cfg").mkdir(parents=True)
+    Path("proj/train.conll").write_text(Path(env["conll_train"]).read_text())
+    data = yaml.safe_load(Path(cfg).read_text())
+    data["data"]["train"] = "../train.conll"
+    Path("proj/cfg/c.yaml").write_text(yaml.safe_dump(data))
+    assert main(["run", "proj/cfg/c.yaml", "--out", "R", *FAST]) == 2
+    one_line_error(capsys, "data.train: ../train.conll not found; relative paths resolve against the current folder",
+                   "it exists next to the config (proj/train.conll): run from proj/cfg, or give an absolute path")
+
+
+def test_dash_as_an_output_is_standard_output_or_refused(tmp_path, capsys, monkeypatch):
+    from test_tasks_helpers import make_bilm
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path, kind="sentiment")
+    assert main(["run", cfg, "--out", "R", *FAST]) == 0
+    Path("in.txt").write_text("a good film\n")
+    capsys.readouterr()
+    assert main(["predict", "R", "in.txt", "--out", "-", "--cache-dir", "none"]) == 0
+    assert "a good film" in capsys.readouterr().out and not Path("-").exists()
+    opts, weights = make_bilm(tmp_path / "bilm")
+    assert main(["embed", "in.txt", "-", "--options", str(opts), "--weights", str(weights)]) == 2
+    one_line_error(capsys, "embed output: '-' would be a file named '-': this output cannot go to standard output")
+    assert main(["run", cfg, "--out", "-", *FAST]) == 2
+    one_line_error(capsys, "--out: '-' would be a folder named '-'")
+    assert not Path("-").exists()
+
+
+def test_more_python_api_checks(tmp_path):
+    from elmo_features import ScalarMix
+    from elmo_features.embedding.embedder import Embedder
+    from elmo_features.formats.weights import load_bilm
+    from tasks.data.static_vectors import StaticVectors
+
+    from test_tasks_helpers import make_bilm
+
+    with pytest.raises(ValueError, match="ScalarMix: layer 1 is \\(1, 3, 5\\), but layer 0 is \\(1, 3, 4\\)"):
+        ScalarMix(2)([torch.randn(1, 3, 4), torch.randn(1, 3, 5)])
+    opts, weights = make_bilm(tmp_path / "bilm")
+    with pytest.raises(TypeError, match="Embedder: the BiLM's parameters are float16; give the float32 model"):
+        Embedder(load_bilm(opts, weights).half())
+    with pytest.raises(ValueError, match="StaticVectors: no words"):
+        StaticVectors([], np.zeros((0, 3), dtype=np.float32), False)

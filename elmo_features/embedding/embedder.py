@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from elmo_features.model.bilm import BiLM
 from elmo_features.model.char_ids import checked_batch_to_ids
 from elmo_features.embedding.feature_cache import bilm_fingerprint
-from elmo_features.model.precision import set_precision
+from elmo_features.model.precision import check_float32, set_precision
 from elmo_features.embedding.token_cache import TokenCache
 from elmo_features.util import stop
 from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
@@ -95,6 +95,7 @@ class SentenceEmbedder:
 def _as_bilm(bilm) -> BiLM:
     """A BiLM, or one named as ``resolve_bilm`` takes it (a model name, a folder, {"options", "weights"})."""
     if isinstance(bilm, BiLM):
+        check_float32(bilm, "Embedder")
         return bilm
     if isinstance(bilm, (str, Path, Mapping)):
         from elmo_features.formats.default_model import resolve_bilm

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from elmo_features.model.bilm import BiLM
+from elmo_features.model.precision import check_float32
 from elmo_features.formats import download
 from elmo_features.util.errors import MissingPathError, UsageError
 from elmo_features.formats.presets import PRESETS
@@ -95,6 +96,7 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
     """A BiLM from a spec: "default" | another embedded model's name | a preset name | a folder holding options.json + weights.hdf5 |
     {"options": path, "weights": path} | a BiLM (returned as is). kw go to ``load_bilm``."""
     if isinstance(spec, BiLM):
+        check_float32(spec, "the biLM")
         return spec
     if isinstance(spec, Mapping):
         unknown = sorted(set(spec) - set(SPEC_KEYS))

@@ -114,6 +114,16 @@ def set_precision(model: nn.Module, precision: str, force_emulated: bool = False
         m._elmo_bf16_emulate = emulate
 
 
+def check_float32(model: nn.Module, who: str) -> None:
+    """A model given to ``who`` holds float32 parameters (reduced precision is asked for with ``precision=``): a
+    ``model.half()`` or ``.bfloat16()`` is a TypeError saying so (torch would fail later on mixed dtypes)."""
+    dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
+    if dtypes - {torch.float32}:
+        got = ", ".join(sorted(str(d).removeprefix("torch.") for d in dtypes))
+        raise TypeError(f"{who}: the BiLM's parameters are {got}; give the float32 model (as loaded), and "
+                        "precision='bf16' for reduced precision (float32 weights, bf16 matrix products)")
+
+
 def precision_of(model: nn.Module) -> str:
     """The precision set on ``model`` ("fp32" unless ``set_precision`` said otherwise)."""
     return getattr(model, "_elmo_precision", "fp32")

@@ -14,16 +14,16 @@ from elmo_features.util.paths import same_file
 
 
 def read_heldout(cfg, warn: bool = True) -> list[list[str]]:
-    """The held-out sample of a TrainConfig: its first ``eval_sentences``, each cut into pieces of at most
-    ``max_sentence_length`` tokens as training sentences are (every token is evaluated); with ``warn``, one warning
-    line when the held-out file is a training file (the curve then measures fit)."""
+    """The held-out sample of a TrainConfig: its first ``eval_sentences``, whole (not cut at ``max_sentence_length``
+    as training sentences are: every token is evaluated with all its context, and no cut adds a sentence boundary
+    that is nearly free to predict); with ``warn``, one warning line when the held-out file is a training file (the
+    curve then measures fit)."""
     what = warn and heldout_overlap(cfg.heldout_file, cfg.train_files)
     if what:
         print(f"warning: heldout_file {cfg.heldout_file} {what}: the held-out perplexity measures "
               "fit to the training data, not generalisation; give a separate held-out file", file=sys.stderr)
     sample = zip(range(cfg.eval_sentences), read_sentences([cfg.heldout_file]))
-    n = cfg.max_sentence_length
-    return [s[start:start + n] for _, s in sample for start in range(0, len(s), n)]
+    return [s for _, s in sample]
 
 
 def heldout_overlap(heldout: str, train_files: list[str]) -> str | None:
@@ -49,6 +49,12 @@ def exp_or_inf(x: float) -> float:
         return math.exp(x)
     except OverflowError:
         return math.inf
+
+
+def _log_probs(model, h: torch.Tensor, y: torch.Tensor, rows: int) -> torch.Tensor:
+    """``model.full_log_probs`` over ``rows`` predictions at a time (a long held-out sentence would otherwise make
+    one (N, V) logits matrix). h (N, P), y (N,) -> (N,)."""
+    return torch.cat([model.full_log_probs(h[i:i + rows], y[i:i + rows]) for i in range(0, len(y), rows)])
 
 
 @torch.no_grad()
@@ -80,7 +86,7 @@ def perplexity(model, sentences: list[list[str]], vocab: list[str], batch_tokens
         tg = torch.where(type_ids >= 0, targets[type_ids.clamp(min=0)], 0)
         top = model.hidden_states(type_ids, lengths, chars)
         h_f, y_f, h_b, y_b = model.prediction_pairs(top, tg, lengths)
-        lp_f, lp_b = model.full_log_probs(h_f, y_f), model.full_log_probs(h_b, y_b)
+        lp_f, lp_b = _log_probs(model, h_f, y_f, batch_tokens), _log_probs(model, h_b, y_b, batch_tokens)
         known = y_f != 2  # the same target multiset in both directions
         tot["f"] += float(lp_f.sum()); tot["b"] += float(lp_b.sum())
         tot["f_k"] += float(lp_f[known].sum()); tot["b_k"] += float(lp_b[y_b != 2].sum())

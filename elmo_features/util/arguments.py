@@ -32,6 +32,10 @@ def _rows(value: Any, what: str) -> list:
     if isinstance(value, (str, bytes)):
         raise TypeError(f"{what} is a {type(value).__name__} ({value[:40]!r}); pass tokenized sentences "
                         "(list[list[str]])")
+    if isinstance(value, (set, frozenset, dict)):  # (a set's order changes from one process to the next)
+        why = "its keys would be the tokens" if isinstance(value, dict) else "its order is not defined"
+        raise TypeError(f"{what} is a {type(value).__name__} ({why}); pass a list (tokenized sentences: "
+                        "list[list[str]])")
     try:
         return list(value)
     except TypeError:

@@ -92,8 +92,12 @@ class OutputLock:
             if not same:
                 os.close(fd)
                 continue
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+            except OSError as e:  # (a full disk: the error names the lock file, which holds no path of its own)
+                os.close(fd)
+                raise OSError(e.errno, e.strerror, str(self.path)) from None
             self.fd = fd
             return self
 

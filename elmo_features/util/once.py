@@ -35,6 +35,12 @@ def first_time(what: Hashable) -> bool:
     return True
 
 
+def new_command() -> None:
+    """Forget what was said: a command starts (``tasks.cli.main``; a worker process shares its parent's folder)."""
+    if not os.environ.get(ENV):
+        _SAID.clear()
+
+
 @contextmanager
 def shared_by_workers() -> Iterator[None]:
     """While inside, worker processes started from here (they inherit the environment) and this one share what was

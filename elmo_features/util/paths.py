@@ -62,7 +62,9 @@ def is_stream(path: str | os.PathLike) -> bool:
 
 
 def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
-    """An output file path: not a folder, and its folder exists writable or can be created (a stream: writable)."""
+    """An output file path: not a folder, and its folder exists writable or can be created (a stream: writable);
+    not ``-``, which a command with text output takes as standard output before this check."""
+    _refuse_dash(path, what, "a file")
     p = Path(path).expanduser()
     _check_not_a_loop(p, what)
     if str(path).endswith(("/", os.sep)) or p.is_dir():
@@ -94,8 +96,16 @@ def check_utf8_path(path: str | os.PathLike, what: str) -> None:
                         f"0x{byte:02x}; the outputs record their paths in UTF-8 JSON/YAML); give a UTF-8 name")
 
 
+def _refuse_dash(path, what: str, kind: str) -> None:
+    """``-`` as an output that cannot be standard output (HDF5, a folder): one PathError, not a file named ``-``."""
+    if str(path) == "-":
+        raise PathError(f"{what}: '-' would be a {kind.split()[-1]} named '-': this output cannot go to standard "
+                        f"output; give {kind} name")
+
+
 def check_output_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
     """An output folder: an existing writable folder, or one that can be created, whose path is valid UTF-8."""
+    _refuse_dash(path, what, "a folder")
     try:
         p = Path(path).expanduser()
     except RuntimeError:  # "~nosuchuser/..."

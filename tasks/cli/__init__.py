@@ -81,6 +81,7 @@ from elmo_features.util.env import warn_retired
 from elmo_features.util.threads import thread_tqdm_lock
 from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.once import new_command
 
 from tasks.experiment.config import find_config
 from tasks.plugins import includes_in, load_plugins
@@ -166,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     if from_command_line:
         forgive_stderr()
     warn_retired()
+    new_command()  # (warnings said once per command: main called again in one process is another command)
     debug = debug_from_env(DEBUG_ENV, os.environ) or "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
     try:  # before the parsers: a plugin's components are named in configs and listed by `components`

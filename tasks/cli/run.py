@@ -290,6 +290,7 @@ def warn_tabs(path: str, reader: str) -> None:
 
 def cmd_predict(args) -> int:
     check_flags_given(args, "out")
+    args.out = None if args.out == "-" else args.out  # ("-": standard output, the default)
     check_run_folder(args.run_dir)
     if args.input == "-" and args.reader:
         raise UsageError("predict input: '-' (standard input) is read as plain text only (one sentence per line); "

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import csv
 import gzip
+import sys
 from collections import Counter
 from pathlib import Path
 
 from elmo_features.util.errors import ConfigError
+from elmo_features.util.once import first_time
 from elmo_features.util.text_input import iter_lines
 
 from tasks.registry import READERS
@@ -88,7 +90,23 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
         out.append(LabeledSentence(tokens=tokens, label=label))
     if not out:
         raise DataFormatError("no examples found (empty file?)", path)
+    _warn_swapped_rows(out, rows, path)
     return out
+
+
+def _warn_swapped_rows(examples: list[LabeledSentence], rows: list[tuple[int, list[str]]], path: Path) -> None:
+    """One warning line for a label that holds whitespace and occurs once while other labels repeat: a row whose
+    label and text columns are swapped (it would become a class of its own)."""
+    counts = Counter(e.label for e in examples)
+    if max(counts.values()) < 2:
+        return
+    odd = [(lineno, e.label) for (lineno, _), e in zip(rows, examples) if counts[e.label] == 1 and
+           any(c.isspace() for c in e.label)]
+    if odd and first_time(("swapped columns", str(path), odd[0])):  # (once per command: each run reads the data)
+        lineno, label = odd[0]
+        more = f" (and {len(odd) - 1} more line(s))" if len(odd) > 1 else ""
+        print(f"warning: {path}:{lineno}: the label {label[:60]!r} holds spaces and occurs once{more}: are the label "
+              "and text columns swapped on that line? it becomes a class of its own", file=sys.stderr)
 
 
 def _csv_rows(path: Path, delimiter: str, quoting: bool) -> list[tuple[int, list[str]]]:

@@ -55,6 +55,8 @@ class StaticVectors:
             raise ValueError(f"vectors must be a (V, d) matrix, got shape {vectors.shape}")
         if len(words) != vectors.shape[0]:
             raise ValueError(f"{len(words)} words but vectors has shape {vectors.shape}")
+        if not len(words):  # (every lookup would miss: all-zero features)
+            raise ValueError("StaticVectors: no words; give at least one word and its vector")
         if vectors.shape[1] == 0:
             raise ValueError(f"vectors have 0 dimensions (shape {vectors.shape}); give a (V, d) matrix with d >= 1")
         for i, w in enumerate(words):
@@ -86,6 +88,16 @@ class StaticVectors:
         h = hashlib.sha256(b"static-vectors-v1\x00lower" if self.lowercase else b"static-vectors-v1\x00cased")
         h.update("\n".join(self.words).encode("utf-8"))
         h.update(np.ascontiguousarray(self.vectors, dtype="<f4").tobytes())
+        return h.hexdigest()
+
+    @functools.cached_property
+    def lookup_fingerprint(self) -> str:
+        """sha256 of the lookup itself: each key and the row it finds, in key order (the same vectors with their rows
+        in another order, or with a header line, give the same value)."""
+        h = hashlib.sha256(b"static-lookup-v1\x00lower" if self.lowercase else b"static-lookup-v1\x00cased")
+        keys = sorted(self.index)
+        h.update("\n".join(keys).encode("utf-8", "surrogatepass"))
+        h.update(np.ascontiguousarray(self.vectors[[self.index[k] for k in keys]], dtype="<f4").tobytes())
         return h.hexdigest()
 
     def __len__(self) -> int:

@@ -79,9 +79,10 @@ def _run_comparison(cfg: RunConfig, results_dir: Path, runs_dir: str | Path, con
     """``run_comparison`` once its checks passed and the results folder is this process's."""
     plan = plan_comparison(cfg, sources, seeds, folds, command)
     cells = plan.cells
-    fingerprints = {name: section_fingerprints(cfg.compare.sources[name], context.memo)  # every frozen input loads
-                    for name in dict.fromkeys(cell[0] for cell in cells)}  # (and is checked) before the first run
-    check_distinct_inputs(cfg, fingerprints)  # trains: loaded once, kept
+    names = list(dict.fromkeys(cell[0] for cell in cells))
+    for name in names:  # every frozen input loads (and is checked) before the first run trains: loaded once, kept
+        section_fingerprints(cfg.compare.sources[name], context.memo)
+    check_distinct_inputs(cfg, names, context.memo)
     reused = {} if resume is None else reused_runs(cfg, cells, cell_dirs(Path(resume), cells), plan.pool,
                                                    plan.fold_sets, context)
     check_results_replaceable(results_dir, plan.identity)  # (after the --resume checks: they name the run folder)

@@ -8,9 +8,11 @@ checked the same way as the built-in ones.
 """
 from __future__ import annotations
 
+import contextlib
 import filecmp
 import hashlib
 import json
+import os
 import re
 import sys
 from datetime import datetime
@@ -24,6 +26,7 @@ from elmo_features.util.paths import (CACHE_DIR_FORBIDDEN, INPUT_FOLDERS, RUN_FO
                                       folder_kind)
 from elmo_features.util.errors import CheckpointError, ConfigError, OutputExistsError, PathError
 from elmo_features.util.locking import OutputLock
+from elmo_features.util.once import first_time
 
 from tasks.experiment.config import RunConfig, check_reader_fits_head
 from tasks.experiment.records import read_metrics
@@ -68,13 +71,27 @@ def check_given_once(values: Iterable[Any], where: str, what: str, key=lambda v:
         seen[k] = v
 
 
-def check_data_path(reader: str, path: str, where: str) -> None:
+def check_data_path(reader: str, path: str, where: str, config_file: str | None = None) -> None:
     """A data file (or folder, for folder readers) named in a config exists; a hub name is not checked."""
     kind = reader_path_kind(reader)
+    hint = fetch_hint(path) or beside_config_hint(path, config_file)
     if kind == "folder":
-        check_input_dir(path, where, hint=fetch_hint(path))
+        check_input_dir(path, where, hint=hint)
     elif kind == "file":
-        check_input_file(path, where, fetch_hint(path), regular=True)
+        check_input_file(path, where, hint, regular=True)
+
+
+def beside_config_hint(path: str, config_file: str | None) -> str:
+    """For a relative path missing from the current folder that exists next to the config file (or next to the file
+    a symlinked config points to): what to do, since relative paths resolve against the current folder; else ''."""
+    if not config_file or Path(path).expanduser().is_absolute() or Path(path).exists() or \
+            not Path(config_file).is_file():
+        return ""
+    for folder in dict.fromkeys((Path(config_file).parent, Path(config_file).resolve().parent)):
+        if (folder / path).exists():
+            return (f"relative paths resolve against the current folder ({Path.cwd()}), and it exists next to the "
+                    f"config ({os.path.normpath(folder / path)}): run from {folder}, or give an absolute path")
+    return ""
 
 
 SHARED_FILE_NOTES = {  # (split, later split naming the same file) -> what it means for the scores
@@ -94,24 +111,29 @@ def same_content(a: str | Path, b: str | Path) -> bool:
 
 def warn_shared_files(cfg: RunConfig, data: dict[str, list] | None = None) -> None:
     """One warning line when data.test is data.train's file, or data.dev is data.test's, or a byte copy of it, or
-    (``data``: split -> examples) every test example's tokens occur in the training examples (e.g. reordered)."""
+    (``data``: split -> examples) every test example's tokens occur in the training examples (e.g. reordered).
+    Said once per command (every run of a comparison checks it)."""
     pairs = cfg.data.same_files()
     for (a, b), meaning in SHARED_FILE_NOTES.items():
         pa, pb = getattr(cfg.data, a), getattr(cfg.data, b)
         if (a, b) in pairs:
-            print(f"warning: data.{a} and data.{b} are the same file ({pb}): {meaning}", file=sys.stderr, flush=True)
+            _say_once(f"warning: data.{a} and data.{b} are the same file ({pb}): {meaning}")
             return
         if pa is not None and pb is not None and same_content(pa, pb):
-            print(f"warning: data.{b} {pb} has the same content as data.{a} {pa}: {meaning}", file=sys.stderr,
-                  flush=True)
+            _say_once(f"warning: data.{b} {pb} has the same content as data.{a} {pa}: {meaning}")
             return
     train, test = (data or {}).get("train"), (data or {}).get("test")
     if train and test:
         seen = {json.dumps(ex.tokens, default=str) for ex in train}
         if all(json.dumps(ex.tokens, default=str) in seen for ex in test):
-            print(f"warning: data.test {cfg.data.test}: all {len(test)} of its examples also occur in data.train "
-                  f"{cfg.data.train} (the same sentences, e.g. in another order): "
-                  f"{SHARED_FILE_NOTES[('train', 'test')]}", file=sys.stderr, flush=True)
+            _say_once(f"warning: data.test {cfg.data.test}: all {len(test)} of its examples also occur in data.train "
+                      f"{cfg.data.train} (the same sentences, e.g. in another order): "
+                      f"{SHARED_FILE_NOTES[('train', 'test')]}")
+
+
+def _say_once(message: str) -> None:
+    if first_time(("preflight", message)):
+        print(message, file=sys.stderr, flush=True)
 
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -134,7 +156,7 @@ def check_run_inputs(cfg: RunConfig, source: str, splits: Iterable[str] = ("trai
     for split in splits:
         path = getattr(cfg.data, split)
         if path is not None:
-            check_data_path(cfg.data.reader, path, f"{source}: data.{split}")
+            check_data_path(cfg.data.reader, path, f"{source}: data.{split}", source)
     wordnet = cfg.data.reader_options.get("wordnet")
     if isinstance(wordnet, str):
         check_input_path(wordnet, f"{source}: data.reader_options.wordnet", fetch_hint(wordnet))
@@ -214,7 +236,15 @@ def claim_results_folder(folder: str | Path, marker: str, name: str, flag: str) 
     names ``name``: rewriting it is how results are refreshed); anything else is one OutputExistsError line.
     Returns the held lock: release it when the results are written."""
     folder = Path(folder)
-    lock = OutputLock(folder / RESULTS_LOCK, f"the results folder {folder}").acquire()
+    existed = folder.exists()
+    try:
+        lock = OutputLock(folder / RESULTS_LOCK, f"the results folder {folder}").acquire()
+    except OSError:  # (a full disk: the folder this call made is not left behind, empty)
+        if not existed:
+            (folder / RESULTS_LOCK).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     try:
         entries = [p for p in folder.iterdir() if not p.name.startswith(".")]  # (the lock, a command's partial files)
         if entries:

@@ -23,6 +23,7 @@ import torch
 from elmo_features.util.paths import RUN_MODEL_FILES, check_output_dir
 from elmo_features.util.errors import CheckpointError, ConfigError, StaleCacheError, UsageError
 from elmo_features.util.locking import OutputLock
+from elmo_features.util.once import first_time
 from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
 from elmo_features.util.schema import saved_config
 
@@ -248,7 +249,7 @@ class RunFolder:
             save_state(model, self.path / "model.pt", self.config_sha256)
 
     def note(self, message: str) -> None:
-        if self.writes:
+        if self.writes and first_time(("run note", message)):  # (once per command: each run of a comparison says it)
             print(message, file=sys.stderr)
 
     def finish(self, predictions: dict, metrics: dict) -> None:

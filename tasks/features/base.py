@@ -156,6 +156,13 @@ class FeatureSource(nn.Module, abc.ABC):
         return []
 
     @classmethod
+    def lookup_fingerprints(cls, config: Any, memo: Memo) -> list[str]:
+        """Fingerprints that are equal when two configs' frozen inputs give the same features, however they are
+        stored (a vectors file with its rows in another order): ``compare`` refuses two such sources. Default:
+        ``frozen_fingerprints``."""
+        return cls.frozen_fingerprints(config, memo)
+
+    @classmethod
     def describe_frozen(cls, config: Any) -> str:
         """What the frozen fingerprints are of, for messages (e.g. "encoder minilm-l6"). Default: the input
         paths, else the source class."""
@@ -251,6 +258,12 @@ def check_section_inputs(section: dict, where: str) -> None:
             raise ConfigError(problem)
     plugin_call(section, "checking its inputs",
                 lambda cls: cls.check_inputs(component_config(FEATURES, section), where))
+
+
+def section_lookup_fingerprints(section: dict, memo: Memo) -> list[str]:
+    """The class's ``lookup_fingerprints`` of a resolved features section."""
+    return plugin_call(section, "fingerprinting its frozen inputs",
+                       lambda cls: cls.lookup_fingerprints(component_config(FEATURES, section), memo))
 
 
 def section_input_paths(section: dict) -> list[InputPath]:

@@ -66,6 +66,10 @@ class StaticFeatures(FeatureSource):
         return [load_vectors(config, memo).fingerprint]
 
     @classmethod
+    def lookup_fingerprints(cls, config: StaticConfig, memo: Memo) -> list[str]:
+        return [load_vectors(config, memo).lookup_fingerprint]
+
+    @classmethod
     def input_paths(cls, config: StaticConfig) -> list[InputPath]:
         return [InputPath("path", config.path, "path")] + (
             [InputPath("words_path", config.words_path)] if config.words_path else [])

@@ -153,6 +153,7 @@ def cmd_tag(args) -> int:
     from tasks.wsd.tagging import SenseTagger, check_sense_path, prior_weight, read_sense_meta
 
     check_flags_given(args, "out", "wordnet", "senses")
+    args.out = None if args.out == "-" else args.out  # ("-": standard output, the default)
     check_sense_path(args.senses, "--senses")
     meta = read_sense_meta(args.senses)
     if args.prior:
