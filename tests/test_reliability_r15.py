@@ -359,14 +359,17 @@ def test_heldout_log_probs_in_slices_equal_the_whole():
 def test_a_tsv_row_with_label_and_text_swapped_is_warned_about(tmp_path, capsys):
     from tasks.data.classification import read_tsv
 
-    (tmp_path / "sw.tsv").write_text("pos\ta fine film\nneg\tdull\npos\tgood\nneg\tbad\na great film\tpos\n")
-    assert len(read_tsv(tmp_path / "sw.tsv")) == 5
-    err = capsys.readouterr().err
-    assert "sw.tsv:5: the label 'a great film' holds spaces and occurs once: are the label and text columns swapped" \
-        in err
-    (tmp_path / "ok.tsv").write_text("very good\ta fine film\nvery good\tgreat\nbad\tdull\n")
+    rows = "pos\ta fine film\nneg\tdull\npos\tgood\nneg\tbad\n"
+    for swapped, label in (("a great film\tpos\n", "a great film"), ("great\tpos\n", "great")):
+        (tmp_path / "sw.tsv").write_text(rows + swapped)
+        assert len(read_tsv(tmp_path / "sw.tsv")) == 5
+        err = capsys.readouterr().err
+        assert f"sw.tsv:5: the text is 'pos', a label of other rows, and the label {label!r} occurs only there: are " \
+            "the label and text columns swapped" in err, err
+    (tmp_path / "ok.tsv").write_text("play music\tplay a song\nplay music\tsome jazz\nget weather\train today\n"
+                                     "get weather\tis it sunny\nbook flight\ti want to fly to paris\n")
     read_tsv(tmp_path / "ok.tsv")
-    assert capsys.readouterr().err == ""  # a label with spaces that repeats is a label
+    assert capsys.readouterr().err == ""  # a rare class whose text is no label is a class
 
 
 def test_unordered_containers_are_refused_as_sentences():
@@ -450,3 +453,108 @@ def test_more_python_api_checks(tmp_path):
         Embedder(load_bilm(opts, weights).half())
     with pytest.raises(ValueError, match="StaticVectors: no words"):
         StaticVectors([], np.zeros((0, 3), dtype=np.float32), False)
+
+
+# ---------------------------------------------------------------- list twenty-six
+
+def test_hints_for_paths_beside_the_config_and_only_real_data_folders(tmp_path, capsys, monkeypatch):
+    from tasks.data.fetch import fetch_hint
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    (tmp_path / "proj" / "cfg").mkdir(parents=True)
+    Path("proj/glove.txt").write_text(Path(env["glove"]).read_text())
+    data = yaml.safe_load(Path(cfg).read_text())
+    data["features"]["path"] = "../glove.txt"
+    Path("proj/cfg/c.yaml").write_text(yaml.safe_dump(data))
+    assert main(["run", "proj/cfg/c.yaml", "--out", "R", *FAST]) == 2
+    one_line_error(capsys, "features.path", "it exists next to the config (proj/glove.txt): run from proj/cfg")
+    assert fetch_hint("data/wsd/semcor") == "run `elmo-tasks data get wsd-framework`"
+    assert fetch_hint("../wsd/wn") == "" and fetch_hint("/home/me/wsd/wn") == ""  # a user's own folder named wsd
+
+
+def test_a_lock_that_cannot_be_written_leaves_nothing_behind(tmp_path, monkeypatch):
+    import errno
+
+    import elmo_features.util.locking as locking
+
+    def full(*_a):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(locking.os, "pwrite", full)
+    (tmp_path / "R").mkdir()
+    for folder in (tmp_path / "R", tmp_path / "new"):
+        with pytest.raises(OSError) as e:
+            locking.OutputLock(folder / "run.lock", "the run").acquire()
+        assert e.value.filename == str(folder / "run.lock") and not (folder / "run.lock").exists()
+    assert (tmp_path / "R").is_dir() and not (tmp_path / "new").exists()  # (a folder it made is removed)
+
+
+def test_set_with_a_lone_dash_is_the_string(tmp_path, capsys, monkeypatch):
+    from elmo_features.util.config_files import apply_set
+
+    d: dict = {}
+    apply_set(d, "data.test=-")
+    assert d == {"data": {"test": "-"}}  # (YAML alone reads it as [None])
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--set", "data.test=-", *FAST]) == 2
+    one_line_error(capsys, "data.test: '-' (standard input) cannot be a data split")
+
+
+def test_embed_room_estimate_lets_an_output_that_fits_be_written(tmp_path):
+    import subprocess
+    import sys
+
+    from test_tasks_helpers import make_bilm
+
+    opts, weights = make_bilm(tmp_path / "bilm")
+    words = "the cat sat on a mat".split()
+    (tmp_path / "in.txt").write_text("".join(" ".join(words[: 1 + i % 6]) + "\n" for i in range(1000)))
+    args = [sys.executable, "-m", "tasks.cli", "embed", "in.txt", "o.h5", "--options", str(opts), "--weights",
+            str(weights), "--progress", "off", "--threads", "1"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    assert subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, timeout=300).returncode == 0
+    size = (tmp_path / "o.h5").stat().st_size
+    (tmp_path / "o.h5").unlink()
+    p = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                       preexec_fn=_limited(int(size * 1.5) + 300_000))  # (was: refused, needing 3.5x the file)
+    assert p.returncode == 0, p.stderr
+
+
+def test_an_output_name_without_room_for_its_temporary_sibling_is_said_so(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("the cat\n")
+    from test_tasks_helpers import make_bilm
+
+    opts, weights = make_bilm(tmp_path / "bilm")
+    long = "o" * 247 + ".h5"
+    assert main(["embed", "in.txt", long, "--options", str(opts), "--weights", str(weights)]) == 2
+    one_line_error(capsys, "embed output: the file name is 250 bytes; while it is written, a temporary file beside it "
+                           "needs 14 more", "shorten it to at most 241 bytes")
+
+
+PLUGIN_BAD_HEAD = ("from tasks.registry import HEADS\nfrom tasks.heads.sentence_classifier import SentenceClassifier\n"
+                   "@HEADS.register('bad_head_r15')\nclass BadHead(SentenceClassifier):\n"
+                   "    def logits(self, x, mask, layers=None, examples=None):\n"
+                   "        return super().logits(x, mask, layers, examples).unsqueeze(1)  # (B, 1, C)\n")
+
+
+def test_a_plugin_head_whose_logits_have_the_wrong_shape_is_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from tasks import plugins
+    from tasks.registry import HEADS
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "badhead_r15.py").write_text(PLUGIN_BAD_HEAD)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
+    env, cfg = static_config_file(tmp_path, kind="sentiment")
+    try:
+        assert main(["run", cfg, "--out", "R", "--include", "badhead_r15", "--set", "head.name=bad_head_r15",
+                     *FAST]) == 2
+        one_line_error(capsys, "plugin module badhead_r15: head BadHead failed computing the loss",
+                       "check the shapes its logits and loss return")
+    finally:
+        HEADS._entries.pop("bad_head_r15", None)
+        sys.modules.pop("badhead_r15", None)

@@ -179,7 +179,8 @@ def apply_set(raw: dict, assignment: str) -> None:
             raise ConfigError(f"--set {assignment!r}: {'.'.join(parts[: i + 1])} is not a section")
         node = nxt
     try:
-        value = load_yaml(text) if text.strip() else None
+        value = load_yaml(text) if text.strip() not in ("", "-") else (text.strip() or None)  # ("-": the string, not
+        # YAML's one-item list [None])
     except yaml.YAMLError as e:
         why = " ".join(str(getattr(e, "problem", None) or e).split())
         raise ConfigError(f"--set {assignment!r}: the value is not valid YAML ({why}); quote a string, "

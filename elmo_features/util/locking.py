@@ -62,6 +62,7 @@ class OutputLock:
         self.fd: int | None = None
 
     def acquire(self, wait: bool = False, on_wait: Callable[[str], None] | None = None) -> "OutputLock":
+        made = not self.path.parent.exists()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         waited = False
         while True:
@@ -96,10 +97,20 @@ class OutputLock:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
             except OSError as e:  # (a full disk: the error names the lock file, which holds no path of its own)
-                os.close(fd)
+                self._abandon(fd, made)
                 raise OSError(e.errno, e.strerror, str(self.path)) from None
             self.fd = fd
             return self
+
+    def _abandon(self, fd: int, made_folder: bool) -> None:
+        """Undo a lock that could not be written (a full disk): the file is ours (we hold its flock), so it is
+        removed, and its folder too when this acquire made it; a rerun then finds the folder as it was."""
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+        os.close(fd)
+        if made_folder:
+            with contextlib.suppress(OSError):
+                self.path.parent.rmdir()
 
     def _open(self) -> int:
         """The lock file, opened (made when absent); never through a symlink or into a file with other names (a

@@ -66,6 +66,7 @@ def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
     not ``-``, which a command with text output takes as standard output before this check."""
     _refuse_dash(path, what, "a file")
     p = Path(path).expanduser()
+    _check_name_room(p, what)
     _check_not_a_loop(p, what)
     if str(path).endswith(("/", os.sep)) or p.is_dir():
         raise PathError(f"{what}: {p} is a folder; give a file name (e.g. {p / 'out.hdf5'})")
@@ -94,6 +95,25 @@ def check_utf8_path(path: str | os.PathLike, what: str) -> None:
     if byte is not None:
         raise PathError(f"{what}: '{show_bytes(os.path.abspath(os.fspath(path)))}' is not valid UTF-8 (byte "
                         f"0x{byte:02x}; the outputs record their paths in UTF-8 JSON/YAML); give a UTF-8 name")
+
+
+TEMP_NAME_EXTRA = 14  # bytes a temporary sibling adds to an output's name (".NAME.xxxxxxxx.tmp"; ".partial" is 8)
+
+
+def _check_name_room(p: Path, what: str) -> None:
+    """An output name long enough to be valid, but whose temporary sibling (written first, then renamed) would
+    exceed the file system's name limit: one PathError saying how long it may be (not "NAME.partial: File name too
+    long", naming a file the user never gave)."""
+    folder = next((a for a in [p.parent, *p.parent.parents] if a.exists()), Path("."))
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
+    n = len(p.name.encode("utf-8", "surrogateescape"))
+    if n <= limit < n + TEMP_NAME_EXTRA:
+        raise PathError(f"{what}: the file name is {n} bytes; while it is written, a temporary file beside it needs "
+                        f"{TEMP_NAME_EXTRA} more, beyond this file system's limit of {limit}: shorten it to at most "
+                        f"{limit - TEMP_NAME_EXTRA} bytes")
 
 
 def _refuse_dash(path, what: str, kind: str) -> None:

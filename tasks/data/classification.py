@@ -95,18 +95,17 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
 
 
 def _warn_swapped_rows(examples: list[LabeledSentence], rows: list[tuple[int, list[str]]], path: Path) -> None:
-    """One warning line for a label that holds whitespace and occurs once while other labels repeat: a row whose
-    label and text columns are swapped (it would become a class of its own)."""
+    """One warning line for a row whose label and text columns look swapped: its text is a label that other rows
+    use, and its own label occurs only there (it would become a class of its own, named by a text)."""
     counts = Counter(e.label for e in examples)
-    if max(counts.values()) < 2:
-        return
-    odd = [(lineno, e.label) for (lineno, _), e in zip(rows, examples) if counts[e.label] == 1 and
-           any(c.isspace() for c in e.label)]
+    odd = [(lineno, e.label, " ".join(e.tokens)) for (lineno, _), e in zip(rows, examples)
+           if counts[e.label] == 1 and counts.get(" ".join(e.tokens), 0) >= 2]
     if odd and first_time(("swapped columns", str(path), odd[0])):  # (once per command: each run reads the data)
-        lineno, label = odd[0]
+        lineno, label, text = odd[0]
         more = f" (and {len(odd) - 1} more line(s))" if len(odd) > 1 else ""
-        print(f"warning: {path}:{lineno}: the label {label[:60]!r} holds spaces and occurs once{more}: are the label "
-              "and text columns swapped on that line? it becomes a class of its own", file=sys.stderr)
+        print(f"warning: {path}:{lineno}: the text is {text!r}, a label of other rows, and the label {label[:60]!r} "
+              f"occurs only there{more}: are the label and text columns swapped on that line? it becomes a class of "
+              "its own", file=sys.stderr)
 
 
 def _csv_rows(path: Path, delimiter: str, quoting: bool) -> list[tuple[int, list[str]]]:

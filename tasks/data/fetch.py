@@ -22,10 +22,17 @@ def default_data_dir() -> Path:
 
 
 def fetch_hint(path: str | Path) -> str:
-    """'run `elmo-tasks data get NAME`' when ``path`` lies in the folder of a public data set, else ''."""
+    """'run `elmo-tasks data get NAME`' when ``path`` lies in the folder of a public data set (``data/NAME/...``, or
+    under ``$ELMO_TASKS_DATA``), else '' (a user's own folder that happens to be named ``wsd`` is not one)."""
     folders = {name: name for name in SOURCES} | {FRAMEWORK_FOLDER: FRAMEWORK_NAME}
-    for part in Path(path).parts:
-        if part in folders:
+    parts = Path(path).expanduser().parts
+    data = default_data_dir().expanduser()
+    try:
+        inside = Path(path).expanduser().resolve().relative_to(data.resolve()).parts
+    except (ValueError, OSError, RuntimeError):
+        inside = ()
+    for i, part in enumerate(parts):
+        if part in folders and (i and parts[i - 1] in ("data", data.name) or inside[:1] == (part,)):
             return f"run `elmo-tasks data get {folders[part]}`"
     return ""
 

@@ -8,7 +8,6 @@ checked the same way as the built-in ones.
 """
 from __future__ import annotations
 
-import contextlib
 import filecmp
 import hashlib
 import json
@@ -24,7 +23,7 @@ import torch
 from elmo_features.util.paths import (CACHE_DIR_FORBIDDEN, INPUT_FOLDERS, RUN_FOLDER_FILES, RUN_MODEL_FILES,
                                       check_input_dir, check_input_file, check_input_path, check_output_dir,
                                       folder_kind)
-from elmo_features.util.errors import CheckpointError, ConfigError, OutputExistsError, PathError
+from elmo_features.util.errors import CheckpointError, ConfigError, MissingPathError, OutputExistsError, PathError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.once import first_time
 
@@ -38,10 +37,18 @@ from tasks.plugins import changed_plugin, plugin_digests
 CHECKPOINT_FORMAT = 1  # of a run's model.pt
 
 
-def check_feature_paths(section: Any, where: str) -> None:
-    """Every input file/folder and frozen model a resolved features section names exists."""
+def check_feature_paths(section: Any, where: str, config_file: str | None = None) -> None:
+    """Every input file/folder and frozen model a resolved features section names exists (a relative one missing
+    here that exists next to ``config_file`` is said so: ``beside_config_hint``)."""
     if isinstance(section, dict) and "name" in section:
-        check_section_inputs(section, where)
+        try:
+            check_section_inputs(section, where)
+        except MissingPathError as e:
+            hints = [h for p in feature_input_paths(section)
+                     if p in str(e) and (h := beside_config_hint(p, config_file))]
+            if hints:
+                raise MissingPathError(f"{e}; {hints[0]}") from None
+            raise
 
 
 def feature_input_paths(section: Any) -> list[str]:
@@ -73,6 +80,9 @@ def check_given_once(values: Iterable[Any], where: str, what: str, key=lambda v:
 
 def check_data_path(reader: str, path: str, where: str, config_file: str | None = None) -> None:
     """A data file (or folder, for folder readers) named in a config exists; a hub name is not checked."""
+    if path == "-":
+        raise ConfigError(f"{where}: '-' (standard input) cannot be a data split, which is read more than once; give "
+                          "a file")
     kind = reader_path_kind(reader)
     hint = fetch_hint(path) or beside_config_hint(path, config_file)
     if kind == "folder":
@@ -159,9 +169,10 @@ def check_run_inputs(cfg: RunConfig, source: str, splits: Iterable[str] = ("trai
             check_data_path(cfg.data.reader, path, f"{source}: data.{split}", source)
     wordnet = cfg.data.reader_options.get("wordnet")
     if isinstance(wordnet, str):
-        check_input_path(wordnet, f"{source}: data.reader_options.wordnet", fetch_hint(wordnet))
+        check_input_path(wordnet, f"{source}: data.reader_options.wordnet",
+                         fetch_hint(wordnet) or beside_config_hint(wordnet, source))
     for name, section in (features if features is not None else {"features": cfg.features}).items():
-        check_feature_paths(section, f"{source}: {name}")
+        check_feature_paths(section, f"{source}: {name}", source)
     warn_training(cfg, source)
 
 
@@ -236,15 +247,7 @@ def claim_results_folder(folder: str | Path, marker: str, name: str, flag: str) 
     names ``name``: rewriting it is how results are refreshed); anything else is one OutputExistsError line.
     Returns the held lock: release it when the results are written."""
     folder = Path(folder)
-    existed = folder.exists()
-    try:
-        lock = OutputLock(folder / RESULTS_LOCK, f"the results folder {folder}").acquire()
-    except OSError:  # (a full disk: the folder this call made is not left behind, empty)
-        if not existed:
-            (folder / RESULTS_LOCK).unlink(missing_ok=True)
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        raise
+    lock = OutputLock(folder / RESULTS_LOCK, f"the results folder {folder}").acquire()
     try:
         entries = [p for p in folder.iterdir() if not p.name.startswith(".")]  # (the lock, a command's partial files)
         if entries:

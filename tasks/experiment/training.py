@@ -22,12 +22,13 @@ from tqdm.auto import tqdm
 
 from elmo_features.util import stop
 from elmo_features.util.devices import module_device, move_to
-from elmo_features.util.errors import DivergedError
+from elmo_features.util.errors import DivergedError, ElmoTasksError, first_line
 
 from tasks.experiment.config import TrainingConfig
 from tasks.features.base import FeatureSource
 from tasks.features.subset import dense_items
 from tasks.heads.base import Head
+from tasks.plugins import PluginError
 
 if TYPE_CHECKING:  # under torchrun (elmo-tasks run): a slice of every batch per rank
     from tasks.experiment.data_parallel import DataParallel
@@ -177,14 +178,22 @@ def train_step(model: TaskModel, split: Split, idx: list[int], opt: torch.optim.
                cfg: TrainingConfig, dist: DataParallel | None = None) -> float:
     """One optimizer step on the examples ``idx`` (under torchrun: this rank's slice, gradients summed over ranks);
     returns the batch's mean loss."""
-    if dist is None:
-        loss = model.loss(split, idx)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        value = float(loss.detach())
-    else:
-        opt.zero_grad(set_to_none=True)
-        value = dist.train_step(model, split, idx, params)
+    try:
+        if dist is None:
+            loss = model.loss(split, idx)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            value = float(loss.detach())
+        else:
+            opt.zero_grad(set_to_none=True)
+            value = dist.train_step(model, split, idx, params)
+    except RuntimeError as e:  # torch's shape errors inside a plugin head: one line naming it
+        module = type(model.head).__module__ or "?"
+        if module == "tasks" or module.startswith("tasks.") or isinstance(e, ElmoTasksError):
+            raise
+        raise PluginError(f"plugin module {module}: head {type(model.head).__name__} failed computing the loss "
+                          f"({first_line(e)}); check the shapes its logits and loss return; this is a bug in the "
+                          "plugin: rerun with --debug for the traceback") from e
     if not math.isfinite(value):
         head = type(model.head)
         cause = ("the batch's input features hold NaN/Inf values (a damaged feature cache or vectors file?)"

