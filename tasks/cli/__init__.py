@@ -79,7 +79,7 @@ _stop_cleanly_while_loading()
 
 from elmo_features.util.env import warn_retired
 from elmo_features.util.threads import thread_tqdm_lock
-from elmo_features.util import stop
+from elmo_features.util import distributed, stop
 from elmo_features.util.errors import ElmoTasksError
 from elmo_features.util.once import new_command
 
@@ -213,5 +213,9 @@ def main(argv: list[str] | None = None) -> int:
             for signum, handler in old.items():
                 signal.signal(signum, handler)
             stop.clear()
+    if from_command_line and distributed.left_group():  # a torchrun rank whose work is done: no interpreter shutdown
+        sys.stdout.flush()  # (gloo's threads can abort it after a finished command)
+        sys.stderr.flush()
+        os._exit(int(rc or 0))
     return int(rc or 0)
 
