@@ -37,6 +37,20 @@ class ContractError(ElmoTasksError, ValueError):
     """A component does not meet its registry's contract (raised when it registers)."""
 
 
+_PLUGINS_USED: dict[str, None] = {}  # the plugin components this command looked up (in order; see plugins_used)
+
+
+def plugins_used() -> list[str]:
+    """The components of plugin modules (not this package's) looked up since ``new_command``, e.g.
+    "head bad_head (module badhead)": an unexpected error then names them."""
+    return list(_PLUGINS_USED)
+
+
+def forget_plugins_used() -> None:
+    """A new command starts (``tasks.cli.main``)."""
+    _PLUGINS_USED.clear()
+
+
 class Registry:
     """A name -> component map, filled by ``@registry.register(name)`` where each component is defined."""
 
@@ -87,7 +101,11 @@ class Registry:
                 f"unknown {self.kind} {name!r}; valid {self.kind} names: {', '.join(self.names()) or '(none)'}; "
                 f"{PLUGIN_HINT}"
             )
-        return self._entries[name]
+        obj = self._entries[name]
+        module = getattr(obj, "__module__", "") or ""
+        if module != "tasks" and not module.startswith(("tasks.", "elmo_features")):
+            _PLUGINS_USED.setdefault(f"{self.kind} {name} (module {module})", None)
+        return obj
 
     def names(self) -> list[str]:
         return sorted(self._entries)

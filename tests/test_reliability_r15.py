@@ -360,12 +360,14 @@ def test_a_tsv_row_with_label_and_text_swapped_is_warned_about(tmp_path, capsys)
     from tasks.data.classification import read_tsv
 
     rows = "pos\ta fine film\nneg\tdull\npos\tgood\nneg\tbad\n"
-    for swapped, label in (("a great film\tpos\n", "a great film"), ("great\tpos\n", "great")):
+    for swapped, label, text in (("a great film\tpos\n", "a great film", "pos"), ("great\tpos\n", "great", "pos"),
+                                 ("truly awful\tNEG\n", "truly awful", "NEG"),  # (in another case)
+                                 ("dull film\tneg\ndull film\tneg\n", "dull film", "neg")):  # (twice)
         (tmp_path / "sw.tsv").write_text(rows + swapped)
-        assert len(read_tsv(tmp_path / "sw.tsv")) == 5
+        read_tsv(tmp_path / "sw.tsv")
         err = capsys.readouterr().err
-        assert f"sw.tsv:5: the text is 'pos', a label of other rows, and the label {label!r} occurs only there: are " \
-            "the label and text columns swapped" in err, err
+        assert f"sw.tsv:5: the text is {text!r}, a label of other rows, under the label {label!r}" in err, err
+        assert "are the label and text columns swapped" in err
     (tmp_path / "ok.tsv").write_text("play music\tplay a song\nplay music\tsome jazz\nget weather\train today\n"
                                      "get weather\tis it sunny\nbook flight\ti want to fly to paris\n")
     read_tsv(tmp_path / "ok.tsv")
@@ -558,3 +560,73 @@ def test_a_plugin_head_whose_logits_have_the_wrong_shape_is_one_line(tmp_path, c
     finally:
         HEADS._entries.pop("bad_head_r15", None)
         sys.modules.pop("badhead_r15", None)
+
+
+# ---------------------------------------------------------------- list twenty-seven
+
+def test_compare_refuses_one_bilm_given_by_folder_and_by_its_files(tmp_path, capsys, monkeypatch):
+    from test_tasks_helpers import make_bilm
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    opts, weights = make_bilm(tmp_path / "bilm")
+    sources = (f"compare.sources={{a: {{name: elmo, bilm: {tmp_path / 'bilm'}}}, "
+               f"b: {{name: elmo, options_file: {opts}, weights_file: {weights}}}}}")
+    assert main(["compare", cfg, "--set", sources, "--results-dir", "RES", "--runs-dir", "RR", *FAST]) == 2
+    one_line_error(capsys, "compare.sources: a and b load the same frozen inputs")
+
+
+PLUGIN_BAD_SOURCE = ("from tasks.registry import FEATURES\nfrom tasks.features.static import StaticFeatures\n"
+                     "@FEATURES.register('bad_static_r15')\nclass BadStatic(StaticFeatures):\n"
+                     "    def forward(self, batch, mask):\n        return batch.double()\n")
+
+
+def test_an_error_with_a_plugin_component_in_play_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from tasks import plugins
+    from tasks.registry import FEATURES
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "badsource_r15.py").write_text(PLUGIN_BAD_SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
+    env, cfg = static_config_file(tmp_path, kind="sentiment")
+    try:
+        assert main(["run", cfg, "--out", "R", "--include", "badsource_r15", "--set", "features.name=bad_static_r15",
+                     *FAST]) == 2
+        one_line_error(capsys, "(in a command using the plugin component(s) feature source bad_static_r15 (module "
+                               "badsource_r15)", "rerun with --debug for the traceback")
+    finally:
+        FEATURES._entries.pop("bad_static_r15", None)
+        sys.modules.pop("badsource_r15", None)
+
+
+def test_small_outputs_fit_small_room_and_long_tsv_fields_and_more_paths(tmp_path, capsys, monkeypatch):
+    import types
+
+    import elmo_features.embedding.hdf5_output as out
+    from tasks.data.classification import read_tsv
+
+    (tmp_path / "p.h5").write_bytes(bytes(6144))
+    monkeypatch.setattr(out.shutil, "disk_usage", lambda p: types.SimpleNamespace(free=60_000))
+    out.check_room(str(tmp_path / "p.h5"), 3 * 3 * 32 * 4 + 3 * out.DATASET_OVERHEAD, 0)  # (was: "need 0.3 MB")
+    monkeypatch.undo()
+    (tmp_path / "long.tsv").write_text("pos\t" + "word " * 40_000 + "\nneg\tdull\n")
+    assert len(read_tsv(tmp_path / "long.tsv")[0].tokens) == 40_000  # (was: "unparsable row", csv's field limit)
+    monkeypatch.chdir(tmp_path)
+    assert main(["configs", "show", "backbones/ner", "--out", "-"]) == 0 and "features" in capsys.readouterr().out
+    Path("afile").write_text("x")
+    monkeypatch.setenv("ELMO_TASKS_DATA", "afile")
+    assert main(["data", "get", "glove-6b-50d"]) == 2
+    assert "$ELMO_TASKS_DATA" in capsys.readouterr().err
+
+
+def test_train_bilm_files_beside_the_config_are_said_so(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "proj" / "cfg").mkdir(parents=True)
+    Path("proj/train.txt").write_text("the cat sat\n")
+    Path("proj/cfg/b.yaml").write_text(yaml.safe_dump({"train_files": ["../train.txt"],
+                                                      "out_dir": str(tmp_path / "B")}))
+    assert main(["train-bilm", "--config", "proj/cfg/b.yaml", "--progress", "off"]) == 2
+    one_line_error(capsys, "train_files[0]: ../train.txt not found", "it exists next to the config (proj/train.txt)")

@@ -80,10 +80,15 @@ def write_chunk(f: h5py.File, c0: int, chunk: list[list[str]], embedder: Sentenc
 
 
 DATASET_OVERHEAD = 512  # bytes an HDF5 dataset takes besides its values (header, link, heap: about 430 measured)
-ROOM_MARGIN = 256 << 10  # bytes kept free beyond a chunk's estimate (the file's growing B-tree and heap)
+ROOM_MARGIN = 16 << 10  # bytes kept free beyond a chunk's estimate, plus a sixteenth of it (the file's B-tree and
+# heap grow in steps)
 
 
-def check_room(filename: str, need: int, done: int) -> None:
+def _size(n: int) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e6 else f"{max(n, 0) / 1e3:.0f} KB"
+
+
+def check_room(filename: str, need: int, done: int, item: str = "the next sentences' embeddings") -> None:
     """A NoRoomError when ``need`` more bytes would not fit in ``filename``: its file system's free space, or the
     process's file-size limit (``ulimit -f``). Checked before a chunk is written, so that the partial file stays
     whole and a rerun continues it (an HDF5 write that fails halfway leaves a file that cannot be closed)."""
@@ -95,9 +100,10 @@ def check_room(filename: str, need: int, done: int) -> None:
     limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
     if limit != resource.RLIM_INFINITY and limit - path.stat().st_size < room:
         room, what, todo = limit - path.stat().st_size, "the file-size limit (ulimit -f) leaves", "raise the limit"
-    if need + ROOM_MARGIN > room:
-        raise NoRoomError(f"{path}: the next sentences' embeddings need about {(need + ROOM_MARGIN) / 1e6:.1f} MB, but "
-                          f"{what} {max(room, 0) / 1e6:.1f} MB; the partial file is kept ({done} sentences done): "
+    need += ROOM_MARGIN + need // 16
+    if need > room:
+        raise NoRoomError(f"{path}: {item} need about {_size(need)}, but {what} {_size(room)}; the partial file "
+                          f"is kept ({done} sentences done): "
                           f"{todo} and run the same command again to continue")
 
 
@@ -266,6 +272,8 @@ def _write_all(f: h5py.File, source: EmbedInput, embedder: SentenceEmbedder, out
         if "sentence_to_index" in f:
             del f["sentence_to_index"]
         if not forget_sentences:
+            check_room(f.filename, len(source.sentence_index().encode("utf-8")) + DATASET_OVERHEAD, n,
+                       "the sentence index (every line's text, written last)")
             write_sentence_index(f, source)
         for key in _RESUME_ATTRS:
             del f.attrs[key]

@@ -15,7 +15,8 @@ from elmo_features.util.cli_types import (add_progress_argument, add_threads_arg
 from elmo_features.util.errors import DivergedError, OutputExistsError, UsageError
 from elmo_features.util import stop
 from elmo_features.util.config_files import apply_set
-from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path, check_output_dir
+from elmo_features.util.paths import (beside_config_hint, check_input_dir, check_input_file, check_input_path,
+                                      check_output_dir)
 from elmo_features.training.export import check_export_folder
 from elmo_features.util.threads import set_threads
 
@@ -67,9 +68,10 @@ def check_train_inputs(cfg, source: str, packaged: bool = False, resume: bool = 
                 f"is not distributed; {hint}")
     for i, p in enumerate(cfg.train_files):
         _refuse_pattern(p, f"{source}: train_files[{i}]")
-        check_input_file(p, f"{source}: train_files[{i}]", hint)
+        check_input_file(p, f"{source}: train_files[{i}]", beside_config_hint(p, source) or hint)
     if cfg.heldout_file:
-        check_input_file(cfg.heldout_file, f"{source}: heldout_file", hint)
+        check_input_file(cfg.heldout_file, f"{source}: heldout_file",
+                         beside_config_hint(cfg.heldout_file, source) or hint)
     if cfg.init_from and not resume:  # read before the first step only
         check_input_dir(cfg.init_from, f"{source}: init_from", needs=("options.json", "weights.hdf5"),
                         hint="give an exported biLM folder (a train-bilm run's OUT_DIR/export) or --set init_from=null"

@@ -366,3 +366,16 @@ def folder_kind(folder: str | os.PathLike, names: tuple[str, ...] = CACHE_DIR_FO
     if not folder.is_dir():
         return None
     return next(((f, FOLDER_KINDS.get(n, "a results folder")) for n in names for f in [_holds(folder, n)] if f), None)
+
+
+def beside_config_hint(path: str, config_file: str | None) -> str:
+    """For a relative path missing from the current folder that exists next to the config file (or next to the file
+    a symlinked config points to): what to do, since relative paths resolve against the current folder; else ''."""
+    if not config_file or Path(path).expanduser().is_absolute() or Path(path).exists() or \
+            not Path(config_file).is_file():
+        return ""
+    for folder in dict.fromkeys((Path(config_file).parent, Path(config_file).resolve().parent)):
+        if (folder / path).exists():
+            return (f"relative paths resolve against the current folder ({Path.cwd()}), and it exists next to the "
+                    f"config ({os.path.normpath(folder / path)}): run from {folder}, or give an absolute path")
+    return ""

@@ -80,11 +80,12 @@ _stop_cleanly_while_loading()
 from elmo_features.util.env import warn_retired
 from elmo_features.util.threads import thread_tqdm_lock
 from elmo_features.util import distributed, stop
-from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.errors import ElmoTasksError, first_line
 from elmo_features.util.once import new_command
 
 from tasks.experiment.config import find_config
 from tasks.plugins import includes_in, load_plugins
+from tasks.registry import forget_plugins_used, plugins_used
 from tasks.cli.streams import (check_stdout, debug_from_env, forgive_stderr, reader_went_away, reopen_closed_stderr,
                                soften_stderr, unicode_message)
 
@@ -160,14 +161,7 @@ def error_message(e: BaseException) -> str:
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None  # the process's own command (it exits when main returns)
     argv = list(sys.argv[1:] if argv is None else argv)
-    if from_command_line:
-        reopen_closed_stderr()
-        thread_tqdm_lock()  # no multiprocessing semaphore (and its resource tracker) until a process pool starts
-    soften_stderr()
-    if from_command_line:
-        forgive_stderr()
-    warn_retired()
-    new_command()  # (warnings said once per command: main called again in one process is another command)
+    _start(from_command_line)
     debug = debug_from_env(DEBUG_ENV, os.environ) or "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
     try:  # before the parsers: a plugin's components are named in configs and listed by `components`
@@ -197,14 +191,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {error_message(e)}", file=sys.stderr)
         if from_command_line and getattr(e, "exit_now", False):  # a library that would crash at exit (HDF5 after a
-            sys.stdout.flush()  # failed write): the process ends here, its one line said
-            sys.stderr.flush()
-            os._exit(USER_ERROR)
+            _end_now(USER_ERROR)  # failed write): the process ends here, its one line said
         return USER_ERROR
     except UnicodeError as e:  # text an output (a stream, a UTF-8 file) cannot hold: one line, not a traceback
         if debug:
             raise
         print(f"error: {one_line(unicode_message(e))}", file=sys.stderr)
+        return USER_ERROR
+    except Exception as e:  # with a plugin's component in play, most likely it broke its contract (shapes, types)
+        if debug or not plugins_used():
+            raise
+        print(f"error: {plugin_error_message(e)}", file=sys.stderr)
         return USER_ERROR
     finally:
         if from_command_line:  # the process only exits now: a late signal must not turn a finished command into a
@@ -214,8 +211,34 @@ def main(argv: list[str] | None = None) -> int:
                 signal.signal(signum, handler)
             stop.clear()
     if from_command_line and distributed.left_group():  # a torchrun rank whose work is done: no interpreter shutdown
-        sys.stdout.flush()  # (gloo's threads can abort it after a finished command)
-        sys.stderr.flush()
-        os._exit(int(rc or 0))
+        _end_now(int(rc or 0))  # (gloo's threads can abort it after a finished command)
     return int(rc or 0)
+
+
+def _start(from_command_line: bool) -> None:
+    """What every command does first: standard streams made safe, and nothing said or looked up by an earlier
+    command of this process carried over."""
+    if from_command_line:
+        reopen_closed_stderr()
+        thread_tqdm_lock()  # no multiprocessing semaphore (and its resource tracker) until a process pool starts
+    soften_stderr()
+    if from_command_line:
+        forgive_stderr()
+    warn_retired()
+    new_command()  # (warnings said once per command: main called again in one process is another command)
+    forget_plugins_used()
+
+
+def plugin_error_message(e: BaseException) -> str:
+    """One line for an unexpected error in a command that used plugin components (``plugins_used``)."""
+    return (f"{type(e).__name__}: {one_line(first_line(e))} (in a command using the plugin component(s) "
+            f"{'; '.join(plugins_used())}: a component that returns other shapes or types than its contract says "
+            "fails inside the toolkit like this; rerun with --debug for the traceback)")
+
+
+def _end_now(code: int) -> None:
+    """End the process at once with ``code``, its output flushed (no interpreter shutdown)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 

@@ -115,7 +115,7 @@ def cmd_configs_show(args) -> int:
     if name not in packaged_configs():
         raise UsageError(f"configs show: no packaged config {args.name!r}; `elmo-tasks configs list` shows them")
     text = packaged_configs()[name].read_text(encoding="utf-8")
-    if args.out is None:
+    if args.out in (None, "-"):  # ("-": standard output, the default)
         print(text, end="")
         return 0
     check_output_file(args.out, "--out")

@@ -95,22 +95,27 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
 
 
 def _warn_swapped_rows(examples: list[LabeledSentence], rows: list[tuple[int, list[str]]], path: Path) -> None:
-    """One warning line for a row whose label and text columns look swapped: its text is a label that other rows
-    use, and its own label occurs only there (it would become a class of its own, named by a text)."""
+    """One warning line for rows whose label and text columns look swapped: the text is (in any case) a label that
+    other rows use (twice or more), and the row's label would become a class named by a text."""
     counts = Counter(e.label for e in examples)
-    odd = [(lineno, e.label, " ".join(e.tokens)) for (lineno, _), e in zip(rows, examples)
-           if counts[e.label] == 1 and counts.get(" ".join(e.tokens), 0) >= 2]
+    by_lower = Counter()
+    for label, n in counts.items():
+        by_lower[label.lower()] += n
+    odd = [(lineno, e.label, text) for (lineno, _), e in zip(rows, examples)
+           if (text := " ".join(e.tokens)).lower() != e.label.lower() and by_lower[text.lower()] >= 2]
     if odd and first_time(("swapped columns", str(path), odd[0])):  # (once per command: each run reads the data)
         lineno, label, text = odd[0]
         more = f" (and {len(odd) - 1} more line(s))" if len(odd) > 1 else ""
-        print(f"warning: {path}:{lineno}: the text is {text!r}, a label of other rows, and the label {label[:60]!r} "
-              f"occurs only there{more}: are the label and text columns swapped on that line? it becomes a class of "
-              "its own", file=sys.stderr)
+        print(f"warning: {path}:{lineno}: the text is {text!r}, a label of other rows, under the label {label[:60]!r}"
+              f"{more}: are the label and text columns swapped on that line? it becomes a class of its own",
+              file=sys.stderr)
 
 
 def _csv_rows(path: Path, delimiter: str, quoting: bool) -> list[tuple[int, list[str]]]:
     """(line number, fields) of the non-blank rows."""
     rows: list[tuple[int, list[str]]] = []
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # (csv's default 131072 characters would refuse a
+    # long document as "unparsable")
     opener = gzip.open if path.suffix.lower() == ".gz" else open  # (a .gz file is read decompressed, as every text
     with opener(path, "rt", encoding="utf-8-sig", newline="") as f:  # input is: checked by iter_lines already)
         reader = csv.reader(f, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE,

@@ -13,7 +13,7 @@ from elmo_features.util.locking import OutputLock
 from elmo_features.util.paths import check_input_dir
 
 from tasks.experiment.config import RunConfig, check_seeds
-from tasks.features.base import section_input_paths, section_lookup_fingerprints
+from tasks.features.base import section_lookup_fingerprints, section_storage_keys
 from tasks.experiment.preflight import RESULTS_LOCK, check_given_once, claim_results_folder
 
 
@@ -57,25 +57,26 @@ def check_distinct_sources(cfg: RunConfig, names: list[str]) -> None:
         seen[key] = n
 
 
+def _without(section: dict, keys: set[str]) -> str:
+    return json.dumps({k: v for k, v in section.items() if k not in keys}, sort_keys=True, default=str)
+
+
 def check_distinct_inputs(cfg: RunConfig, names: list[str], memo) -> None:
-    """No two selected sources load the same frozen inputs (by what they give: a copy of a vectors file, or the same
-    vectors with their rows in another order; the same biLM in two folders) with otherwise identical sections: their
-    rows would measure one thing twice. ConfigError naming both, the files and the fingerprint."""
-    seen: dict[str, str] = {}
+    """No two selected sources load the same frozen inputs (by what they give: a copy of a vectors file, the same
+    vectors in another row order or format; the same biLM by folder and by its two files) with otherwise identical
+    settings: their rows would measure one thing twice. ConfigError naming both and the fingerprint."""
+    seen: list[tuple[str, dict, list[str], set[str]]] = []
     for name in names:
         section = cfg.compare.sources[name]
-        fps = section_lookup_fingerprints(section, memo)
-        paths = section_input_paths(section)
-        rest = {k: v for k, v in section.items() if k not in {p.key for p in paths}}
-        key = json.dumps([rest, fps], sort_keys=True, default=str)
-        if key in seen and fps:
-            other = seen[key]
-            files = " and ".join(f"{p.path}" for p in section_input_paths(cfg.compare.sources[other]) + paths)
-            raise ConfigError(f"compare.sources: {other} and {name} load the same frozen inputs (fingerprint "
-                              f"{fps[0][:12]}: {files} give the same features) with the same settings; their rows "
-                              "would measure one thing twice and a paired test would compare it with itself: drop one, "
-                              "or select the others with --sources")
-        seen[key] = name
+        fps, stored = section_lookup_fingerprints(section, memo), section_storage_keys(section)
+        for other, o_section, o_fps, o_stored in seen:
+            drop = stored | o_stored
+            if fps and fps == o_fps and _without(section, drop) == _without(o_section, drop):
+                raise ConfigError(f"compare.sources: {other} and {name} load the same frozen inputs (fingerprint "
+                                  f"{fps[0][:12]}: they give the same features) with the same settings; their rows "
+                                  "would measure one thing twice and a paired test would compare it with itself: drop "
+                                  "one, or select the others with --sources")
+        seen.append((name, section, fps, stored))
 
 
 def _check_sources_and_folds(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None,

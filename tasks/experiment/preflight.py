@@ -11,7 +11,6 @@ from __future__ import annotations
 import filecmp
 import hashlib
 import json
-import os
 import re
 import sys
 from datetime import datetime
@@ -21,8 +20,8 @@ from typing import Any, Iterable
 import torch
 
 from elmo_features.util.paths import (CACHE_DIR_FORBIDDEN, INPUT_FOLDERS, RUN_FOLDER_FILES, RUN_MODEL_FILES,
-                                      check_input_dir, check_input_file, check_input_path, check_output_dir,
-                                      folder_kind)
+                                      beside_config_hint, check_input_dir, check_input_file, check_input_path,
+                                      check_output_dir, folder_kind)
 from elmo_features.util.errors import CheckpointError, ConfigError, MissingPathError, OutputExistsError, PathError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.once import first_time
@@ -89,19 +88,6 @@ def check_data_path(reader: str, path: str, where: str, config_file: str | None 
         check_input_dir(path, where, hint=hint)
     elif kind == "file":
         check_input_file(path, where, hint, regular=True)
-
-
-def beside_config_hint(path: str, config_file: str | None) -> str:
-    """For a relative path missing from the current folder that exists next to the config file (or next to the file
-    a symlinked config points to): what to do, since relative paths resolve against the current folder; else ''."""
-    if not config_file or Path(path).expanduser().is_absolute() or Path(path).exists() or \
-            not Path(config_file).is_file():
-        return ""
-    for folder in dict.fromkeys((Path(config_file).parent, Path(config_file).resolve().parent)):
-        if (folder / path).exists():
-            return (f"relative paths resolve against the current folder ({Path.cwd()}), and it exists next to the "
-                    f"config ({os.path.normpath(folder / path)}): run from {folder}, or give an absolute path")
-    return ""
 
 
 SHARED_FILE_NOTES = {  # (split, later split naming the same file) -> what it means for the scores

@@ -119,6 +119,8 @@ class FeatureSource(nn.Module, abc.ABC):
     cached_on_disk: ClassVar[bool] = False  # precompute fills context.cache_dir (computed once before parallel jobs)
     offers_layers: ClassVar[bool] = False  # word_layers gives every layer (L, n, D), whatever the fusion setting
     fingerprint_key: ClassVar[str] = "model_fingerprint"  # the report key of the frozen model's fingerprint
+    storage_keys: ClassVar[tuple[str, ...]] = ()  # config keys that say where or how the frozen inputs are stored,
+    # not what they give (compare tells two sources apart by the rest and their lookup_fingerprints)
     # precompute's items are float arrays (..., n, D) and a token's features depend on its own rows alone (no
     # statistic over the batch): a head reading some tokens may keep those rows only (tasks/features/subset.py)
     tokenwise: bool = False
@@ -264,6 +266,12 @@ def section_lookup_fingerprints(section: dict, memo: Memo) -> list[str]:
     """The class's ``lookup_fingerprints`` of a resolved features section."""
     return plugin_call(section, "fingerprinting its frozen inputs",
                        lambda cls: cls.lookup_fingerprints(component_config(FEATURES, section), memo))
+
+
+def section_storage_keys(section: dict) -> set[str]:
+    """The keys of a resolved section that name where or how its frozen inputs are stored: its input paths' keys
+    and the class's ``storage_keys``."""
+    return {p.key for p in section_input_paths(section)} | set(section_class(section).storage_keys)
 
 
 def section_input_paths(section: dict) -> list[InputPath]:

@@ -97,6 +97,7 @@ class ElmoFeatures(FrozenLayerFeatures):
 
     Config = ElmoConfig
     fingerprint_key = "bilm_fingerprint"
+    storage_keys = ("bilm", "options_file", "weights_file")
 
     @classmethod
     def input_paths(cls, config: ElmoConfig) -> list[InputPath]:

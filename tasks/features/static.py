@@ -56,6 +56,7 @@ class StaticFeatures(FeatureSource):
 
     Config = StaticConfig
     fingerprint_key = "vectors_fingerprint"
+    storage_keys = ("format",)
 
     @classmethod
     def describe_frozen(cls, config: StaticConfig) -> str:

@@ -80,6 +80,7 @@ class TransformerFeatures(FrozenLayerFeatures):
 
     Config = TransformerConfig
     fingerprint_key = "encoder_fingerprint"
+    storage_keys = ("model",)
 
     @classmethod
     def input_paths(cls, config: TransformerConfig) -> list[InputPath]:

@@ -107,8 +107,8 @@ def cmd_senses(args) -> int:
     from elmo_features.util.threads import set_threads
 
     from tasks.features.base import FeatureContext
-    from tasks.experiment.preflight import (beside_config_hint, check_feature_paths, check_output_dirs,
-                                           feature_input_paths)
+    from elmo_features.util.paths import beside_config_hint
+    from tasks.experiment.preflight import check_feature_paths, check_output_dirs, feature_input_paths
     from tasks.wsd.config import load_wsd_config, warn_senses_inert
     from tasks.wsd.tagging import build_sense_file, is_sense_file
 
@@ -262,8 +262,9 @@ def cmd_wsd(args) -> int:
 
     from tasks.data.fetch import fetch_hint, fetch_if_missing
     from tasks.features.base import FeatureContext, section_input_paths
-    from tasks.experiment.preflight import (beside_config_hint, check_feature_paths, check_given_once,
-                                           check_no_finished_runs, check_output_dirs, claim_results_folder)
+    from elmo_features.util.paths import beside_config_hint
+    from tasks.experiment.preflight import (check_feature_paths, check_given_once, check_no_finished_runs,
+                                           check_output_dirs, claim_results_folder)
     from tasks.wsd.config import load_wsd_config
     from tasks.wsd.run import run_wsd, wsd_identity
 
