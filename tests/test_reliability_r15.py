@@ -630,3 +630,31 @@ def test_train_bilm_files_beside_the_config_are_said_so(tmp_path, capsys, monkey
                                                       "out_dir": str(tmp_path / "B")}))
     assert main(["train-bilm", "--config", "proj/cfg/b.yaml", "--progress", "off"]) == 2
     one_line_error(capsys, "train_files[0]: ../train.txt not found", "it exists next to the config (proj/train.txt)")
+
+
+def test_a_stop_swallowed_by_a_finaliser_is_not_reported_twice(capsys, monkeypatch):
+    import signal
+    import sys
+
+    from elmo_features.util import stop
+
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
+    stop.quiet_swallowed_stops()
+    try:
+        stop.request(signal.SIGTERM)
+
+        class Finaliser:
+            def __del__(self):
+                raise KeyboardInterrupt("SIGTERM")  # as the handler does when the signal lands here
+        Finaliser()
+        assert "Exception ignored" not in capsys.readouterr().err
+        with pytest.raises(KeyboardInterrupt):
+            stop.check()  # the recorded request still stops the command
+    finally:
+        stop.clear()
+
+    class Other:
+        def __del__(self):
+            raise ValueError("a real problem")
+    Other()
+    assert "a real problem" in capsys.readouterr().err  # other unraisable errors are still reported

@@ -15,6 +15,7 @@ callback is a traceback, or a death by SIGINT).
 from __future__ import annotations
 
 import signal
+import sys
 import time
 
 GRACE = 5.0  # seconds after the first stop request in which more signals are only recorded
@@ -48,6 +49,22 @@ def first() -> int | None:
 def in_grace() -> bool:
     """True within ``GRACE`` seconds of the first stop request: a signal now is the impatient second one."""
     return bool(_REQUESTED) and time.monotonic() - _FIRST_AT[0] < GRACE
+
+
+def quiet_swallowed_stops() -> None:
+    """Python reports a stop's KeyboardInterrupt that lands in a weakref or ``__del__`` callback as "Exception ignored
+    in: ... KeyboardInterrupt: SIGTERM" before the command's own line; the request is recorded and ``check()`` raises
+    it again, so such reports are dropped (other unraisable exceptions are reported as before)."""
+    previous = sys.unraisablehook
+    if getattr(previous, "_elmo_quiet_stops", False):
+        return
+
+    def hook(unraisable) -> None:
+        if not (isinstance(unraisable.exc_value, KeyboardInterrupt) and _REQUESTED):
+            previous(unraisable)
+
+    hook._elmo_quiet_stops = True
+    sys.unraisablehook = hook
 
 
 def stop_signals() -> tuple[int, ...]:

@@ -115,6 +115,7 @@ def install_stop_signals() -> dict:
     """SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt (so ``finally`` blocks run); an ignored SIGINT or SIGHUP
     stays ignored (``stop.stop_signals``). Returns the previous handlers (for ``signal.signal`` to restore)."""
     stop.clear()
+    stop.quiet_swallowed_stops()
     return {signum: signal.signal(signum, _on_stop_signal) for signum in stop.stop_signals()}
 
 
