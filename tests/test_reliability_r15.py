@@ -658,3 +658,17 @@ def test_a_stop_swallowed_by_a_finaliser_is_not_reported_twice(capsys, monkeypat
             raise ValueError("a real problem")
     Other()
     assert "a real problem" in capsys.readouterr().err  # other unraisable errors are still reported
+
+
+def test_a_relative_encoder_folder_beside_the_config_is_said_so(tmp_path, monkeypatch):
+    from elmo_features.util.errors import MissingPathError
+    from tasks.experiment.preflight import check_feature_paths
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "proj" / "cfg").mkdir(parents=True)
+    (tmp_path / "proj" / "enc").mkdir()
+    Path("proj/cfg/s.yaml").write_text("name: x\n")
+    with pytest.raises(MissingPathError, match="features.model: ../enc not found.*it exists next to the config "
+                                               "\\(proj/enc\\): run from proj/cfg"):
+        check_feature_paths({"name": "transformer", "model": "../enc"}, "proj/cfg/s.yaml: features",
+                            "proj/cfg/s.yaml")

@@ -30,7 +30,7 @@ from tasks.experiment.config import RunConfig, check_reader_fits_head
 from tasks.experiment.records import read_metrics
 from tasks.data.fetch import fetch_hint
 from tasks.data.registry import reader_path_kind
-from tasks.features.base import check_section_inputs, section_input_paths
+from tasks.features.base import check_section_inputs, section_input_paths, section_storage_keys
 from tasks.plugins import changed_plugin, plugin_digests
 
 CHECKPOINT_FORMAT = 1  # of a run's model.pt
@@ -43,8 +43,9 @@ def check_feature_paths(section: Any, where: str, config_file: str | None = None
         try:
             check_section_inputs(section, where)
         except MissingPathError as e:
-            hints = [h for p in feature_input_paths(section)
-                     if p in str(e) and (h := beside_config_hint(p, config_file))]
+            named = feature_input_paths(section) + [v for k in section_storage_keys(section)
+                                                    if isinstance(v := section.get(k), str)]  # (a model: folder)
+            hints = [h for p in named if p in str(e) and (h := beside_config_hint(p, config_file))]
             if hints:
                 raise MissingPathError(f"{e}; {hints[0]}") from None
             raise
