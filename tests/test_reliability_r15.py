@@ -672,3 +672,55 @@ def test_a_relative_encoder_folder_beside_the_config_is_said_so(tmp_path, monkey
                                                "\\(proj/enc\\): run from proj/cfg"):
         check_feature_paths({"name": "transformer", "model": "../enc"}, "proj/cfg/s.yaml: features",
                             "proj/cfg/s.yaml")
+
+
+# ---------------------------------------------------------------- list twenty-eight
+
+def test_a_common_class_whose_text_is_another_class_name_is_no_swap(tmp_path, capsys):
+    from tasks.data.classification import read_tsv
+
+    (tmp_path / "y.tsv").write_text("0\ta\n0\tb\n0\tc\n1\td\n1\te\n0\t1\n")
+    read_tsv(tmp_path / "y.tsv")
+    assert capsys.readouterr().err == ""
+
+
+def test_a_resume_that_reuses_no_run_takes_the_new_data(tmp_path):
+    from elmo_features.util.errors import ConfigError
+    from tasks.experiment.config import load_config
+    from tasks.experiment.data_record import DATA_RECORD, check_data_unchanged
+
+    env, cfg_path = static_config_file(tmp_path, kind="sentiment")
+    cfg = load_config(cfg_path)
+    grid = tmp_path / "grid"
+    check_data_unchanged(cfg, grid, None, resuming=False)
+    Path(env["tsv_train"]).write_text(Path(env["tsv_train"]).read_text() + "pos\ta new line\n")
+    with pytest.raises(ConfigError, match="changed since its finished runs were trained"):
+        check_data_unchanged(cfg, grid, None, resuming=True)
+    check_data_unchanged(cfg, grid, None, resuming=True, reusing=False)  # (was: refused, though nothing could mix)
+    check_data_unchanged(cfg, grid, None, resuming=True)  # the record now holds the new data
+    assert (grid / DATA_RECORD).is_file()
+
+
+def test_a_copied_model_and_an_unreachable_rank_zero_and_an_empty_data_variable(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from elmo_features.util.errors import CheckpointError
+    from tasks.data.fetch import default_data_dir
+    from tasks.experiment.preflight import check_config_digest, config_digests
+
+    raw = {"head": {"name": "crf_tagger", "hidden_dim": 8}}
+    ckpt = {"config_sha256": config_digests({"head": {"name": "crf_tagger", "hidden_dim": 16}})}
+    with pytest.raises(CheckpointError, match="config.yaml and .*model.pt disagree on head \\(config.yaml edited after "
+                                              "training, e.g. the tag scheme, or model.pt copied from another run\\)"):
+        check_config_digest(tmp_path, raw, ckpt)
+    monkeypatch.setenv("ELMO_TASKS_DATA", "")
+    assert default_data_dir() == Path("data")
+    from dist_launch import free_port
+
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "1", "LOCAL_RANK": "1",
+           "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": "lo", "ELMO_TASKS_DIST_TIMEOUT": "3",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    code = "from elmo_features.util import distributed as D\ntry:\n    D.init()\nexcept D.DistributedError as e:\n    print(e)"
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert "rank 1: could not join the process group at 127.0.0.1" in p.stdout, p.stdout + p.stderr[-2000:]

@@ -55,8 +55,8 @@ def test_b01_predict_refuses_a_run_config_edited_after_training(ner_run, tmp_pat
     (tmp_path / "in.txt").write_text("John lives in Paris\n")
     (ner_run / "config.yaml").write_text(text.replace("scheme: BIOES", "scheme: BIO", 1))
     assert main(["predict", str(ner_run), str(tmp_path / "in.txt"), *FAST]) == 2
-    one_line_error(capsys, f"{ner_run / 'config.yaml'}: data.reader / data.reader_options differ",
-                   "model.pt was trained with")
+    one_line_error(capsys, f"{ner_run / 'config.yaml'} and {ner_run / 'model.pt'} disagree on data.reader / "
+                   "data.reader_options", "config.yaml edited after training")
     # a moved frozen input (its path only) and the training loop are not what the model means: still loads
     cfg = yaml.safe_load(text)
     cfg["training"]["eval_batch_size"] = 7

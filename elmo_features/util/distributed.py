@@ -92,7 +92,13 @@ def init() -> Dist:
     if use_cuda:
         torch.cuda.set_device(local_rank)
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timeout())
+        try:
+            dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timeout())
+        except (RuntimeError, TimeoutError, OSError) as e:  # DistNetworkError, DistStoreError: rank 0 unreachable
+            first = " ".join(str(e).split())[:200]
+            raise DistributedError(f"rank {os.environ['RANK']}: could not join the process group at "
+                                   f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} ({first}); is rank 0 "
+                                   "running (started by the same torchrun), and the address and port right?") from None
     return Dist(dist.get_rank(), dist.get_world_size(), local_rank)
 
 

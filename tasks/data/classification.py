@@ -96,18 +96,20 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
 
 def _warn_swapped_rows(examples: list[LabeledSentence], rows: list[tuple[int, list[str]]], path: Path) -> None:
     """One warning line for rows whose label and text columns look swapped: the text is (in any case) a label that
-    other rows use (twice or more), and the row's label would become a class named by a text."""
+    other rows use (twice or more), and the row's own label is rarer or holds spaces (a text, not a class name)."""
     counts = Counter(e.label for e in examples)
     by_lower = Counter()
     for label, n in counts.items():
         by_lower[label.lower()] += n
     odd = [(lineno, e.label, text) for (lineno, _), e in zip(rows, examples)
-           if (text := " ".join(e.tokens)).lower() != e.label.lower() and by_lower[text.lower()] >= 2]
+           if (text := " ".join(e.tokens)).lower() != e.label.lower() and by_lower[text.lower()] >= 2
+           and (counts[e.label] < by_lower[text.lower()] or any(c.isspace() for c in e.label))]  # (a common class
+    # whose text is another class's name, e.g. "0<TAB>1" among many 0s and 1s, is no swap)
     if odd and first_time(("swapped columns", str(path), odd[0])):  # (once per command: each run reads the data)
         lineno, label, text = odd[0]
         more = f" (and {len(odd) - 1} more line(s))" if len(odd) > 1 else ""
         print(f"warning: {path}:{lineno}: the text is {text!r}, a label of other rows, under the label {label[:60]!r}"
-              f"{more}: are the label and text columns swapped on that line? it becomes a class of its own",
+              f"{more}: are the label and text columns swapped on that line? (its label would become a class)",
               file=sys.stderr)
 
 

@@ -65,7 +65,7 @@ def _list(args: argparse.Namespace) -> int:
     present = fetched_state(dest / FRAMEWORK_FOLDER)
     print(f"{FRAMEWORK:18} {present:8} {FRAMEWORK_URL}  WSD Evaluation Framework (Raganato et al. 2017): SemCor, "
           f"Senseval-2/3, SemEval-2007/2013/2015, ALL -> {FRAMEWORK_FOLDER}/<name>/")
-    print(f"(data folder: {dest}; set $ELMO_TASKS_DATA or --dest to change it)")
+    print(f"(data folder: {dest}; set $ELMO_TASKS_DATA or --download-dir to change it)")
     return 0
 
 

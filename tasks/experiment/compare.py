@@ -88,7 +88,8 @@ def _run_comparison(cfg: RunConfig, results_dir: Path, runs_dir: str | Path, con
     check_results_replaceable(results_dir, plan.identity)  # (after the --resume checks: they name the run folder)
     grid_dir = Path(resume) if resume is not None else new_grid_dir(Path(runs_dir) / cfg.name)
     dirs = cell_dirs(grid_dir, cells)
-    check_data_unchanged(cfg, grid_dir, plan.folds, resume is not None)  # --resume: the same data files and folds
+    finished = resume is not None and any(grid_dir.rglob("metrics.json"))  # (no finished run: nothing can mix)
+    check_data_unchanged(cfg, grid_dir, plan.folds, resume is not None, finished)  # --resume: the same data
     if resume is not None and not reused:
         print(f"resuming {resume}: no run in it has finished yet; running the whole comparison in it", file=sys.stderr)
     table = SummaryTable(cfg, plan.info, results_dir, t0)

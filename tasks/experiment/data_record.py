@@ -34,10 +34,15 @@ def data_fingerprints(cfg: RunConfig) -> dict[str, dict]:
     return out
 
 
-def check_data_unchanged(cfg: RunConfig, grid_dir: Path, folds: int | None, resuming: bool) -> None:
+def check_data_unchanged(cfg: RunConfig, grid_dir: Path, folds: int | None, resuming: bool,
+                         reusing: bool = True) -> None:
     """Record the data files' fingerprints and the fold cut (folds, fold_seed) in ``grid_dir`` (new comparison), or
     refuse to resume one whose data files or cut changed since (ConfigError naming it): old and new runs would mix
-    two data sets. A resumed folder without a readable record is warned about, and recorded now."""
+    two data sets. A resumed folder without a readable record is warned about, and recorded now. A resumed folder
+    that holds no finished run (``reusing`` False) mixes nothing: the record is written anew."""
+    if resuming and not reusing and (grid_dir / DATA_RECORD).is_file() and not (grid_dir / DATA_RECORD).is_symlink():
+        (grid_dir / DATA_RECORD).unlink()  # (nothing has finished, so nothing can mix)
+        resuming = False
     now, record = data_fingerprints(cfg), grid_dir / DATA_RECORD
     if record.is_symlink() or (record.exists() and not record.is_file()):  # written in place: never through a link
         raise PathError(f"{record}: is a {'link' if record.is_symlink() else 'folder'}, not the comparison's own "
