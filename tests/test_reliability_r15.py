@@ -721,6 +721,7 @@ def test_a_copied_model_and_an_unreachable_rank_zero_and_an_empty_data_variable(
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "1", "LOCAL_RANK": "1",
            "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": "lo", "ELMO_TASKS_DIST_TIMEOUT": "3",
            "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    code = "from elmo_features.util import distributed as D\ntry:\n    D.init()\nexcept D.DistributedError as e:\n    print(e)"
+    code = ("from elmo_features.util import distributed as D\n"
+            "try:\n    D.init()\nexcept D.DistributedError as e:\n    print(e)")
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert "rank 1: could not join the process group at 127.0.0.1" in p.stdout, p.stdout + p.stderr[-2000:]

@@ -209,9 +209,10 @@ def check_config_digest(run_dir: Path, raw: dict, ckpt: dict) -> None:
     now = config_digests(raw if isinstance(raw, dict) else {})
     changed = [PART_KEYS[k] for k in PART_KEYS if k in recorded and recorded[k] != now[k]]
     if changed:
-        raise CheckpointError(f"{run_dir / 'config.yaml'} and {run_dir / 'model.pt'} disagree on {', '.join(changed)} "
-                              "(config.yaml edited after training, e.g. the tag scheme, or model.pt copied from another "
-                              "run): restore the run's own files, or rerun the run with the new settings")
+        raise CheckpointError(f"{run_dir / 'config.yaml'} and {run_dir / 'model.pt'} disagree on "
+                              f"{', '.join(changed)} (config.yaml edited after training, e.g. the tag scheme, or "
+                              "model.pt copied from another run): restore the run's own files, or rerun the run with "
+                              "the new settings")
 
 
 def check_plugin_versions(run_dir: Path, config: dict) -> None:
