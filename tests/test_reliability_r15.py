@@ -725,3 +725,24 @@ def test_a_copied_model_and_an_unreachable_rank_zero_and_an_empty_data_variable(
             "try:\n    D.init()\nexcept D.DistributedError as e:\n    print(e)")
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert "rank 1: could not join the process group at 127.0.0.1" in p.stdout, p.stdout + p.stderr[-2000:]
+
+
+def test_eval_bilm_warns_about_unknown_words_and_a_blank_data_variable_is_unset(tmp_path, capsys, monkeypatch):
+    from tasks.data.fetch import default_data_dir
+
+    monkeypatch.setenv("ELMO_TASKS_DATA", "   ")
+    assert default_data_dir() == Path("data")
+    corpus = tmp_path / "t.txt"
+    corpus.write_text("the cat sat on the mat .\n" * 30)
+    cfg = {"train_files": [str(corpus)], "heldout_file": str(corpus), "out_dir": str(tmp_path / "B"),
+           "char_embedding_dim": 4, "filters": [[1, 4], [2, 8]], "n_highway": 1, "lstm_dim": 16, "projection_dim": 8,
+           "n_negative_samples": 4, "max_train_tokens": 200, "eval_every_tokens": 200, "eval_sentences": 5,
+           "batch_tokens": 100, "threads": 1, "warmup_steps": 1}
+    (tmp_path / "b.yaml").write_text(yaml.safe_dump(cfg))
+    assert main(["train-bilm", "--config", str(tmp_path / "b.yaml"), "--progress", "off"]) == 0
+    (tmp_path / "held.txt").write_text("zebra quokka axolotl the\n")
+    export = tmp_path / "B" / "export"
+    capsys.readouterr()
+    assert main(["eval-bilm", "--options", str(export / "options.json"), "--weights", str(export / "weights.hdf5"),
+                 "--vocab", str(tmp_path / "B" / "vocab.txt"), str(tmp_path / "held.txt")]) == 0
+    assert "of the predictions are <UNK>" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import sys
 from pathlib import Path
 
 import h5py
@@ -195,6 +196,9 @@ def cmd_eval(args) -> int:
                             f"{args.weights} holds a diverged model, or one that does not fit {args.vocab}; give the "
                             "export of a training that did not diverge, with its own vocab.txt")
     res["sentences"] = len(sentences)
+    if res["unk_rate"] > 0.10:  # (train-bilm's held-out warning: UNK_WARN)
+        print(f"warning: {args.file}: {res['unk_rate']:.0%} of the predictions are <UNK> (words outside {args.vocab}): "
+              "the perplexity mostly measures predicting <UNK>; see forward_no_unk / backward_no_unk", file=sys.stderr)
     print(json.dumps(res, indent=2, allow_nan=False))
     return 0
 

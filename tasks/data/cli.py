@@ -30,8 +30,8 @@ def _get(args: argparse.Namespace) -> int:
     if local and names != [FRAMEWORK]:
         check_input_file(local, "--from")
     dest = Path(args.dest) if args.dest else default_data_dir()
-    check_output_dir(dest, "--download-dir" if args.dest else "$ELMO_TASKS_DATA" if os.environ.get("ELMO_TASKS_DATA")
-                     else "the data folder")
+    from_env = os.environ.get("ELMO_TASKS_DATA", "").strip()
+    check_output_dir(dest, "--download-dir" if args.dest else "$ELMO_TASKS_DATA" if from_env else "the data folder")
     for name in names:
         need = REQUIRES.get(name)
         if need and need not in names and not (dest / need / "SOURCE.md").is_file():

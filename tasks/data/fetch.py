@@ -18,7 +18,7 @@ from tasks.wsd.data.framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWO
 
 def default_data_dir() -> Path:
     """$ELMO_TASKS_DATA, else ./data."""
-    return Path(os.environ.get("ELMO_TASKS_DATA") or "data")  # (set but empty: unset, as `data get` reads it)
+    return Path(os.environ.get("ELMO_TASKS_DATA", "").strip() or "data")  # (set but blank: unset)
 
 
 def fetch_hint(path: str | Path) -> str:
