@@ -541,25 +541,31 @@ PLUGIN_BAD_HEAD = ("from tasks.registry import HEADS\nfrom tasks.heads.sentence_
                    "        return super().logits(x, mask, layers, examples).unsqueeze(1)  # (B, 1, C)\n")
 
 
-def test_a_plugin_head_whose_logits_have_the_wrong_shape_is_one_line(tmp_path, capsys, monkeypatch):
+def _run_with_plugin(tmp_path, monkeypatch, module: str, text: str, registry, name: str, key: str) -> int:
+    """``run`` of a sentiment config whose ``key`` names ``name``, registered by the plugin ``module`` (``text``)."""
     import sys
 
     from tasks import plugins
-    from tasks.registry import HEADS
 
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "badhead_r15.py").write_text(PLUGIN_BAD_HEAD)
+    (tmp_path / f"{module}.py").write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
     env, cfg = static_config_file(tmp_path, kind="sentiment")
     try:
-        assert main(["run", cfg, "--out", "R", "--include", "badhead_r15", "--set", "head.name=bad_head_r15",
-                     *FAST]) == 2
-        one_line_error(capsys, "plugin module badhead_r15: head BadHead failed computing the loss",
-                       "check the shapes its logits and loss return")
+        return main(["run", cfg, "--out", "R", "--include", module, "--set", f"{key}={name}", *FAST])
     finally:
-        HEADS._entries.pop("bad_head_r15", None)
-        sys.modules.pop("badhead_r15", None)
+        registry._entries.pop(name, None)
+        sys.modules.pop(module, None)
+
+
+def test_a_plugin_head_whose_logits_have_the_wrong_shape_is_one_line(tmp_path, capsys, monkeypatch):
+    from tasks.registry import HEADS
+
+    assert _run_with_plugin(tmp_path, monkeypatch, "badhead_r15", PLUGIN_BAD_HEAD, HEADS, "bad_head_r15",
+                            "head.name") == 2
+    one_line_error(capsys, "plugin module badhead_r15: head BadHead failed computing the loss",
+                   "check the shapes its logits and loss return")
 
 
 # ---------------------------------------------------------------- list twenty-seven
@@ -582,24 +588,12 @@ PLUGIN_BAD_SOURCE = ("from tasks.registry import FEATURES\nfrom tasks.features.s
 
 
 def test_an_error_with_a_plugin_component_in_play_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
-    import sys
-
-    from tasks import plugins
     from tasks.registry import FEATURES
 
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "badsource_r15.py").write_text(PLUGIN_BAD_SOURCE)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
-    env, cfg = static_config_file(tmp_path, kind="sentiment")
-    try:
-        assert main(["run", cfg, "--out", "R", "--include", "badsource_r15", "--set", "features.name=bad_static_r15",
-                     *FAST]) == 2
-        one_line_error(capsys, "(in a command using the plugin component(s) feature source bad_static_r15 (module "
-                               "badsource_r15)", "rerun with --debug for the traceback")
-    finally:
-        FEATURES._entries.pop("bad_static_r15", None)
-        sys.modules.pop("badsource_r15", None)
+    assert _run_with_plugin(tmp_path, monkeypatch, "badsource_r15", PLUGIN_BAD_SOURCE, FEATURES, "bad_static_r15",
+                            "features.name") == 2
+    one_line_error(capsys, "(in a command using the plugin component(s) feature source bad_static_r15 (module "
+                           "badsource_r15)", "rerun with --debug for the traceback")
 
 
 def test_small_outputs_fit_small_room_and_long_tsv_fields_and_more_paths(tmp_path, capsys, monkeypatch):
