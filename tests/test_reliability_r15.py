@@ -740,3 +740,66 @@ def test_eval_bilm_warns_about_unknown_words_and_a_blank_data_variable_is_unset(
     assert main(["eval-bilm", "--options", str(export / "options.json"), "--weights", str(export / "weights.hdf5"),
                  "--vocab", str(tmp_path / "B" / "vocab.txt"), str(tmp_path / "held.txt")]) == 0
     assert "of the predictions are <UNK>" in capsys.readouterr().err
+
+
+def _rank_one(port: int, timeout: str, tmp_path: Path):
+    """``elmo-tasks embed`` as rank 1 of 2, rank 0 expected at 127.0.0.1:``port``."""
+    import subprocess
+    import sys
+
+    (tmp_path / "in.txt").write_text("hello world\n")
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": "1", "LOCAL_RANK": "1",
+           "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": "lo", "ELMO_TASKS_DIST_TIMEOUT": timeout,
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    code = "import sys\nfrom tasks.cli import main\nsys.exit(main())"
+    return subprocess.Popen([sys.executable, "-c", code, "embed", str(tmp_path / "in.txt"), str(tmp_path / "o.h5")],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_a_rank_waiting_for_rank_0_stops_on_sigterm_and_its_join_error_is_one_line(tmp_path):
+    import signal
+    import socket
+    import subprocess
+
+    from dist_launch import free_port
+
+    with socket.socket() as server:  # a "rank 0" that takes the connection and never answers
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        server.settimeout(120)
+        p = _rank_one(server.getsockname()[1], "600", tmp_path)
+        conn, _ = server.accept()  # rank 1 is joining now
+        p.send_signal(signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            pytest.fail("the rank ignored SIGTERM while joining the process group")
+        conn.close()
+    assert p.returncode == 143, err
+    assert err.strip().startswith("interrupted") and "Traceback" not in err, err
+    for value in ("0", "-5", "nan"):
+        p = _rank_one(free_port(), value, tmp_path)
+        err = p.communicate(timeout=120)[1]
+        assert p.returncode == 2 and err == f"error: ELMO_TASKS_DIST_TIMEOUT={value!r}: give a number of seconds above " \
+                                            "0, e.g. 1800\n", err
+    p = _rank_one(free_port(), "2", tmp_path)  # nobody at the port: PyTorch logs each attempt with a C++ stack
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 2 and len(err.splitlines()) == 1, err
+    assert err.startswith("error: rank 1: could not join the process group at 127.0.0.1:"), err
+
+
+def test_a_bare_encoder_name_that_is_a_folder_beside_the_config_is_said_so(tmp_path, monkeypatch):
+    from elmo_features.util.errors import MissingPathError
+    from tasks.experiment.preflight import check_feature_paths
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "proj" / "enc").mkdir(parents=True)
+    Path("proj/s.yaml").write_text("name: x\n")
+    with pytest.raises(MissingPathError, match="features.model: enc is not a folder here \\(it would be looked up as a "
+                                               "Hugging Face hub id\\);.*it exists next to the config \\(proj/enc\\)"):
+        check_feature_paths({"name": "transformer", "model": "enc"}, "proj/s.yaml: features", "proj/s.yaml")
+    (tmp_path / "proj" / "minilm-l6").mkdir()  # a packaged name is that model wherever the config is
+    check_feature_paths({"name": "transformer", "model": "minilm-l6"}, "proj/s.yaml: features", "proj/s.yaml")
+    monkeypatch.chdir(tmp_path / "proj")
+    check_feature_paths({"name": "transformer", "model": "enc"}, "s.yaml: features", "s.yaml")

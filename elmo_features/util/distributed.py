@@ -16,10 +16,13 @@ Without a process group (one process) the sums are the values themselves and not
 """
 from __future__ import annotations
 
+import math
 import os
 import random
 import re
 import sys
+import tempfile
+import threading
 import time
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -74,10 +77,15 @@ def torchrun_world() -> int:
 
 
 def timeout() -> timedelta:
+    """The deadline of every collective and of joining the group (``ELMO_TASKS_DIST_TIMEOUT`` seconds, > 0)."""
+    raw = os.environ.get(TIMEOUT_ENV, "1800")
     try:
-        return timedelta(seconds=float(os.environ.get(TIMEOUT_ENV, "1800")))
+        seconds = float(raw)
     except ValueError:
-        raise UsageError(f"{TIMEOUT_ENV}={os.environ[TIMEOUT_ENV]!r}: give seconds, e.g. 1800") from None
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= 10**7):
+        raise UsageError(f"{TIMEOUT_ENV}={raw!r}: give a number of seconds above 0, e.g. 1800")
+    return timedelta(seconds=seconds)
 
 
 def init() -> Dist:
@@ -93,13 +101,71 @@ def init() -> Dist:
         torch.cuda.set_device(local_rank)
     if not dist.is_initialized():
         try:
-            dist.init_process_group("nccl" if use_cuda else "gloo", timeout=timeout())
+            _join("nccl" if use_cuda else "gloo", timeout())
         except (RuntimeError, TimeoutError, OSError) as e:  # DistNetworkError, DistStoreError: rank 0 unreachable
             first = " ".join(str(e).split())[:200]
             raise DistributedError(f"rank {os.environ['RANK']}: could not join the process group at "
                                    f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} ({first}); is rank 0 "
                                    "running (started by the same torchrun), and the address and port right?") from None
     return Dist(dist.get_rank(), dist.get_world_size(), local_rank)
+
+
+_C10D_LOG = re.compile(r"^\[[EWI]\d{4} [^\]]*\] \[c10d\]|^\[[EWI]\d{4} [^\]]*(socket|TCPStore)\.cpp:|^Exception raised "
+                       r"from |^frame #\d+: |^<omitting python frames>$|^\s*$")
+
+
+def _join(backend: str, deadline: timedelta) -> None:
+    """``init_process_group``, in a helper thread: the C++ call waits for rank 0 (or for the other ranks) without
+    returning to Python, so a stop signal would wait for the deadline (30 minutes by default); here the main thread
+    waits in short steps and a stop ends the wait at once (the process then ends with ``os._exit``: the helper thread
+    is still inside the C++ call, ``left_group``). PyTorch's C++ log of the connection attempts (each retry with a
+    40-line C++ stack) goes to a scratch file while joining; what else was said there is passed on."""
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            dist.init_process_group(backend, timeout=deadline)
+        except BaseException as e:  # handed to the main thread
+            outcome.append(e)
+
+    global _LEFT
+    with _c10d_log_aside():
+        helper = threading.Thread(target=run, name="elmo-tasks-join", daemon=True)
+        helper.start()
+        try:
+            while helper.is_alive():
+                helper.join(0.2)
+        except KeyboardInterrupt:
+            _LEFT = True  # the join goes on in the helper thread: the process must not shut down normally
+            raise
+    if outcome:
+        raise outcome[0]
+
+
+@contextmanager
+def _c10d_log_aside() -> Iterator[None]:
+    """Standard error (file descriptor 2, where PyTorch's C++ code logs) goes to a scratch file; afterwards its
+    lines other than c10d's connection log are written to standard error."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no usable standard error: nothing to set aside
+        yield
+        return
+    with tempfile.TemporaryFile() as scratch:
+        os.dup2(scratch.fileno(), 2)
+        try:
+            yield
+        finally:
+            with suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            scratch.seek(0)
+            lines = scratch.read().decode("utf-8", "replace").splitlines()
+            kept = [line for line in lines if not _C10D_LOG.search(line)]
+            if kept:
+                print("\n".join(kept), file=sys.stderr, flush=True)
 
 
 @contextmanager
@@ -130,13 +196,14 @@ def finish(sync: bool = False) -> None:
         _LEFT = True
 
 
-_LEFT = False  # this process left a process group (``finish``)
+_LEFT = False  # this process left a process group (``finish``), or stopped while joining one (``_join``)
 
 
 def left_group() -> bool:
-    """Whether this process ran as a rank and left its process group: gloo's threads can still abort the
-    interpreter's shutdown ("terminate called without an active exception", exit -6; seen in about one run in fifty
-    of a two-rank test), so the command ends such a process with ``os._exit`` once its outputs are written."""
+    """Whether this process ran as a rank and left its process group (or was stopped while joining it): gloo's
+    threads can still abort the interpreter's shutdown ("terminate called without an active exception", exit -6; seen
+    in about one run in fifty of a two-rank test), so the command ends such a process with ``os._exit`` once its
+    outputs are written."""
     return _LEFT
 
 

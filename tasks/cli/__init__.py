@@ -182,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         hint = getattr(args, "interrupt_hint", None)
         hint = hint() if callable(hint) else hint
         print("interrupted" + (f"; {hint}" if hint else ""), file=sys.stderr, flush=True)
+        if from_command_line and distributed.left_group():  # (a rank stopped while joining: the join's thread is
+            _end_now(interrupt_exit_code())  # still in PyTorch's C++ code, which cannot shut down under it)
         return interrupt_exit_code()
     except BrokenPipeError:
         if from_command_line and not debug:

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 import torch
 
+from elmo_features.encoders.packaged import packaged_names
 from elmo_features.util.paths import (CACHE_DIR_FORBIDDEN, INPUT_FOLDERS, RUN_FOLDER_FILES, RUN_MODEL_FILES,
                                       beside_config_hint, check_input_dir, check_input_file, check_input_path,
                                       check_output_dir, folder_kind)
@@ -49,6 +50,12 @@ def check_feature_paths(section: Any, where: str, config_file: str | None = None
             if hints:
                 raise MissingPathError(f"{e}; {hints[0]}") from None
             raise
+        for key in section_storage_keys(section):  # a bare name that passed as a hub id, and is a folder beside the
+            value = section.get(key)  # config: the user meant that folder
+            hint = beside_config_hint(value, config_file) if isinstance(value, str) else ""
+            if hint and value not in packaged_names():
+                raise MissingPathError(f"{where}.{key}: {value} is not a folder here (it would be looked up as a "
+                                       f"Hugging Face hub id); {hint}")
 
 
 def feature_input_paths(section: Any) -> list[str]:
