@@ -358,3 +358,24 @@ def test_held_out_sentences_choose_how_wordnet_examples_are_used(graph):
     bad = SenseSums.from_keys([[river]], np.array([[[-1.0, 0.1]]], dtype=np.float32))
     plan = plan_senses({}, graph, held_out, FeatureContext(), glosses=False, progress=False, examples=bad)
     assert plan.examples == "none" and plan.example_sums is None
+
+
+def test_held_out_documents_take_every_nth_document_whole():
+    from elmo_features.util.errors import ConfigError
+    from tasks.wsd.data.examples import WsdSentence
+    from tasks.wsd.sense_method import check_hold_out, hold_out, held_out_sentences
+
+    docs = ["d000", "d000", "d001", "d002", "d002", "d002", "d001", "d003"]  # d001's sentences are not adjacent
+    train = [WsdSentence(["bank"], [WsdTarget(f"{d}.s{i}.t0", 0, 1, "bank", "NOUN", ["a%1:00:00::", "b%1:00:00::"],
+                                              ["a%1:00:00::" if i % 2 else "b%1:00:00::"])], f"{d}.s{i:03d}")
+             for i, d in enumerate(docs)]
+    assert held_out_sentences(train, 2) == [i % 2 == 1 for i in range(8)]
+    assert held_out_sentences(train, 2, "documents") == [d in ("d001", "d003") for d in docs]
+    vecs = np.arange(16, dtype=np.float32).reshape(8, 1, 2)  # (N, L, D)
+    held = hold_out(train, vecs, 2, "documents")
+    assert held.by == "documents" and [t.id for t in held.targets] == ["d001.s2.t0", "d001.s6.t0", "d003.s7.t0"]
+    assert held.vecs[:, 0, 0].tolist() == [4.0, 12.0, 14.0] and held.sums.counts.sum() == 5
+    with pytest.raises(ConfigError, match="holds out no annotated instance of the 4 training documents \\(every 5th "
+                                          "document\\).*or dev_split: sentences"):
+        check_hold_out(train, 5, "documents")
+    check_hold_out(train, 5)  # every 5th sentence: the fifth

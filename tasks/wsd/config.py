@@ -48,6 +48,9 @@ class WsdConfig:
     probes: bool = key(default=True, doc="also train the head on each single layer (a linear probe per layer)")
     head_dev_every: int = key(default=20,
                               doc="every Nth training sentence is the head's early-stopping dev set (0: none)")
+    dev_split: str = key(Str(choices=("sentences", "documents")), default="sentences",
+                         doc="what the 1-NN rows' choices hold out, every head_dev_every-th: sentences, or documents "
+                             "(the sentence id's part before the first dot, d000 of d000.s000: like tagging new text)")
     training: TrainingConfig = field(default_factory=TrainingConfig)
 
     def check(self, where: str) -> None:

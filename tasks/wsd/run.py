@@ -213,7 +213,7 @@ def dev_layer_choice(held_out: HeldOut) -> dict:
         acc.append(float(np.mean([answers[t.id] in t.gold for t in held])))
     best = int(np.argmax(acc))
     return {"layer": best, "dev_accuracy": [round(a, 4) for a in acc], "instances": len(held),
-            "every": held_out.every}
+            "every": held_out.every, "by": held_out.by}
 
 
 def _chunked_source(cfg: WsdConfig, section: dict, train_ex: list[WsdSentence],
@@ -257,7 +257,8 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     train_vecs = instance_layers(source, train_ex, "train", chunk, keep)
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
     want_dev = "dev_layer" in cfg.knn and train_vecs.shape[1] > 1
-    held_out = hold_out(train_ex, train_vecs, cfg.head_dev_every) if graph is not None or want_dev else None
+    held_out = (hold_out(train_ex, train_vecs, cfg.head_dev_every, cfg.dev_split)
+                if graph is not None or want_dev else None)
     del train_vecs
     dev_choice = dev_layer_choice(held_out) if want_dev else None
     test_vecs = [instance_layers(source, ts.examples, ts.name, chunk) for ts in report.tests]
@@ -377,7 +378,7 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
                "baseline", backoff=sum(b for _, b in mfs_answers.values()))
     graph = load_graph(cfg.wordnet) if any(r in cfg.knn for r in SENSE_ROWS) else None  # WordNet's data files
     if cfg.features and (graph is not None or "dev_layer" in cfg.knn):  # (rows of a source choose on them)
-        check_hold_out(train_ex, cfg.head_dev_every)  # (before any source embeds the training set)
+        check_hold_out(train_ex, cfg.head_dev_every, cfg.dev_split)  # (before any source embeds the training set)
     for name in cfg.features:
         _source_rows(report, cfg, name, train_dir, train_ex, context, progress, runs_dir, command, graph)
 

@@ -48,39 +48,65 @@ def layer_candidates(L: int) -> list[tuple[str, list[float]]]:
     return out
 
 
+HOLD_OUT_UNITS = ("sentences", "documents")
+
+
 @dataclass
 class HeldOut:
-    """Every ``every``-th training sentence held out: sense sums of the other sentences, the held-out instances and
-    their layer vectors. Small (a twentieth of the training vectors), so it can outlive the training arrays."""
+    """Every ``every``-th training sentence (or document: ``by``) held out: sense sums of the others, the held-out
+    instances and their layer vectors. Small (a twentieth of the training vectors), so it can outlive the training
+    arrays."""
 
     every: int
     sums: SenseSums
     targets: list
     vecs: np.ndarray  # (H, L, D)
+    by: str = "sentences"
 
 
-def check_hold_out(train_ex: list[WsdSentence], every: int) -> None:
-    """Every ``every``-th training sentence holds some annotated instance, or ConfigError (before any embedding):
-    each choice on the held-out sentences would be a tie at 0 accuracy, the first candidate taken."""
+def document_of(sentence_id: str) -> str:
+    """The document a framework sentence id names: its part before the first dot (``d000`` of ``d000.s000``)."""
+    return sentence_id.split(".", 1)[0]
+
+
+def held_out_sentences(train_ex: list[WsdSentence], every: int, by: str = "sentences") -> list[bool]:
+    """Per training sentence, whether it is held out: every ``every``-th sentence, or every sentence of every
+    ``every``-th document (in order of first appearance), a split like tagging new text: a held-out document's
+    topics, and the senses they bring, were not seen in training (in SemCor, 10.1% of the held-out instances have
+    a sense the rest never tags, against 7.5% with every 20th sentence)."""
+    if by == "sentences":
+        return [i % every == every - 1 for i in range(len(train_ex))]
+    order = {d: i for i, d in enumerate(dict.fromkeys(document_of(ex.id) for ex in train_ex))}
+    return [order[document_of(ex.id)] % every == every - 1 for ex in train_ex]
+
+
+def check_hold_out(train_ex: list[WsdSentence], every: int, by: str = "sentences") -> None:
+    """Every ``every``-th training sentence (document) holds some annotated instance, or ConfigError (before any
+    embedding): each choice on the held-out sentences would be a tie at 0 accuracy, the first candidate taken."""
     if every < 2:
         raise ConfigError(f"head_dev_every {every}: the sense vectors choose their settings on held-out training "
                           "sentences; set head_dev_every >= 2")
-    if not any(t.gold for i, ex in enumerate(train_ex) if i % every == every - 1 for t in ex.targets):
-        raise ConfigError(f"head_dev_every {every}: holds out no annotated instance of the {len(train_ex):,} training "
-                          f"sentences (every {every}th sentence); the settings chosen on held-out sentences would be "
-                          "chosen on nothing: give a smaller head_dev_every")
+    held = held_out_sentences(train_ex, every, by)
+    if not any(t.gold for ex, h in zip(train_ex, held) if h for t in ex.targets):
+        unit = "sentence" if by == "sentences" else "document"
+        units = len(train_ex) if by == "sentences" else len({document_of(ex.id) for ex in train_ex})
+        raise ConfigError(f"head_dev_every {every}: holds out no annotated instance of the {units:,} training "
+                          f"{unit}s (every {every}th {unit}); the settings chosen on held-out sentences would be "
+                          f"chosen on nothing: give a smaller head_dev_every" +
+                          (", or dev_split: sentences" if by == "documents" else ""))
 
 
-def hold_out(train_ex: list[WsdSentence], train_vecs: np.ndarray, every: int) -> HeldOut:
-    """Split the training instances by sentence: every ``every``-th sentence's annotated instances are held out."""
+def hold_out(train_ex: list[WsdSentence], train_vecs: np.ndarray, every: int, by: str = "sentences") -> HeldOut:
+    """Split the training instances by sentence (or document): the held-out sentences' annotated instances."""
+    check_hold_out(train_ex, every, by)
     targets = all_targets(train_ex)
-    is_dev = np.concatenate([np.full(len(ex.targets), i % every == every - 1) for i, ex in enumerate(train_ex)])
+    held = held_out_sentences(train_ex, every, by)
+    is_dev = np.concatenate([np.full(len(ex.targets), h) for ex, h in zip(train_ex, held)])
     fit = [t for t, d in zip(targets, is_dev) if not d]
     held_rows = np.flatnonzero(is_dev & np.array([bool(t.gold) for t in targets]))
-    check_hold_out(train_ex, every)
     return HeldOut(every, SenseSums.from_targets(fit, train_vecs, rows_of=np.flatnonzero(~is_dev)),
                    [targets[i] for i in held_rows],
-                   np.ascontiguousarray(train_vecs[held_rows]))
+                   np.ascontiguousarray(train_vecs[held_rows]), by)
 
 
 def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: FeatureContext, glosses: Sequence[str],
@@ -100,7 +126,7 @@ def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: Feature
                                               graph, {})[0])
     best = max(scores, key=scores.get)  # the first of equals: single layers come first, a learned mix last
     weights = candidates[best]
-    plan = SensePlan(weights, best, held_out={"instances": len(held), "every": every,
+    plan = SensePlan(weights, best, held_out={"instances": len(held), "every": every, "by": held_out.by,
                                               "layers": {k: round(a, 4) for k, a in scores.items()}})
     v = np.einsum("nld,l->nd", held_vecs, np.asarray(weights, dtype=np.float32))
     if examples is not None:

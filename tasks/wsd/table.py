@@ -161,8 +161,9 @@ def _row_notes(row: dict) -> list[str]:
         notes.append("chosen on held-out training sentences (scores.json: senses.held_out)")
     if row.get("dev_choice"):
         dc = row["dev_choice"]
+        unit = dc.get("by", "sentences")[:-1]
         notes.append(f"1-NN accuracy on {dc['instances']:,} held-out training instances (every {dc['every']}th "
-                     "sentence) by layer: " + ", ".join(f"{a * 100:.1f}" for a in dc["dev_accuracy"]))
+                     f"{unit}) by layer: " + ", ".join(f"{a * 100:.1f}" for a in dc["dev_accuracy"]))
     return notes
 
 

@@ -52,11 +52,11 @@ def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: F
     warn_unknown_keys(train_ds, inventory, f"training set {train_ds.name}")
     source = build_features(section, replace(context, memo=context.memo.streaming()))  # keeps no per-word arrays
     train_ex = to_examples(train_ds, inventory)
-    check_hold_out(train_ex, cfg.head_dev_every)  # (before the training set is embedded)
+    check_hold_out(train_ex, cfg.head_dev_every, cfg.dev_split)  # (before the training set is embedded)
     train_vecs = instance_layers(source, train_ex, "train", CHUNK)
     graph = load_graph(cfg.wordnet)
-    plan = plan_senses(section, graph, hold_out(train_ex, train_vecs, cfg.head_dev_every), context, cfg.gloss_texts,
-                       progress,
+    held_out = hold_out(train_ex, train_vecs, cfg.head_dev_every, cfg.dev_split)
+    plan = plan_senses(section, graph, held_out, context, cfg.gloss_texts, progress,
                        examples=example_sums(section, graph, context, progress))
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)
     del train_vecs
