@@ -48,9 +48,6 @@ def layer_candidates(L: int) -> list[tuple[str, list[float]]]:
     return out
 
 
-HOLD_OUT_UNITS = ("sentences", "documents")
-
-
 @dataclass
 class HeldOut:
     """Every ``every``-th training sentence (or document: ``by``) held out: sense sums of the others, the held-out
