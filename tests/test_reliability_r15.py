@@ -803,3 +803,22 @@ def test_a_bare_encoder_name_that_is_a_folder_beside_the_config_is_said_so(tmp_p
     check_feature_paths({"name": "transformer", "model": "minilm-l6"}, "proj/s.yaml: features", "proj/s.yaml")
     monkeypatch.chdir(tmp_path / "proj")
     check_feature_paths({"name": "transformer", "model": "enc"}, "s.yaml: features", "s.yaml")
+
+
+def test_a_full_standard_output_is_named(tmp_path):
+    import subprocess
+    import sys
+
+    code = "import sys\nfrom tasks.cli import main\nsys.exit(main())"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([sys.executable, "-c", code, "configs", "list"], stdout=full, stderr=subprocess.PIPE,
+                               text=True, env=env, timeout=120)
+        assert p.returncode == 2 and p.stderr == "error: standard output: No space left on device; free some space, " \
+                                                 "or redirect it elsewhere\n", p.stderr
+    with open(tmp_path / "out.txt", "w") as out:
+        p = subprocess.run(["bash", "-c", f"ulimit -f 1; exec {sys.executable} -c '{code}' configs list"], stdout=out,
+                           stderr=subprocess.PIPE, text=True, env=env, timeout=120)
+    assert p.returncode == 2 and p.stderr == "error: standard output: File too large; raise the file-size limit " \
+                                             "(ulimit -f), or redirect it elsewhere\n", p.stderr

@@ -87,7 +87,7 @@ from tasks.experiment.config import find_config
 from tasks.plugins import includes_in, load_plugins
 from tasks.registry import forget_plugins_used, plugins_used
 from tasks.cli.streams import (check_stdout, debug_from_env, forgive_stderr, reader_went_away, reopen_closed_stderr,
-                               soften_stderr, unicode_message)
+                               soften_stderr, standard_output_failed, unicode_message)
 
 # sub-command module, in the order shown by --help
 COMMANDS = [
@@ -156,6 +156,9 @@ def error_message(e: BaseException) -> str:
         full = code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
         hint = "; free some space or write the output elsewhere" if full else ""
         return one_line(f"{e.filename}: {text}{hint}")
+    if isinstance(e, OSError) and not isinstance(e, ElmoTasksError) and standard_output_failed(e):
+        hint = "raise the file-size limit (ulimit -f)" if e.errno == errno.EFBIG else "free some space"
+        return one_line(f"standard output: {e.strerror or e}; {hint}, or redirect it elsewhere")
     return one_line(str(e).strip()) or type(e).__name__
 
 

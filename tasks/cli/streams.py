@@ -3,9 +3,13 @@ and text a stream (or a UTF-8 output file) cannot encode, each one line rather t
 from __future__ import annotations
 
 import codecs
+import errno
 import fcntl
 import os
+import resource
+import stat
 import sys
+from contextlib import suppress
 
 from elmo_features.util.errors import PathError
 from elmo_features.util.paths import show_bytes, undecodable_byte
@@ -107,6 +111,30 @@ def reader_went_away() -> int:
     except (AttributeError, OSError, ValueError):
         pass
     return 128 + 13
+
+
+def standard_output_failed(e: OSError) -> bool:
+    """Whether an OSError that names no file was standard output's: "No space left on device" where standard output
+    is /dev/full or a file on a full file system, "File too large" where it is a file at the ``ulimit -f`` size.
+    Its later writes (the flush at exit too) then go to /dev/null."""
+    if e.filename is not None or e.errno not in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return False
+    try:
+        fd = sys.stdout.fileno()
+        st = os.fstat(fd)
+        if e.errno == errno.EFBIG:
+            limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+            failed = stat.S_ISREG(st.st_mode) and limit != resource.RLIM_INFINITY and st.st_size >= limit
+        elif stat.S_ISCHR(st.st_mode):
+            failed = os.path.exists("/dev/full") and st.st_rdev == os.stat("/dev/full").st_rdev
+        else:
+            failed = stat.S_ISREG(st.st_mode) and os.fstatvfs(fd).f_bavail == 0
+    except (AttributeError, OSError, ValueError):  # no usable standard output: not it
+        return False
+    if failed:
+        with suppress(OSError):
+            _to_devnull(fd)
+    return failed
 
 
 def prints_result(args) -> bool:
