@@ -822,3 +822,13 @@ def test_a_full_standard_output_is_named(tmp_path):
                            stderr=subprocess.PIPE, text=True, env=env, timeout=120)
     assert p.returncode == 2 and p.stderr == "error: standard output: File too large; raise the file-size limit " \
                                              "(ulimit -f), or redirect it elsewhere\n", p.stderr
+
+
+def test_run_out_dot_slash_dash_is_a_folder_named_dash(tmp_path, monkeypatch, capsys):
+    env, cfg = static_config_file(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", cfg, "--out", "./-", "--progress", "off"]) == 0, capsys.readouterr().err
+    assert (tmp_path / "-" / "metrics.json").is_file()
+    capsys.readouterr()
+    assert main(["run", cfg, "--out", "-", "--progress", "off"]) == 2
+    one_line_error(capsys, "'-' would be a folder named '-'")

@@ -124,7 +124,8 @@ def cmd_run(args) -> int:
         check_run_inputs(cfg, args.config)
         check_output_dirs(cache_dir=_cache_dir(args), flags={"cache_dir": cache_dir_flag(args)})
         context, progress = _setup(args)  # (before the default run folder is made: a bad --device makes none)
-        out = Path(run_folder(args, cfg) if dist is None else dist.from_main(lambda: run_folder(args, cfg)))
+        out = run_folder(args, cfg) if dist is None else dist.from_main(lambda: run_folder(args, cfg))  # (a str:
+        # Path would make `./-` the refused '-')
         if dist is not None and not dist.is_main:
             context.progress, progress = False, False
         args.interrupt_hint = (f"the run folder {out} is incomplete (no metrics.json; runs do not resume); "
@@ -155,7 +156,7 @@ def run_folder(args, cfg) -> str:
         check_output_dirs(runs_dir=args.runs_dir)
         return str(new_run_dir(cfg, args.runs_dir))
     out = Path(args.out)
-    check_output_dirs(out=out)
+    check_output_dirs(out=args.out)  # (as typed: `./-` is a folder named '-', though Path makes it '-')
     if out.is_dir() and any(out.iterdir()):
         if (out / "run.lock").exists():  # a writer at work there gets its own error (LockError)
             with OutputLock(out / "run.lock", f"the run folder {out}"):
@@ -163,7 +164,7 @@ def run_folder(args, cfg) -> str:
         if not is_unfinished_run(out):  # (a killed or interrupted run's folder: its printed command trains again)
             raise PathError(f"--out {out}: the folder is not empty (a run folder holds one run, and its files "
                             "would mix with this one's); choose a new folder or remove it")
-    return str(out)
+    return os.path.join(".", "-") if str(out) == "-" else str(out)
 
 
 def _inside(folder: str, parent: str) -> bool:
