@@ -19,8 +19,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(module: str, args: list[str], world: int = 2, env: dict | None = None) -> list[subprocess.Popen]:
-    """Start ``world`` ranks as torchrun would (env://, gloo, loopback); ``wait`` for them."""
+def start(module: str, args: list[str], world: int = 2, env: dict | None = None,
+          rank_args: dict[int, list[str]] | None = None) -> list[subprocess.Popen]:
+    """Start ``world`` ranks as torchrun would (env://, gloo, loopback); ``wait`` for them. ``rank_args``: other
+    arguments for some ranks (a launch gone wrong)."""
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed is not available in this PyTorch build")
     port = free_port()
@@ -30,7 +32,8 @@ def start(module: str, args: list[str], world: int = 2, env: dict | None = None)
                     "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world),
                     "OMP_NUM_THREADS": "1", "ELMO_TASKS_DIST_TIMEOUT": "300", "GLOO_SOCKET_IFNAME": "lo",
                     "PYTHONPATH": str(REPO), **(env or {})}
-        procs.append(subprocess.Popen([sys.executable, "-m", module, *args], cwd=REPO, env=rank_env,
+        procs.append(subprocess.Popen([sys.executable, "-m", module, *(rank_args or {}).get(rank, args)], cwd=REPO,
+                                      env=rank_env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     return procs
 

@@ -71,3 +71,14 @@ def test_a_killed_rank_stops_the_job_with_an_error(tmp_path):
     last = r0.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and "lost the other ranks" in last and "Traceback" not in r0.stderr
     assert not (out / "metrics.json").exists()  # no half-finished run looks finished
+
+
+def test_ranks_given_other_settings_are_refused_before_training(tmp_path):
+    env = make_env(tmp_path)
+    conf, out = _config(tmp_path, env, 2), tmp_path / "r"
+    args = ["run", conf, "--out", str(out), "--cache-dir", str(tmp_path / "c"), "--progress", "off"]
+    r0, r1 = wait(start("tasks.cli", args, rank_args={1: [*args, "--set", "training.lr=0.5"]}), timeout=300)
+    for r in (r0, r1):
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
+        assert "error: rank 1 was given another job than rank 0: training.lr (0.5 against " in r.stderr, r.stderr
+    assert not (out / "metrics.json").exists()

@@ -742,13 +742,13 @@ def test_eval_bilm_warns_about_unknown_words_and_a_blank_data_variable_is_unset(
     assert "of the predictions are <UNK>" in capsys.readouterr().err
 
 
-def _rank_one(port: int, timeout: str, tmp_path: Path):
-    """``elmo-tasks embed`` as rank 1 of 2, rank 0 expected at 127.0.0.1:``port``."""
+def _rank_one(port: int, timeout: str, tmp_path: Path, rank: int = 1):
+    """``elmo-tasks embed`` as rank ``rank`` (1) of 2, rank 0 expected at 127.0.0.1:``port``."""
     import subprocess
     import sys
 
     (tmp_path / "in.txt").write_text("hello world\n")
-    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": "1", "LOCAL_RANK": "1",
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "LOCAL_RANK": "1",
            "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": "lo", "ELMO_TASKS_DIST_TIMEOUT": timeout,
            "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     code = "import sys\nfrom tasks.cli import main\nsys.exit(main())"
@@ -832,3 +832,81 @@ def test_run_out_dot_slash_dash_is_a_folder_named_dash(tmp_path, monkeypatch, ca
     capsys.readouterr()
     assert main(["run", cfg, "--out", "-", "--progress", "off"]) == 2
     one_line_error(capsys, "'-' would be a folder named '-'")
+
+
+def test_ranks_outside_the_world_alone_or_given_other_inputs_are_told_so(tmp_path):
+    from dist_launch import free_port, start, wait
+
+    p = _rank_one(free_port(), "600", tmp_path, rank=2)
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 2 and err == "error: RANK=2 is outside the job's WORLD_SIZE=2 (ranks 0 to 1): launch with " \
+                                        "torchrun, which numbers the ranks\n", err
+    p = _rank_one(free_port(), "2", tmp_path, rank=0)  # rank 0 alone: the other rank never comes
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 2 and err.startswith("error: rank 0: the other ranks did not all join the process group "
+                                                "at 127.0.0.1:") and "were all 2 ranks started" in err, err
+    (tmp_path / "a.txt").write_text("".join(f"sentence number {i}\n" for i in range(30)))
+    (tmp_path / "b.txt").write_text("".join(f"sentence number {i}\n" for i in range(10)))
+    out = tmp_path / "o.h5"
+    r0, r1 = wait(start("tasks.cli", ["embed", str(tmp_path / "a.txt"), str(out)],
+                        env={"ELMO_TASKS_DIST_TIMEOUT": "120"},
+                        rank_args={1: ["embed", str(tmp_path / "b.txt"), str(out)]}), timeout=300)
+    for r in (r0, r1):
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert "error: rank 1 was given another job than rank 0: the input (" in r.stderr, r.stderr
+        assert "b.txt" in r.stderr, r.stderr
+    assert not out.exists() and not Path(str(out) + ".shards").exists()
+
+
+def test_compare_uses_no_more_processes_than_runs_and_a_folder_output_suggests_its_kind(tmp_path, capsys):
+    import json
+
+    from elmo_features.util.threads import threads_per_job
+
+    env, cfg = static_config_file(tmp_path)
+    raw = yaml.safe_load(Path(cfg).read_text())
+    raw["compare"] = {"seeds": [1], "sources": {"glove": {"name": "static", "path": str(env["glove"])}}}
+    Path(cfg).write_text(yaml.safe_dump(raw))
+    assert main(["compare", cfg, "--results-dir", str(tmp_path / "res"), "--runs-dir", str(tmp_path / "runs"),
+                 "--cache-dir", str(tmp_path / "cache"), "--progress", "off", "--jobs", "50"]) == 0
+    summary = json.loads((tmp_path / "res" / "summary.json").read_text())
+    assert summary["jobs"] == 1 and summary["threads_per_job"] == threads_per_job(1), summary
+    assert f"1 runs on 1 processes x {threads_per_job(1)} torch thread(s)" in capsys.readouterr().out
+    (tmp_path / "d").mkdir()
+    assert main(["configs", "show", "ner_conll2003", "--out", str(tmp_path / "d")]) == 2
+    one_line_error(capsys, f"is a folder; give a file name (e.g. {tmp_path / 'd' / 'ner_conll2003.yaml'})")
+
+
+def test_training_labels_that_differ_only_in_case_are_warned_about(tmp_path, capsys):
+    from tasks.heads.base import Head
+    from tasks.data.types import LabeledSentence
+    from tasks.registry import HEADS
+
+    head = HEADS.get("sentence_classifier")
+    rows = [LabeledSentence(["good"], "pos"), LabeledSentence(["great"], "POS"), LabeledSentence(["bad"], "neg")]
+    assert issubclass(head, Head)
+    vocab = head.build_vocab(head.Config(), rows, {})
+    assert vocab["labels"] == ["POS", "neg", "pos"]  # still separate classes: the data decides
+    err = capsys.readouterr().err
+    assert err == "warning: the training labels 'POS' and 'pos' differ only in letter case: they are separate " \
+                  "classes; if they mean one, write them alike in the data\n", err
+    head.build_vocab(head.Config(), rows[::2] + [LabeledSentence(["x"], "Neg2")], {})
+    assert capsys.readouterr().err == ""
+
+
+def test_symlink_loops_configless_wsd_sources_and_a_missing_semcor_are_told_what_to_do(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    os.symlink("a", "b")
+    os.symlink("b", "a")
+    os.symlink("nowhere", "c")
+    assert main(["embed", "a", "o.h5"]) == 2
+    one_line_error(capsys, "embed input: a is a symbolic link loop (it leads back to itself)")
+    assert main(["embed", "c", "o.h5"]) == 2
+    one_line_error(capsys, "embed input: c is a symbolic link to nowhere, which does not exist")
+    Path("tr").mkdir()
+    assert main(["wsd", "--train", "tr", "--test", "tr", "--features", "glove", "--out", "W"]) == 2
+    one_line_error(capsys, "unknown source 'glove': there are no sources without a config; give --config with a "
+                           "sources section")
+    assert main(["wsd", "senses", "--config", "wsd_senses", "--source", "glove", "--out", "s.h5"]) == 2
+    one_line_error(capsys, "train (the config's; --train overrides): data/wsd/semcor not found; run `elmo-tasks data "
+                           "get wsd-framework`")

@@ -128,6 +128,12 @@ def embed_file_sharded(input_path, output_path, embedder: Embedder, dist: D.Dist
     settings = settings_for(embedder, output_format, forget_sentences)
     manifest = {"input_sha256": input_hash, "settings": settings, "world_size": dist.world_size,
                 "bounds": shard_bounds(list(source.lengths), dist.world_size)}
+    parts = json.loads(settings)
+    D.check_same_job({"input": f"{input_path}, sha256 {input_hash[:12]}", "model": f"fingerprint {parts['bilm'][:12]}",
+                      "format": parts["format"], "forget_sentences": parts["forget_sentences"],
+                      "output": str(output_path.resolve())},
+                     {"input": "the input", "model": "the model", "format": "the output format",
+                      "forget_sentences": "--forget-sentences", "output": "the output"})
     lock = OutputLock(lock_path_for(output_path), f"the embed output {output_path}")
     error = None
     if dist.is_main:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import glob
 import json
 import sys
@@ -108,6 +109,9 @@ def cmd_train(args) -> int:
     from elmo_features.util import distributed
 
     dist = distributed.init() if distributed.torchrun_world() > 1 else None  # torchrun: data-parallel ranks
+    if dist is not None:  # every rank trains the same model (a rank given other settings would train another)
+        distributed.check_same_config({k: v for k, v in dataclasses.asdict(cfg).items() if k != "threads"},
+                                      resume=args.resume)
     ok = False
     try:
         try:

@@ -25,6 +25,7 @@ def run_steps(cfg, lengths: np.ndarray, world: int = 1) -> tuple[int, float]:
 
 
 SHORT_PIECES = 5  # a max_sentence_length below it leaves the LSTMs next to no context
+MANY_EPOCHS = 1000  # more passes over the corpus than this: a warning (the corpus is far too small for the run)
 
 
 def check_warmup(cfg, lengths: np.ndarray, world: int = 1, warn: bool = True) -> None:
@@ -32,6 +33,11 @@ def check_warmup(cfg, lengths: np.ndarray, world: int = 1, warn: bool = True) ->
     warmup_steps); one warning line when it never reaches its peak. Also the other step counts measured against
     the run (``check_steps``), and a warning when ``max_sentence_length`` leaves next to no context."""
     check_steps(cfg, lengths, world)
+    epochs = cfg.max_train_tokens / max(1, int(lengths.sum()))
+    if warn and epochs > MANY_EPOCHS:
+        print(f"warning: the training corpus has {int(lengths.sum()):,} tokens: max_train_tokens "
+              f"{cfg.max_train_tokens:,} goes over it about {epochs:,.0f} times; a biLM trained that long on so little "
+              "text learns it by heart: give more text, or lower max_train_tokens", file=sys.stderr)
     if warn and cfg.max_sentence_length < SHORT_PIECES:
         print(f"warning: max_sentence_length {cfg.max_sentence_length}: sentences are cut into pieces of that many "
               "tokens, so each prediction sees at most that much context (a biLM is usually trained on 20 to 100)",

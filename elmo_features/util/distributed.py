@@ -16,6 +16,7 @@ Without a process group (one process) the sums are the values themselves and not
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import random
@@ -76,6 +77,14 @@ def torchrun_world() -> int:
         raise UsageError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is not an integer (launch with torchrun)") from None
 
 
+def _int_env(name: str, default: str | None = None) -> int:
+    value = os.environ.get(name, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name}={value!r} is not an integer (launch with torchrun)") from None
+
+
 def timeout() -> timedelta:
     """The deadline of every collective and of joining the group (``ELMO_TASKS_DIST_TIMEOUT`` seconds, > 0)."""
     raw = os.environ.get(TIMEOUT_ENV, "1800")
@@ -95,8 +104,11 @@ def init() -> Dist:
     for key in ("RANK", "MASTER_ADDR", "MASTER_PORT"):
         if key not in os.environ:
             raise UsageError(f"WORLD_SIZE is set but {key} is not: launch with torchrun (it sets both)")
+    world, rank, local_rank = torchrun_world(), _int_env("RANK"), _int_env("LOCAL_RANK", "0")
+    if not 0 <= rank < world:
+        raise UsageError(f"RANK={rank} is outside the job's WORLD_SIZE={world} (ranks 0 to {world - 1}): launch with "
+                         "torchrun, which numbers the ranks")
     use_cuda = torch.cuda.is_available()
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     if use_cuda:
         torch.cuda.set_device(local_rank)
     if not dist.is_initialized():
@@ -104,8 +116,12 @@ def init() -> Dist:
             _join("nccl" if use_cuda else "gloo", timeout())
         except (RuntimeError, TimeoutError, OSError) as e:  # DistNetworkError, DistStoreError: rank 0 unreachable
             first = " ".join(str(e).split())[:200]
-            raise DistributedError(f"rank {os.environ['RANK']}: could not join the process group at "
-                                   f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']} ({first}); is rank 0 "
+            where = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+            if rank == 0:  # rank 0 hosts the group: the others did not come
+                raise DistributedError(f"rank 0: the other ranks did not all join the process group at {where} "
+                                       f"({first}); were all {world} ranks started (by the same torchrun)? A slow "
+                                       f"start needs a larger {TIMEOUT_ENV}") from None
+            raise DistributedError(f"rank {rank}: could not join the process group at {where} ({first}); is rank 0 "
                                    "running (started by the same torchrun), and the address and port right?") from None
     return Dist(dist.get_rank(), dist.get_world_size(), local_rank)
 
@@ -212,6 +228,45 @@ def broadcast(obj, src: int = 0):
     box = [obj]
     dist.broadcast_object_list(box, src=src)
     return box[0]
+
+
+def all_gather(obj) -> list:
+    """``obj`` of every rank, in rank order (a timed collective)."""
+    out = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def check_same_job(job: dict, what: dict[str, str]) -> None:
+    """Every rank was given the same job (``job``: its inputs, settings and output as this rank sees them; ``what``
+    names each key for the message), or every rank raises the same DistributedError naming the first rank that
+    differs from rank 0 and how (a rank started with another input file would write its shard of another text)."""
+    with collective("comparing the ranks' commands"):
+        jobs = all_gather(job)
+    for r, other in enumerate(jobs[1:], start=1):
+        keys = list(dict.fromkeys([*jobs[0], *other]))
+        differ = [f"{what.get(k, k)} ({other.get(k)} against {jobs[0].get(k)})" for k in keys
+                  if other.get(k) != jobs[0].get(k)][:3]
+        if differ:
+            raise DistributedError(f"rank {r} was given another job than rank 0: {'; '.join(differ)}; launch every "
+                                   "rank with the same command and inputs")
+
+
+def check_same_config(config: dict, **extra) -> None:
+    """``check_same_job`` for a command's resolved config (compared key by key: the message names e.g.
+    ``training.lr (0.5 against 0.01)``) and ``extra`` values (e.g. the output folder)."""
+    job = {k: json.dumps(v, sort_keys=True, default=str) for k, v in _leaves(config)}
+    job.update({k: str(v) for k, v in extra.items()})
+    check_same_job(job, {})
+
+
+def _leaves(tree, prefix: str = ""):
+    """(dotted key, value) of every leaf of nested dicts."""
+    if isinstance(tree, dict) and tree:
+        for k, v in tree.items():
+            yield from _leaves(v, f"{prefix}.{k}" if prefix else str(k))
+    else:
+        yield prefix, tree
 
 
 def _store():

@@ -61,15 +61,16 @@ def is_stream(path: str | os.PathLike) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
 
 
-def check_output_file(path: str | os.PathLike, what: str = "output") -> Path:
-    """An output file path: not a folder, and its folder exists writable or can be created (a stream: writable);
-    not ``-``, which a command with text output takes as standard output before this check."""
+def check_output_file(path: str | os.PathLike, what: str = "output", example: str = "out.hdf5") -> Path:
+    """An output file path: not a folder (``example``: a file name to suggest in it), and its folder exists writable
+    or can be created (a stream: writable); not ``-``, which a command with text output takes as standard output
+    before this check."""
     _refuse_dash(path, what, "a file")
     p = Path(path).expanduser()
     _check_name_room(p, what)
     _check_not_a_loop(p, what)
     if str(path).endswith(("/", os.sep)) or p.is_dir():
-        raise PathError(f"{what}: {p} is a folder; give a file name (e.g. {p / 'out.hdf5'})")
+        raise PathError(f"{what}: {p} is a folder; give a file name (e.g. {p / example})")
     if p.exists() and not os.access(p, os.W_OK):
         raise PathError(f"{what}: {p} exists and is not writable; choose another path or fix its permissions")
     if not is_stream(p):
@@ -152,12 +153,25 @@ def special_kind(path: str | os.PathLike) -> str | None:
 REREAD_NOTE = "this input is read more than once (checks, sha256, reader): save it to a file first"
 
 
+def _not_found(p: Path, what: str, hint: str) -> str:
+    """The message for a missing input: a symlink that points nowhere, or at itself through others, is said so."""
+    if os.path.islink(p):
+        try:
+            os.stat(p)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                return f"{what}: {p} is a symbolic link loop (it leads back to itself); point it at the real file"
+        return f"{what}: {p} is a symbolic link to {os.readlink(p)}, which does not exist" + \
+            (f"; {hint}" if hint else "")
+    return f"{what}: {p} not found" + (f"; {hint}" if hint else "")
+
+
 def check_input_file(path: str | os.PathLike, what: str = "input", hint: str = "", regular: bool = False) -> Path:
     """An existing, readable file (``hint``: what to do when it is missing, e.g. a ``data get`` command).
     ``regular``: a file read more than once, so a named pipe, socket or device is refused (naming what it is)."""
     p = Path(path).expanduser()
     if not p.exists():
-        raise MissingPathError(f"{what}: {p} not found" + (f"; {hint}" if hint else ""))
+        raise MissingPathError(_not_found(p, what, hint))
     if p.is_dir():
         raise PathError(f"{what}: {p} is a folder; give a file")
     kind = special_kind(p) if regular else None
@@ -173,7 +187,7 @@ def check_input_dir(path: str | os.PathLike, what: str = "input folder", needs: 
     """An existing folder holding the files ``needs``."""
     p = Path(path).expanduser()
     if not p.exists():
-        raise MissingPathError(f"{what}: {p} not found" + (f"; {hint}" if hint else ""))
+        raise MissingPathError(_not_found(p, what, hint))
     if not p.is_dir():
         raise PathError(f"{what}: {p} is a file; give a folder")
     missing = [n for n in needs if not (p / n).exists()]
@@ -186,7 +200,7 @@ def check_input_path(path: str | os.PathLike, what: str = "input", hint: str = "
     """An existing, readable file or folder."""
     p = Path(path).expanduser()
     if not p.exists():
-        raise MissingPathError(f"{what}: {p} not found" + (f"; {hint}" if hint else ""))
+        raise MissingPathError(_not_found(p, what, hint))
     if not os.access(p, os.R_OK):
         raise PathError(f"{what}: {p} is not readable (permission denied)")
     return p
@@ -300,7 +314,7 @@ def check_text_output(out: str | os.PathLike | None, what: str = "--out") -> Non
     """A text output (predictions, JSON lines; None: stdout): a writable file that is none of a run folder's files
     and, when it exists, a text file (an earlier output), never e.g. a model or an HDF5 file."""
     if out is not None:
-        check_output_file(out, what)
+        check_output_file(out, what, "out.txt")
         check_own_output(out, what, "a text file (an earlier output of this command)", is_text_file)
 
 

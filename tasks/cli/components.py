@@ -118,7 +118,7 @@ def cmd_configs_show(args) -> int:
     if args.out in (None, "-"):  # ("-": standard output, the default)
         print(text, end="")
         return 0
-    check_output_file(args.out, "--out")
+    check_output_file(args.out, "--out", f"{Path(name).name}.yaml")
     if not is_stream(args.out):  # a file of a command's output folder is never replaced, even with --force
         check_own_output(args.out, "--out", "a text file (a config)", is_text_file)
     if Path(args.out).exists() and not args.force:

@@ -13,7 +13,7 @@ from elmo_features.util.cli_types import (DEFAULT_CACHE, DefaultValue, add_cache
                                           add_threads_argument, cache_dir_flag, cache_dir_of, given, positive_int,
                                           progress_setting, rebuild_command, warn_unrepeatable)
 from elmo_features.util.devices import add_device_argument, parse_device
-from elmo_features.util.distributed import finish
+from elmo_features.util.distributed import check_same_config, finish
 from elmo_features.util.locking import OutputLock, lock_output_file
 from elmo_features.embedding.embed_input import read_sentence_lines
 from elmo_features.util.errors import (CheckpointError, ConfigError, ElmoTasksError, PathError, TextInputError,
@@ -121,6 +121,8 @@ def cmd_run(args) -> int:
     ok = False
     try:
         cfg = load_config(args.config, args.overrides)
+        if dist is not None:  # every rank trains the same run (a rank given other settings would train another)
+            check_same_config(cfg.to_dict(), out=args.out)
         check_run_inputs(cfg, args.config)
         check_output_dirs(cache_dir=_cache_dir(args), flags={"cache_dir": cache_dir_flag(args)})
         context, progress = _setup(args)  # (before the default run folder is made: a bad --device makes none)
@@ -213,6 +215,8 @@ def cmd_compare(args) -> int:
         raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
                          "before the runs start); give --cache-dir DIR instead of 'none', or --jobs 1")
     check_comparison_args(cfg, sources, seeds, args.folds, args.jobs, args.threads, args.resume, flag="--")
+    if torchrun_ranks() > 1:  # every rank runs its share of the same comparison
+        _same_comparison_on_ranks(cfg, results_dir, sources, seeds, args)
     if args.resume and given(args.runs_dir) and not _inside(args.resume, args.runs_dir):
         raise UsageError(f"--runs-dir {args.runs_dir}: --resume continues in {args.resume}, where its runs are; drop "
                          "--runs-dir (or give the folder that holds it)")
@@ -232,6 +236,15 @@ def cmd_compare(args) -> int:
     if summary:  # under torchrun: rank 0
         print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
     return 0
+
+
+def _same_comparison_on_ranks(cfg, results_dir: Path, sources, seeds, args) -> None:
+    """Under torchrun: join the group, and refuse ranks given another comparison (``check_same_config``)."""
+    from elmo_features.util import distributed
+
+    distributed.init()
+    check_same_config(cfg.to_dict(), results_dir=results_dir.resolve(), sources=sources, seeds=seeds,
+                      folds=args.folds, resume=args.resume)
 
 
 def _rank() -> int:

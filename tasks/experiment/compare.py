@@ -332,6 +332,7 @@ def _run_parallel(cfg: RunConfig, cells: list[tuple], dirs: list[Path], context:
         run_on_ranks(_job, job_args, label, done,
                      prepare=lambda: precompute_sections(sections, _feature_lists(cfg, folds, pool), context))
         return
+    jobs = min(jobs, len(cells))  # (no more processes than runs: the cores go to the runs there are)
     threads = threads or threads_per_job(jobs)
     info.update(jobs=jobs, threads_per_job=threads)
     print(f"== {cfg.name}: computing the frozen features of {len(names)} source(s) once", flush=True)

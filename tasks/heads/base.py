@@ -8,6 +8,7 @@ turns features (B, T, D) + mask (B, T) into a loss and predictions. Everything t
 from __future__ import annotations
 
 import abc
+import sys
 from collections import Counter
 from typing import Any, ClassVar
 
@@ -16,6 +17,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from elmo_features.util.devices import module_device
+from elmo_features.util.once import first_time
 
 from tasks.data.types import DataFormatError
 from tasks.metrics import unseen_labels
@@ -76,6 +78,7 @@ class Head(nn.Module, abc.ABC):
         if not labels:
             raise DataFormatError(f"{cls.__name__}: the training data has no labels; check data.train and the "
                                   "reader's options (e.g. tag_column)")
+        _warn_case_variants(labels)
         return {"labels": labels}
 
     @classmethod
@@ -184,3 +187,17 @@ class BiLSTMEncoder(nn.Module):
         out, _ = self.lstm(packed)
         out, _ = pad_packed_sequence(out, batch_first=True, total_length=T)  # (B, T, 2H)
         return self.drop(out)
+
+
+def _warn_case_variants(labels: list) -> None:
+    """One warning line for training labels that differ only in letter case (``pos`` and ``POS``): they are
+    separate classes, which is rarely what the data meant."""
+    groups: dict[str, list[str]] = {}
+    for lab in labels:
+        if isinstance(lab, str):
+            groups.setdefault(lab.casefold(), []).append(lab)
+    alike = [g for g in groups.values() if len(g) > 1]
+    if alike and first_time(("case variants", tuple(alike[0]))):
+        more = f" (and {len(alike) - 1} more such group(s))" if len(alike) > 1 else ""
+        print(f"warning: the training labels {' and '.join(map(repr, alike[0]))} differ only in letter case{more}: "
+              "they are separate classes; if they mean one, write them alike in the data", file=sys.stderr)

@@ -106,6 +106,7 @@ def cmd_senses(args) -> int:
                                           check_own_output)
     from elmo_features.util.threads import set_threads
 
+    from tasks.data.fetch import fetch_hint
     from tasks.features.base import FeatureContext
     from elmo_features.util.paths import beside_config_hint
     from tasks.experiment.preflight import check_feature_paths, check_output_dirs, feature_input_paths
@@ -121,9 +122,10 @@ def cmd_senses(args) -> int:
     if args.source not in cfg.sources:
         raise UsageError(f"--source {args.source}: not a source of {args.config}; its sources: "
                          f"{', '.join(cfg.sources)}")
-    check_input_dir(cfg.train, "train", hint=beside_config_hint(cfg.train, args.config))
+    check_input_dir(cfg.train, "--train" if args.train else "train (the config's; --train overrides)",
+                    hint=fetch_hint(cfg.train) or beside_config_hint(cfg.train, args.config))
     check_feature_paths(cfg.sources[args.source], f"sources.{args.source}", args.config)
-    check_output_file(args.out, "--out")
+    check_output_file(args.out, "--out", "senses.h5")
     check_not_an_input(args.out, [*wordnet_inputs(cfg.wordnet), cfg.train,
                                   *feature_input_paths(cfg.sources[args.source])], "--out")
     check_own_output(args.out, "--out", "a sense file written by `elmo-tasks wsd senses`", is_sense_file)

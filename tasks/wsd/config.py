@@ -71,9 +71,13 @@ class WsdConfig:
         if not self.test:
             raise ConfigError(f"{join_key(where, 'test')}: list at least one test folder")
         for name in self.features:
+            if name not in self.sources and not self.sources:
+                raise ConfigError(f"{join_key(where, 'features')}: unknown source {name!r}: there are no sources "
+                                  "without a config; give --config with a sources section (e.g. --config "
+                                  "wsd_semcor: `elmo-tasks configs show wsd_semcor` lists its sources)")
             if name not in self.sources:
                 raise ConfigError(f"{join_key(where, 'features')}: unknown source {name!r}; "
-                                  f"sources in this config: {', '.join(self.sources) or '(none)'}")
+                                  f"sources in this config: {', '.join(self.sources)}")
         if self.features and not self.knn and self.head is None:
             raise ConfigError(f"{where} {', '.join(self.features)} {'has' if len(self.features) == 1 else 'have'} no "
                               "method: knn is empty and head is null; list knn rows or give a head")
@@ -158,4 +162,4 @@ def load_wsd_config(path: str | Path | None, overrides: list[str] = (), features
         raw["features"] = list(features)
     elif not raw.get("features"):
         raw["features"] = list(raw.get("sources") or {})
-    return resolve_wsd(raw, str(path) if path is not None else "defaults")
+    return resolve_wsd(raw, str(path) if path is not None else "(no --config)")

@@ -257,8 +257,7 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     train_vecs = instance_layers(source, train_ex, "train", chunk, keep)
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)  # (K, L, D) sums
     want_dev = "dev_layer" in cfg.knn and train_vecs.shape[1] > 1
-    held_out = (hold_out(train_ex, train_vecs, cfg.head_dev_every, cfg.dev_split)
-                if graph is not None or want_dev else None)
+    held_out = hold_out(train_ex, train_vecs, cfg.head_dev_every, cfg.dev_split) if graph or want_dev else None
     del train_vecs
     dev_choice = dev_layer_choice(held_out) if want_dev else None
     test_vecs = [instance_layers(source, ts.examples, ts.name, chunk) for ts in report.tests]
