@@ -910,3 +910,76 @@ def test_symlink_loops_configless_wsd_sources_and_a_missing_semcor_are_told_what
     assert main(["wsd", "senses", "--config", "wsd_senses", "--source", "glove", "--out", "s.h5"]) == 2
     one_line_error(capsys, "train (the config's; --train overrides): data/wsd/semcor not found; run `elmo-tasks data "
                            "get wsd-framework`")
+
+
+def test_an_out_of_vocabulary_warning_is_said_once_for_a_set_embedded_in_chunks(tmp_path, capsys):
+    from test_reliability_models_r3b import _static, _vectors
+
+    source = _static(_vectors(tmp_path / "few.txt", ["the", "zz2"]))
+    for chunk in (["the", "cat"], ["a", "dog", "the"], ["the", "cats"], ["the", "end", "x"]):  # other rates in each
+        source.precompute([chunk], "glosses")
+        source.precompute([chunk], "train")
+    err = capsys.readouterr().err
+    assert err.count("of the glosses tokens") == 1 and err.count("of the training tokens") == 1, err
+
+
+PLUGIN_SHORT_ROWS = ("from tasks.registry import FEATURES\nfrom tasks.features.static import StaticFeatures\n"
+                     "@FEATURES.register('short_rows_r15')\nclass ShortRows(StaticFeatures):\n"
+                     "    def precompute(self, sentences, split):\n"
+                     "        return [a[:-1] for a in super().precompute(sentences, split)]\n")
+
+PLUGIN_NAN_METRIC = ("import math\nfrom tasks.registry import HEADS\n"
+                     "from tasks.heads.sentence_classifier import SentenceClassifier\n"
+                     "@HEADS.register('nan_metric_r15')\nclass NanMetric(SentenceClassifier):\n"
+                     "    def evaluate(self, examples, predictions):\n        return {'accuracy': math.nan}\n")
+
+
+def test_plugin_items_with_a_row_short_and_a_nan_metric_are_refused(tmp_path, capsys, monkeypatch):
+    from tasks.registry import FEATURES, HEADS
+
+    assert _run_with_plugin(tmp_path, monkeypatch, "shortrows_r15", PLUGIN_SHORT_ROWS, FEATURES, "short_rows_r15",
+                            "features.name") == 2
+    one_line_error(capsys, "feature source ShortRows: precompute gave ", "rows for sentence 1 of train, which has ",
+                   "give one row per token")
+    assert not (tmp_path / "R" / "metrics.json").exists()
+    (tmp_path / "R2").mkdir()
+    assert _run_with_plugin(tmp_path / "R2", monkeypatch, "nanmetric_r15", PLUGIN_NAN_METRIC, HEADS, "nan_metric_r15",
+                            "head.name") == 2
+    one_line_error(capsys, "head NanMetric: its evaluate gave accuracy nan")
+    assert not (tmp_path / "R2" / "R" / "metrics.json").exists()
+
+
+def test_a_command_that_does_not_run_as_ranks_is_refused_under_torchrun_and_ports_are_checked(tmp_path, capsys,
+                                                                                               monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert main(["wsd", "--config", "wsd_senses", "--out", "W"]) == 2
+    one_line_error(capsys, "wsd does not run under torchrun (WORLD_SIZE=2): run it as one process")
+    assert not Path("W").exists()
+    assert main(["configs", "list"]) == 0  # (a listing is harmless)
+    capsys.readouterr()
+    Path("in.txt").write_text("a b\n")
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    for port, says in (("abc", "MASTER_PORT='abc' is not an integer"), ("99999", "MASTER_PORT=99999 is not a port")):
+        monkeypatch.setenv("MASTER_PORT", port)
+        assert main(["embed", "in.txt", "o.h5"]) == 2
+        one_line_error(capsys, says)
+
+
+def test_a_stop_while_a_command_starts_says_nothing_was_written(tmp_path, capsys, monkeypatch):
+    import signal
+
+    from tasks.cli import run as run_cli
+
+    def stopped(*a, **k):
+        raise KeyboardInterrupt("SIGTERM")
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    monkeypatch.setattr(run_cli, "load_config", stopped)  # a stop while the config is read
+    assert main(["run", cfg, "--out", "R"]) == 128 + signal.SIGINT  # (no signal recorded: as Ctrl-C)
+    err = capsys.readouterr().err
+    assert err.startswith("interrupted; it was still starting (checking its inputs, loading), and nothing was "
+                          "written: rerun the same command"), err
+    assert not Path("R").exists()

@@ -105,6 +105,12 @@ def init() -> Dist:
         if key not in os.environ:
             raise UsageError(f"WORLD_SIZE is set but {key} is not: launch with torchrun (it sets both)")
     world, rank, local_rank = torchrun_world(), _int_env("RANK"), _int_env("LOCAL_RANK", "0")
+    port = _int_env("MASTER_PORT")
+    if not 0 < port < 65536:
+        raise UsageError(f"MASTER_PORT={port} is not a port number (1 to 65535): launch with torchrun, or give "
+                         "rank 0's free port")
+    if not os.environ["MASTER_ADDR"].strip():
+        raise UsageError("MASTER_ADDR is empty: give rank 0's host name or address (launch with torchrun)")
     if not 0 <= rank < world:
         raise UsageError(f"RANK={rank} is outside the job's WORLD_SIZE={world} (ranks 0 to {world - 1}): launch with "
                          "torchrun, which numbers the ranks")

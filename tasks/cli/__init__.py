@@ -80,7 +80,7 @@ _stop_cleanly_while_loading()
 from elmo_features.util.env import warn_retired
 from elmo_features.util.threads import thread_tqdm_lock
 from elmo_features.util import distributed, stop
-from elmo_features.util.errors import ElmoTasksError, first_line
+from elmo_features.util.errors import ElmoTasksError, UsageError, first_line
 from elmo_features.util.once import new_command
 
 from tasks.experiment.config import find_config
@@ -162,6 +162,24 @@ def error_message(e: BaseException) -> str:
     return one_line(str(e).strip()) or type(e).__name__
 
 
+RANKED_COMMANDS = ("run", "compare", "embed", "train-bilm")  # the commands that run as torchrun ranks
+UNRANKED_WRITERS = ("predict", "eval-bilm", "wsd", "data", "models")  # the others that do long work or write
+
+
+HINTED_COMMANDS = ("run", "compare", "predict", "embed", "train-bilm", "eval-bilm", "wsd", "data")  # (they say what
+# was kept, and how to go on, once their work has begun; until then: STARTING_HINT)
+STARTING_HINT = "it was still starting (checking its inputs, loading), and nothing was written: rerun the same command"
+
+
+def check_not_ranked(args) -> None:
+    """A command that does work but does not run as torchrun ranks, launched by torchrun: UsageError (else every rank
+    would do the whole work, and all but one stop at the output's lock)."""
+    command = getattr(args, "command", None)
+    if command in UNRANKED_WRITERS and distributed.torchrun_world() > 1:
+        raise UsageError(f"{command} does not run under torchrun (WORLD_SIZE={distributed.torchrun_world()}): run it "
+                         f"as one process; torchrun runs {', '.join(RANKED_COMMANDS)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None  # the process's own command (it exits when main returns)
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -180,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     old = install_stop_signals() if threading.current_thread() is threading.main_thread() else {}
     try:
         check_stdout(args)
+        check_not_ranked(args)
+        if args.command in HINTED_COMMANDS:
+            args.interrupt_hint = STARTING_HINT
         rc = args.func(args)
     except KeyboardInterrupt:
         hint = getattr(args, "interrupt_hint", None)

@@ -32,7 +32,8 @@ from tasks.experiment.records import data_locations, read_metrics
 from tasks.experiment.config import RunConfig, check_reader_fits_head, dump_yaml, load_raw, resolve
 from tasks.data import get_reader
 from tasks.data.types import DataFormatError
-from tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
+from tasks.features.base import (FeatureContext, build_features, check_items, section_fingerprints,
+                                 section_frozen_description)
 from tasks.plugins import plugin_digests
 from tasks.features.fingerprints import report_fingerprints
 from tasks.heads.base import Head
@@ -103,7 +104,9 @@ def build_model(cfg: RunConfig, vocab: dict, context: FeatureContext) -> TaskMod
 
 
 def make_split(model: TaskModel, name: str, examples: list) -> Split:
-    return Split(name, examples, model.features.precompute([list(ex.tokens) for ex in examples], name))
+    sentences = [list(ex.tokens) for ex in examples]
+    return Split(name, examples, check_items(model.features, sentences, model.features.precompute(sentences, name),
+                                             name))
 
 
 # ---------------------------------------------------------------- run folder

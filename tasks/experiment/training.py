@@ -125,7 +125,12 @@ def evaluate(model: TaskModel, split: Split, batch_size: int, progress: bool | N
              dist: DataParallel | None = None) -> tuple[dict, list]:
     """(metrics, predictions) on a split (with ``dist``: predicted by all ranks, the same on every rank)."""
     preds = predict(model, split, batch_size, progress, dist)
-    return model.head.evaluate(split.examples, preds), preds
+    scores = model.head.evaluate(split.examples, preds)
+    bad = [k for k, v in scores.items() if isinstance(v, float) and not math.isfinite(v)]
+    if bad:  # a score that is no number must not be reported (or chosen as best) as one
+        raise ElmoTasksError(f"head {type(model.head).__name__}: its evaluate gave {bad[0]} {scores[bad[0]]} on "
+                             f"{split.name}; a score must be a number: fix the head's evaluate")
+    return scores, preds
 
 
 @dataclass

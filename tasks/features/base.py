@@ -315,3 +315,18 @@ def build_features(resolved: dict, context: FeatureContext) -> FeatureSource:
     """A feature source from a resolved ``{name: ..., **hparams}`` section."""
     cls = FEATURES.get(resolved["name"])
     return cls(component_config(FEATURES, resolved), context)
+
+
+def check_items(source: "FeatureSource", sentences: list[list[str]], items: list, split: str) -> list:
+    """``precompute``'s items keep its contract: one per sentence, and an array item has one row per token, (n, D) or
+    (L, n, D) (padding would silently give a short item's last tokens zero features). TypeError naming the source."""
+    name = type(source).__name__
+    if len(items) != len(sentences):
+        raise TypeError(f"feature source {name}: precompute gave {len(items)} items for the {len(sentences)} "
+                        f"sentences of {split}; give one per sentence")
+    for i, (item, sentence) in enumerate(zip(items, sentences)):
+        shape = getattr(item, "shape", None)
+        if shape is not None and len(shape) in (2, 3) and shape[-2] != len(sentence):
+            raise TypeError(f"feature source {name}: precompute gave {shape[-2]} rows for sentence {i + 1} of "
+                            f"{split}, which has {len(sentence)} tokens; give one row per token, (n, D) or (L, n, D)")
+    return items

@@ -91,8 +91,9 @@ class StaticFeatures(FeatureSource):
         self.oov[split] = {"oov": n_oov, "tokens": n_tok}
         if split == "train":
             self._check_train_oov(n_oov, n_tok)
-        elif n_tok and n_oov / n_tok > OOV_WARN_RATE and first_time(("oov", self.config.path, split, n_oov, n_tok)):
-            # dev, test, predict inputs: scored, so said (once per command: each seed's run embeds them again)
+        elif n_tok and n_oov / n_tok > OOV_WARN_RATE and first_time(("oov", self.config.path, split)):
+            # dev, test, predict inputs: scored, so said (once per command and split: each seed's run embeds them
+            # again, and a long set is embedded in chunks)
             zero = ("every feature is zero: its scores measure the head's bias alone" if n_oov == n_tok else
                     "their vectors are zero")
             print(f"warning: {self.config.path}: {n_oov / n_tok:.0%} of the {split} tokens ({n_oov} of {n_tok}) are "
@@ -105,7 +106,7 @@ class StaticFeatures(FeatureSource):
             raise DataFormatError(f"no word of the training data ({n_tok} tokens) is in the vocabulary (OOV rate "
                                   "100%): the features would all be zero; give vectors for this language/casing",
                                   self.config.path)
-        if n_tok and n_oov / n_tok > OOV_WARN_RATE:
+        if n_tok and n_oov / n_tok > OOV_WARN_RATE and first_time(("oov", self.config.path, "train")):
             print(f"warning: {self.config.path}: {n_oov / n_tok:.0%} of the training tokens ({n_oov} of {n_tok}) "
                   "are not in the vocabulary (zero vectors)", file=sys.stderr)
 
