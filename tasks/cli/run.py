@@ -215,8 +215,7 @@ def cmd_compare(args) -> int:
         raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
                          "before the runs start); give --cache-dir DIR instead of 'none', or --jobs 1")
     check_comparison_args(cfg, sources, seeds, args.folds, args.jobs, args.threads, args.resume, flag="--")
-    if torchrun_ranks() > 1:  # every rank runs its share of the same comparison
-        _same_comparison_on_ranks(cfg, results_dir, sources, seeds, args)
+    _same_comparison_on_ranks(cfg, results_dir, sources, seeds, args)
     if args.resume and given(args.runs_dir) and not _inside(args.resume, args.runs_dir):
         raise UsageError(f"--runs-dir {args.runs_dir}: --resume continues in {args.resume}, where its runs are; drop "
                          "--runs-dir (or give the folder that holds it)")
@@ -239,9 +238,13 @@ def cmd_compare(args) -> int:
 
 
 def _same_comparison_on_ranks(cfg, results_dir: Path, sources, seeds, args) -> None:
-    """Under torchrun: join the group, and refuse ranks given another comparison (``check_same_config``)."""
+    """Under torchrun: join the group, and refuse ranks given another comparison (``check_same_config``): every rank
+    runs its share of the same comparison."""
     from elmo_features.util import distributed
+    from tasks.experiment.parallel import torchrun_ranks
 
+    if torchrun_ranks() <= 1:
+        return
     distributed.init()
     check_same_config(cfg.to_dict(), results_dir=results_dir.resolve(), sources=sources, seeds=seeds,
                       folds=args.folds, resume=args.resume)
