@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_stdout(args)
         check_not_ranked(args)
-        if args.command in HINTED_COMMANDS:
+        if getattr(args, "command", None) in HINTED_COMMANDS:
             args.interrupt_hint = STARTING_HINT
         rc = args.func(args)
     except KeyboardInterrupt:
