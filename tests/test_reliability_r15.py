@@ -983,3 +983,145 @@ def test_a_stop_while_a_command_starts_says_nothing_was_written(tmp_path, capsys
     assert err.startswith("interrupted; it was still starting (checking its inputs, loading), and nothing was "
                           "written: rerun the same command"), err
     assert not Path("R").exists()
+
+
+def test_damaged_model_weights_and_sense_files_and_bad_save_arguments_are_named(tmp_path, capsys, monkeypatch):
+    from elmo_features import load_bilm, save_bilm
+    from test_tasks_helpers import make_bilm
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", *FAST]) == 0
+    ckpt = torch.load("R/model.pt", weights_only=True)
+    name = next(k for k, v in ckpt["state_dict"].items() if v.is_floating_point() and v.numel())
+    ckpt["state_dict"][name].view(-1)[0] += 0.118  # one value changed, the file still a valid checkpoint
+    torch.save(ckpt, "R/model.pt")
+    Path("in.txt").write_text("the cat\n")
+    capsys.readouterr()
+    assert main(["predict", "R", "in.txt"]) == 2
+    one_line_error(capsys, "R/model.pt: its weights do not match the checksum they were saved with")
+    opts, weights = make_bilm(tmp_path / "b")
+    bilm = load_bilm(opts, weights)
+    with pytest.raises(ValueError, match="dtype 'int8'; give one of float32, float16, float64"):
+        save_bilm(bilm, tmp_path / "i.json", tmp_path / "i.hdf5", dtype="int8")
+    with pytest.raises(ValueError, match="the options file and the weight file are one path"):
+        save_bilm(bilm, tmp_path / "x.json", tmp_path / "x.json")
+    assert not (tmp_path / "i.hdf5").exists() and not (tmp_path / "x.json").exists()
+    data = bytearray(Path(weights).read_bytes())
+    for k in range(len(data) // 2, len(data) // 2 + 64):  # a damaged stretch in the middle of the file
+        data[k] ^= 0xFF
+    Path("bad.hdf5").write_bytes(bytes(data))
+    rc = main(["embed", "in.txt", "o.h5", "--options", str(opts), "--weights", "bad.hdf5"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "Traceback" not in err and err.count("\n") == 1, err
+
+
+def test_a_stop_after_predict_wrote_its_output_says_it_was_written(tmp_path, capsys, monkeypatch):
+    from tasks.heads.crf_tagger import CrfTagger
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", *FAST]) == 0
+    capsys.readouterr()
+
+    def stopped(*a, **k):  # the stop lands while the scores are computed, after the file was written
+        raise KeyboardInterrupt("SIGTERM")
+
+    monkeypatch.setattr(CrfTagger, "evaluate", stopped)
+    assert main(["predict", "R", str(env["conll_test"]), "--reader", "--out", "p.txt", *FAST]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted; p.txt was written whole (" in err and "was not written" not in err, err
+    assert Path("p.txt").read_text().strip()
+
+
+def test_scalar_mix_names_a_numpy_layer():
+    from elmo_features import ScalarMix
+
+    with pytest.raises(TypeError, match="ScalarMix: layer 0 is a ndarray, not a torch tensor"):
+        ScalarMix(2)([np.zeros((1, 2, 3), np.float32)] * 2)
+
+
+PLUGIN_NAN_FUSION = ("from tasks.registry import FUSIONS\nfrom tasks.features.fusion import LayerAttention\n"
+                     "@FUSIONS.register('nan_fusion_r15')\nclass NanFusion(LayerAttention):\n"
+                     "    def forward(self, layers, mask):\n"
+                     "        return super().forward(layers, mask) * float('nan')\n")
+
+
+def test_a_nan_loss_from_a_plugin_fusion_names_the_fusion(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from test_tasks_helpers import elmo_section
+    from tasks import plugins
+    from tasks.registry import FUSIONS
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nanfusion_r15.py").write_text(PLUGIN_NAN_FUSION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
+    env, cfg = static_config_file(tmp_path)
+    raw = yaml.safe_load(Path(cfg).read_text())
+    raw["features"] = elmo_section(env, mix={"name": "nan_fusion_r15"})
+    Path(cfg).write_text(yaml.safe_dump(raw))
+    try:
+        assert main(["run", cfg, "--out", "R", "--include", "nanfusion_r15", *FAST]) == 2
+    finally:
+        FUSIONS._entries.pop("nan_fusion_r15", None)
+        sys.modules.pop("nanfusion_r15", None)
+    one_line_error(capsys, "training diverged: the loss is nan (before any update, on finite features: fusion "
+                           "nan_fusion_r15 (module nanfusion_r15), the head ")
+
+
+def test_a_plugin_module_that_raises_keyboard_interrupt_on_import_is_one_line(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from tasks import plugins
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kbint_r15.py").write_text("raise KeyboardInterrupt\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
+    try:
+        assert main(["components", "--include", "kbint_r15"]) == 130
+    finally:
+        sys.modules.pop("kbint_r15", None)
+    assert capsys.readouterr().err == "interrupted while loading the plugin module(s) given by --include; nothing " \
+                                      "was done: rerun the same command\n"
+
+
+PLUGIN_READERS = ("from tasks.registry import READERS\nfrom tasks.data.types import LabeledSentence\n"
+                  "@READERS.register('rd_empty_r15')\ndef rd_empty(path, **options):\n    return []\n"
+                  "@READERS.register('rd_gen_r15')\ndef rd_gen(path, **options):\n"
+                  "    for line in open(path):\n        label, text = line.rstrip('\\n').split('\\t')\n"
+                  "        yield LabeledSentence(text.split(), label)\n"
+                  "@READERS.register('rd_blank_r15')\ndef rd_blank(path, **options):\n"
+                  "    return [LabeledSentence(['good', ''], 'pos'), LabeledSentence(['bad'], 'neg')]\n")
+
+
+def test_plugin_readers_that_give_nothing_yield_or_make_bad_examples(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from tasks import plugins
+    from tasks.registry import READERS
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rdr_r15.py").write_text(PLUGIN_READERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
+    env, cfg = static_config_file(tmp_path, kind="sentiment")
+    try:
+        assert main(["run", cfg, "--out", "R1", "--include", "rdr_r15", "--set", "data.reader=rd_gen_r15", *FAST]) == 0
+        assert (tmp_path / "R1" / "metrics.json").is_file()  # a reader that yields: every split read whole
+        capsys.readouterr()
+        assert main(["run", cfg, "--out", "R2", "--include", "rdr_r15", "--set", "data.reader=rd_empty_r15",
+                     *FAST]) == 2
+        one_line_error(capsys, "the reader rd_empty_r15 (plugin module rdr_r15) gave no examples from this non-empty "
+                               "file; check the reader")
+        assert main(["run", cfg, "--out", "R3", "--include", "rdr_r15", "--set", "data.reader=rd_blank_r15",
+                     *FAST]) == 2
+        err = capsys.readouterr().err
+        assert err.endswith("tsv_train.txt: train example 1: token 2 is '', not a word (empty, whitespace or not a "
+                            "string); check the reader\n"), err
+    finally:
+        for name in ("rd_empty_r15", "rd_gen_r15", "rd_blank_r15"):
+            READERS._entries.pop(name, None)
+        sys.modules.pop("rdr_r15", None)

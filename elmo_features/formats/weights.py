@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import h5py
@@ -103,9 +104,11 @@ def load_weights_into(bilm: BiLM, weight_file: str | Path) -> None:
         raise MissingPathError(f"weight file not found: {path}")
     try:
         _load_weights(bilm, path)
-    except OSError as e:  # h5py: truncated file, not HDF5, read error
-        raise WeightFileError(f"{path}: unreadable HDF5 file ({' '.join(str(e).split())}); the file is truncated "
-                              "or not a weights file: download or export it again") from None
+    except (OSError, RuntimeError, KeyError) as e:  # h5py: truncated or damaged file (a bad heap), not HDF5
+        if isinstance(e, WeightFileError):
+            raise
+        raise WeightFileError(f"{path}: unreadable HDF5 file ({' '.join(str(e).split())[:200]}); the file is "
+                              "truncated, damaged or not a weights file: download or export it again") from None
 
 
 def _read_char_cnn(f: h5py.File, bilm: BiLM, path: str, sd: dict) -> None:
@@ -320,10 +323,19 @@ def check_softmax_bilm(f: h5py.File, src: str, weights: str) -> None:
                                   "would be wrong); give the weights.hdf5 exported with it, or that file's own softmax")
 
 
+SAVE_DTYPES = ("float32", "float16", "float64")
+
+
 def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
               dtype: str = "float32", extra_arrays: dict[str, np.ndarray] | None = None) -> None:
     """Write options JSON + HDF5 weights (bilm-tf layout) atomically. dtype 'float16' halves the size."""
     options_file, weight_file = Path(options_file), Path(weight_file)
+    if dtype not in SAVE_DTYPES:
+        raise ValueError(f"save_bilm: dtype {dtype!r}; give one of {', '.join(SAVE_DTYPES)} (load_bilm reads "
+                         "floating-point weights only)")
+    if os.path.abspath(options_file) == os.path.abspath(weight_file):
+        raise ValueError(f"save_bilm: the options file and the weight file are one path ({weight_file}): the "
+                         "options would replace the weights; give two paths (e.g. options.json, weights.hdf5)")
     for p in (options_file, weight_file):
         p.parent.mkdir(parents=True, exist_ok=True)
     arrays = bilm_to_hdf5_arrays(bilm)

@@ -66,10 +66,12 @@ class ScalarMix(nn.Module):
             if len(layers) != self.num_layers:  # (torch.stack would fail on an empty list with its own words)
                 raise ValueError(f"ScalarMix got {len(layers)} layers, but was built for {self.num_layers}")
             for k, t in enumerate(layers):
-                if not torch.is_tensor(t) or t.shape != layers[0].shape:
-                    got = tuple(t.shape) if torch.is_tensor(t) else type(t).__name__
-                    raise ValueError(f"ScalarMix: layer {k} is {got}, but layer 0 is {tuple(layers[0].shape)}; every "
-                                     "layer must be a (B, T, D) tensor of one shape")
+                if not torch.is_tensor(t):
+                    raise TypeError(f"ScalarMix: layer {k} is a {type(t).__name__}, not a torch tensor; give (B, T, D) "
+                                    "tensors (torch.from_numpy for NumPy arrays)")
+                if t.shape != layers[0].shape:
+                    raise ValueError(f"ScalarMix: layer {k} is {tuple(t.shape)}, but layer 0 is "
+                                     f"{tuple(layers[0].shape)}; every layer must be a (B, T, D) tensor of one shape")
             layers = torch.stack(layers)
         if not layers.is_floating_point():
             raise TypeError(f"ScalarMix layers must be floating-point tensors, got {layers.dtype}")

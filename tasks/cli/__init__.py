@@ -180,6 +180,26 @@ def check_not_ranked(args) -> None:
                          f"as one process; torchrun runs {', '.join(RANKED_COMMANDS)}")
 
 
+def out_of_memory(e: BaseException) -> str:
+    """What an allocation failure tried (torch's "can't allocate memory: you tried to allocate N bytes"), or ''."""
+    if isinstance(e, MemoryError):
+        return "a Python allocation failed"
+    m = re.search(r"can't allocate memory: you tried to allocate (\d+) bytes", str(e))
+    return f"an allocation of {int(m.group(1)) / 2**30:,.1f} GB failed" if m else ""
+
+
+def other_error_message(e: Exception) -> str | None:
+    """One line for an error that is not the toolkit's own kind but is the user's to fix: settings too large for
+    the machine's memory (a 10^9-wide layer), text an output (a stream, a UTF-8 file) cannot hold, or any error with
+    a plugin's component in play (most likely it broke its contract: shapes, types); None for the others."""
+    if isinstance(e, (MemoryError, RuntimeError)) and out_of_memory(e):
+        return (f"out of memory: {out_of_memory(e)}; lower the sizes in the config (layer widths, batch sizes), or run "
+                "on a machine with more memory")
+    if isinstance(e, UnicodeError):
+        return one_line(unicode_message(e))
+    return plugin_error_message(e) if plugins_used() else None
+
+
 def main(argv: list[str] | None = None) -> int:
     from_command_line = argv is None  # the process's own command (it exits when main returns)
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -188,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     try:  # before the parsers: a plugin's components are named in configs and listed by `components`
         load_plugins(includes_in(argv))
+    except KeyboardInterrupt:  # (Ctrl-C, or a plugin module that raises it while it is imported)
+        print("interrupted while loading the plugin module(s) given by --include; nothing was done: rerun the same "
+              "command", file=sys.stderr)
+        return interrupt_exit_code()
     except ElmoTasksError as e:
         if debug:
             raise
@@ -220,15 +244,11 @@ def main(argv: list[str] | None = None) -> int:
         if from_command_line and getattr(e, "exit_now", False):  # a library that would crash at exit (HDF5 after a
             _end_now(USER_ERROR)  # failed write): the process ends here, its one line said
         return USER_ERROR
-    except UnicodeError as e:  # text an output (a stream, a UTF-8 file) cannot hold: one line, not a traceback
-        if debug:
+    except Exception as e:  # out of memory, text an output cannot hold, a plugin that broke its contract: one line
+        message = None if debug else other_error_message(e)
+        if message is None:  # (the toolkit's own bugs keep their traceback)
             raise
-        print(f"error: {one_line(unicode_message(e))}", file=sys.stderr)
-        return USER_ERROR
-    except Exception as e:  # with a plugin's component in play, most likely it broke its contract (shapes, types)
-        if debug or not plugins_used():
-            raise
-        print(f"error: {plugin_error_message(e)}", file=sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
         return USER_ERROR
     finally:
         if from_command_line:  # the process only exits now: a late signal must not turn a finished command into a

@@ -369,6 +369,7 @@ def _predict(args) -> int:
     text = sep.join(model.head.format_prediction(e, p) for e, p in zip(examples, preds)) + "\n"
     if args.out:
         write_text_atomic(args.out, text)
+        args.interrupt_hint = f"{args.out} was written whole ({len(preds)} predictions) before the stop"
         print(f"wrote {len(preds)} predictions to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -7,8 +7,6 @@ of vocab.json's content, checked on reload),
 """
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
 import sys
@@ -21,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from elmo_features.util.paths import RUN_MODEL_FILES, check_output_dir
-from elmo_features.util.errors import CheckpointError, ConfigError, StaleCacheError, UsageError
+from elmo_features.util.errors import (CheckpointError, ConfigError, ElmoTasksError, StaleCacheError, UsageError,
+                                       first_line)
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.once import first_time
-from elmo_features.util.provenance import git_commit, machine, write_bytes_atomic, write_text_atomic
+from elmo_features.util.provenance import git_commit, machine, write_text_atomic
 from elmo_features.util.schema import saved_config
 
 from tasks.components import component_config
@@ -32,6 +31,7 @@ from tasks.experiment.records import data_locations, read_metrics
 from tasks.experiment.config import RunConfig, check_reader_fits_head, dump_yaml, load_raw, resolve
 from tasks.data import get_reader
 from tasks.data.types import DataFormatError
+from tasks.experiment.checkpoint import check_vocab_digest, check_weights_digest, save_state
 from tasks.features.base import (FeatureContext, build_features, check_items, section_fingerprints,
                                  section_frozen_description)
 from tasks.plugins import plugin_digests
@@ -51,13 +51,30 @@ def read_file(reader: str, path: str | Path, options: dict, memo: dict | None = 
     """Examples of a data file via the named reader; with ``memo`` (a FeatureContext's ``memo.examples``) each
     file version is read once (e.g. once per comparison)."""
     if memo is None:
-        return list(get_reader(reader)(path, **options))
+        return _checked_read(reader, path, options)
     p = Path(path)
     stamp = p.stat().st_mtime_ns if p.exists() else None
     key = json.dumps([reader, str(p.resolve()), stamp, options], sort_keys=True, default=str)
     if key not in memo:
-        memo[key] = get_reader(reader)(path, **options)
+        memo[key] = _checked_read(reader, path, options)  # (a list: a reader that yields is read once)
     return list(memo[key])
+
+
+def _checked_read(reader: str, path: str | Path, options: dict) -> list:
+    """The reader's examples as a list; a plugin reader that gives none is named (not the file, which may hold data)."""
+    fn = get_reader(reader)
+    module = getattr(fn, "__module__", "") or ""
+    try:
+        examples = list(fn(path, **options))
+    except ElmoTasksError as e:  # a plugin reader's examples refused as they are made: where they came from
+        if module == "tasks" or module.startswith("tasks.") or str(path) in str(e):
+            raise
+        raise DataFormatError(f"{path}: the reader {reader} (plugin module {module}): {first_line(e)}") from None
+    if not examples and not (module == "tasks" or module.startswith("tasks.")) and Path(path).is_file() \
+            and Path(path).stat().st_size:
+        raise DataFormatError(f"{path}: the reader {reader} (plugin module {module}) gave no examples from this "
+                              "non-empty file; check the reader")
+    return examples
 
 
 def read_examples(cfg: RunConfig, split: str, head_cls: type[Head], memo: dict | None = None) -> tuple[list, dict]:
@@ -81,6 +98,10 @@ def check_examples(examples: list, path: str | Path, split: str, head_cls: type[
     kept = []
     for i, ex in enumerate(examples):
         head_cls.check_example(ex, f"{path}: {split} example {i + 1}")
+        blank = next((j for j, t in enumerate(ex.tokens) if not isinstance(t, str) or not t.strip()), None)
+        if blank is not None:  # (a plugin reader's; the toolkit's readers split on whitespace)
+            raise DataFormatError(f"{path}: {split} example {i + 1}: token {blank + 1} is {ex.tokens[blank]!r}, not a "
+                                  "word (empty, whitespace or not a string); check the reader")
         if len(ex.tokens) > 0:
             kept.append(ex)
     if not kept:
@@ -113,31 +134,6 @@ def make_split(model: TaskModel, name: str, examples: list) -> Split:
 
 def save_json(obj: Any, path: Path) -> None:
     write_text_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
-
-
-def vocab_digest(vocab: dict) -> str:
-    """sha256 of the head's vocab as vocab.json stores it (label order included), recorded in model.pt."""
-    return hashlib.sha256(json.dumps(vocab, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def save_state(model: TaskModel, path: Path, config_sha256: dict | None = None) -> None:
-    buf = io.BytesIO()
-    vocab = json.loads(json.dumps(model.head.vocab))  # as vocab.json holds it (tuples as lists, keys as strings)
-    state = {"format": CHECKPOINT_FORMAT, "state_dict": model.state_dict(), "vocab_sha256": vocab_digest(vocab)}
-    if config_sha256:  # what of config.yaml decides the model (load_run: check_config_digest)
-        state["config_sha256"] = config_sha256
-    torch.save(state, buf)
-    write_bytes_atomic(path, buf.getvalue())
-
-
-def check_vocab_digest(run_dir: Path, vocab: dict, ckpt: dict) -> None:
-    """vocab.json is the vocab model.pt was trained with (its recorded digest; runs saved before it: unchecked)."""
-    recorded = ckpt.get("vocab_sha256")
-    if recorded is not None and recorded != vocab_digest(vocab):
-        raise CheckpointError(f"{run_dir / 'vocab.json'}: not the label vocabulary model.pt was trained with "
-                              f"(sha256 {vocab_digest(vocab)[:12]}, model.pt records {str(recorded)[:12]}: labels "
-                              "edited, reordered or copied from another run); restore the run's vocab.json, or "
-                              "rerun the run")
 
 
 # ---------------------------------------------------------------- run
@@ -337,6 +333,7 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
     if not isinstance(ckpt, dict) or ckpt.get("format") != CHECKPOINT_FORMAT:
         found = ckpt.get("format") if isinstance(ckpt, dict) else type(ckpt).__name__
         raise CheckpointError(f"{run_dir / 'model.pt'}: unknown checkpoint format {found!r}; rerun the run")
+    check_weights_digest(run_dir, ckpt)
     check_vocab_digest(run_dir, vocab, ckpt)
     check_config_digest(run_dir, load_raw(run_dir / "config.yaml"), ckpt)
     check_plugin_versions(run_dir, cfg.to_dict())  # the plugin code is part of the model

@@ -29,6 +29,7 @@ from tasks.features.base import FeatureSource
 from tasks.features.subset import dense_items
 from tasks.heads.base import Head
 from tasks.plugins import PluginError
+from tasks.registry import plugins_used
 
 if TYPE_CHECKING:  # under torchrun (elmo-tasks run): a slice of every batch per rank
     from tasks.experiment.data_parallel import DataParallel
@@ -204,14 +205,21 @@ def train_step(model: TaskModel, split: Split, idx: list[int], opt: torch.optim.
         cause = ("the batch's input features hold NaN/Inf values (a damaged feature cache or vectors file?)"
                  if _has_nonfinite(dense_items([split.features[i] for i in idx]))
                  else f"training.lr {cfg.lr:g} may be too large" if getattr(opt, "steps_taken", 0)
-                 else f"before any update, on finite features: the head {head.__name__} (module {head.__module__}) "
-                      "computes it; check its forward, logits and loss")
+                 else f"before any update, on finite features: {_loss_makers(head)} compute(s) it; check "
+                      "its forward, logits and loss")
         raise DivergedError(f"training diverged: the loss is {value} ({cause}); the run stopped and is not finished")
     if cfg.grad_clip is not None:
         nn.utils.clip_grad_norm_(params, cfg.grad_clip)
     opt.step()
     opt.steps_taken = getattr(opt, "steps_taken", 0) + 1  # (a NaN before the first step is not the lr's doing)
     return value
+
+
+def _loss_makers(head: type) -> str:
+    """The components between the frozen features and the loss: the plugin ones looked up by this command (a fusion,
+    a mix), then the head."""
+    plugins = [p for p in plugins_used() if f"({head.__module__})" not in p]
+    return ", ".join([*plugins, f"the head {head.__name__} (module {head.__module__})"])
 
 
 def _has_nonfinite(value: Any) -> bool:

@@ -164,6 +164,30 @@ def _sense_meta(f: h5py.File, path: str | Path) -> dict:
     return meta
 
 
+def _read_sense_file(path) -> tuple[dict, list[str], dict, str | None, bool]:
+    """A sense file's meta, keys, arrays, recorded checksum and whether its meta was edited; a file h5py cannot
+    read (damaged) is one StaleCacheError naming it."""
+    try:
+        with open_sense_file(path, "SenseTagger: path") as f:
+            meta = _sense_meta(f, path)
+            missing = [n for n in ("keys", *SENSE_ARRAYS) if not isinstance(f.get(n), h5py.Dataset)]
+            if missing:
+                raise StaleCacheError(f"{path}: dataset {missing[0]} is missing; the file is damaged: make it "
+                                      "again with `elmo-tasks wsd senses`")
+            keys = [k.decode() if isinstance(k, bytes) else k for k in f["keys"][()]]
+            raw = {n: f[n][()] for n in SENSE_ARRAYS}
+            recorded = f.attrs.get("sha256")  # (files written before it was recorded have none)
+            meta_recorded = f.attrs.get("meta_sha256")  # (nor this)
+            meta_edited = meta_recorded is not None and meta_recorded != hashlib.sha256(
+                str(f.attrs["meta"]).encode("utf-8")).hexdigest()
+    except (OSError, RuntimeError, KeyError) as e:  # h5py: a damaged file (a bad heap, a checksum)
+        if isinstance(e, ElmoTasksError):
+            raise
+        raise StaleCacheError(f"{path}: unreadable sense file ({' '.join(str(e).split())[:160]}); the file is "
+                              "damaged: make it again with `elmo-tasks wsd senses`") from None
+    return meta, keys, raw, recorded, meta_edited
+
+
 def is_sense_file(path: str | Path) -> bool:
     """An HDF5 file written by ``wsd senses`` (its ``keys`` and ``meta``): what ``wsd senses --out`` may replace."""
     try:
@@ -201,18 +225,7 @@ class SenseTagger:
     def __init__(self, path: str | Path, wordnet: str | Path | None = None, context: FeatureContext | None = None,
                  prior: bool = False):
         prior = check_bool(prior, "SenseTagger: prior")
-        with open_sense_file(path, "SenseTagger: path") as f:
-            self.meta = _sense_meta(f, path)
-            missing = [n for n in ("keys", *SENSE_ARRAYS) if not isinstance(f.get(n), h5py.Dataset)]
-            if missing:
-                raise StaleCacheError(f"{path}: dataset {missing[0]} is missing; the file is damaged: make it again "
-                                      "with `elmo-tasks wsd senses`")
-            self.keys = [k.decode() if isinstance(k, bytes) else k for k in f["keys"][()]]
-            raw = {n: f[n][()] for n in SENSE_ARRAYS}
-            recorded = f.attrs.get("sha256")  # (files written before it was recorded have none)
-            meta_recorded = f.attrs.get("meta_sha256")  # (nor this)
-            meta_edited = meta_recorded is not None and meta_recorded != hashlib.sha256(
-                str(f.attrs["meta"]).encode("utf-8")).hexdigest()
+        self.meta, self.keys, raw, recorded, meta_edited = _read_sense_file(path)
         self.context = _unit(raw["context"].astype(np.float64))
         self.gloss = _unit(raw["gloss"].astype(np.float64))
         self.has, self.counts = raw["step"] >= 0, raw["counts"]
