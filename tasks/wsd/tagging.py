@@ -164,9 +164,9 @@ def _sense_meta(f: h5py.File, path: str | Path) -> dict:
     return meta
 
 
-def _read_sense_file(path) -> tuple[dict, list[str], dict, str | None, bool]:
-    """A sense file's meta, keys, arrays, recorded checksum and whether its meta was edited; a file h5py cannot
-    read (damaged) is one StaleCacheError naming it."""
+def _read_sense_file(path) -> tuple[dict, list[str], dict, str | None, str | None, bool]:
+    """A sense file's meta, keys, arrays, recorded checksums (arrays, meta) and whether its meta was edited; a file
+    h5py cannot read (damaged) is one StaleCacheError naming it."""
     try:
         with open_sense_file(path, "SenseTagger: path") as f:
             meta = _sense_meta(f, path)
@@ -185,7 +185,7 @@ def _read_sense_file(path) -> tuple[dict, list[str], dict, str | None, bool]:
             raise
         raise StaleCacheError(f"{path}: unreadable sense file ({' '.join(str(e).split())[:160]}); the file is "
                               "damaged: make it again with `elmo-tasks wsd senses`") from None
-    return meta, keys, raw, recorded, meta_edited
+    return meta, keys, raw, recorded, meta_recorded, meta_edited
 
 
 def is_sense_file(path: str | Path) -> bool:
@@ -225,7 +225,7 @@ class SenseTagger:
     def __init__(self, path: str | Path, wordnet: str | Path | None = None, context: FeatureContext | None = None,
                  prior: bool = False):
         prior = check_bool(prior, "SenseTagger: prior")
-        self.meta, self.keys, raw, recorded, meta_edited = _read_sense_file(path)
+        self.meta, self.keys, raw, recorded, meta_recorded, meta_edited = _read_sense_file(path)
         self.context = _unit(raw["context"].astype(np.float64))
         self.gloss = _unit(raw["gloss"].astype(np.float64))
         self.has, self.counts = raw["step"] >= 0, raw["counts"]
