@@ -1125,3 +1125,14 @@ def test_plugin_readers_that_give_nothing_yield_or_make_bad_examples(tmp_path, c
         for name in ("rd_empty_r15", "rd_gen_r15", "rd_blank_r15"):
             READERS._entries.pop(name, None)
         sys.modules.pop("rdr_r15", None)
+
+
+def test_the_wordnet_variable_is_the_default_of_a_wsd_config(tmp_path, monkeypatch):
+    from tasks.wsd.config import load_wsd_config
+
+    monkeypatch.setenv("ELMO_TASKS_WORDNET", str(tmp_path / "wn2"))
+    assert load_wsd_config(None, features=[]).wordnet == str(tmp_path / "wn2")
+    (tmp_path / "c.yaml").write_text("name: c\nwordnet: wn3\n")
+    assert load_wsd_config(str(tmp_path / "c.yaml")).wordnet == "wn3"  # (a config's own key wins)
+    monkeypatch.setenv("ELMO_TASKS_WORDNET", "  ")
+    assert load_wsd_config(None, features=[]).wordnet == "data/wordnet-3.0"

@@ -5,6 +5,7 @@ Unknown keys and unknown component names are errors listing the valid ones (task
 from __future__ import annotations
 
 import copy
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,9 @@ class WsdConfig:
     """What ``elmo-tasks wsd`` evaluates (see docs/wsd.md)."""
 
     name: str = "wsd"
-    wordnet: str = key(default="data/wordnet-3.0", doc="WordNet 3.0 dict folder (or its index.sense)")
+    wordnet: str = key(factory=lambda: os.environ.get("ELMO_TASKS_WORDNET", "").strip() or "data/wordnet-3.0",
+                       doc="WordNet 3.0 dict folder (or its index.sense); default $ELMO_TASKS_WORDNET, else "
+                           "data/wordnet-3.0")
     train: str = key(default="data/wsd/semcor",
                      doc="training folder in the framework format (--train overrides; `data get wsd-framework`)")
     test: list[str] = key(factory=lambda: [f"data/wsd/{n}" for n in FRAMEWORK_TESTS],
