@@ -1004,9 +1004,17 @@ def test_damaged_model_weights_and_sense_files_and_bad_save_arguments_are_named(
     bilm = load_bilm(opts, weights)
     with pytest.raises(ValueError, match="dtype 'int8'; give one of float32, float16, float64"):
         save_bilm(bilm, tmp_path / "i.json", tmp_path / "i.hdf5", dtype="int8")
-    with pytest.raises(ValueError, match="the options file and the weight file are one path"):
+    with pytest.raises(ValueError, match="the options file and the weight file are one file"):
         save_bilm(bilm, tmp_path / "x.json", tmp_path / "x.json")
     assert not (tmp_path / "i.hdf5").exists() and not (tmp_path / "x.json").exists()
+    (tmp_path / "x.json").write_text("{}")
+    os.symlink(tmp_path / "x.json", tmp_path / "y.json")
+    with pytest.raises(ValueError, match="the options file and the weight file are one file"):
+        save_bilm(bilm, tmp_path / "x.json", tmp_path / "y.json")  # (a link to the other)
+    (tmp_path / "d").mkdir()
+    with pytest.raises(ValueError, match="d is a folder; give a file path"):
+        save_bilm(bilm, tmp_path / "d", tmp_path / "w.h5")
+    assert not (tmp_path / "w.h5").exists()
     data = bytearray(Path(weights).read_bytes())
     for k in range(len(data) // 2, len(data) // 2 + 64):  # a damaged stretch in the middle of the file
         data[k] ^= 0xFF
@@ -1136,3 +1144,16 @@ def test_the_wordnet_variable_is_the_default_of_a_wsd_config(tmp_path, monkeypat
     assert load_wsd_config(str(tmp_path / "c.yaml")).wordnet == "wn3"  # (a config's own key wins)
     monkeypatch.setenv("ELMO_TASKS_WORDNET", "  ")
     assert load_wsd_config(None, features=[]).wordnet == "data/wordnet-3.0"
+
+
+def test_rank_0_whose_port_is_taken_says_so(tmp_path):
+    import socket
+
+    with socket.socket() as other:  # another program listens on the port
+        other.bind(("127.0.0.1", 0))
+        other.listen(1)
+        port = other.getsockname()[1]
+        p = _rank_one(port, "5", tmp_path, rank=0)
+        err = p.communicate(timeout=120)[1]
+    assert p.returncode == 2 and err.startswith(f"error: rank 0: MASTER_PORT {port} is in use by another program"), err
+    assert "choose a free port for every rank" in err and err.count("\n") == 1, err

@@ -333,9 +333,13 @@ def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     if dtype not in SAVE_DTYPES:
         raise ValueError(f"save_bilm: dtype {dtype!r}; give one of {', '.join(SAVE_DTYPES)} (load_bilm reads "
                          "floating-point weights only)")
-    if os.path.abspath(options_file) == os.path.abspath(weight_file):
-        raise ValueError(f"save_bilm: the options file and the weight file are one path ({weight_file}): the "
+    if os.path.realpath(options_file) == os.path.realpath(weight_file):  # (one name, or a link to the other)
+        raise ValueError(f"save_bilm: the options file and the weight file are one file ({weight_file}): the "
                          "options would replace the weights; give two paths (e.g. options.json, weights.hdf5)")
+    for p in (options_file, weight_file):
+        if p.is_dir():
+            raise ValueError(f"save_bilm: {p} is a folder; give a file path (e.g. {p / p.name}.json or "
+                             f"{p / 'weights.hdf5'})")
     for p in (options_file, weight_file):
         p.parent.mkdir(parents=True, exist_ok=True)
     arrays = bilm_to_hdf5_arrays(bilm)

@@ -123,6 +123,9 @@ def init() -> Dist:
         except (RuntimeError, TimeoutError, OSError) as e:  # DistNetworkError, DistStoreError: rank 0 unreachable
             first = " ".join(str(e).split())[:200]
             where = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+            if rank == 0 and "address already in use" in first.lower():  # another program has the port
+                raise DistributedError(f"rank 0: MASTER_PORT {os.environ['MASTER_PORT']} is in use by another "
+                                       f"program ({first}); choose a free port for every rank") from None
             if rank == 0:  # rank 0 hosts the group: the others did not come
                 raise DistributedError(f"rank 0: the other ranks did not all join the process group at {where} "
                                        f"({first}); were all {world} ranks started (by the same torchrun)? A slow "
