@@ -3,6 +3,7 @@ and in a config; tar archives given as vectors; shell patterns as training files
 .npy; framework files given to ``wsd tag``; biLM URLs in every form of the Python API."""
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import tarfile
@@ -541,8 +542,10 @@ PLUGIN_BAD_HEAD = ("from tasks.registry import HEADS\nfrom tasks.heads.sentence_
                    "        return super().logits(x, mask, layers, examples).unsqueeze(1)  # (B, 1, C)\n")
 
 
-def _run_with_plugin(tmp_path, monkeypatch, module: str, text: str, registry, name: str, key: str) -> int:
-    """``run`` of a sentiment config whose ``key`` names ``name``, registered by the plugin ``module`` (``text``)."""
+@contextlib.contextmanager
+def _plugin(tmp_path, monkeypatch, module: str, text: str, registry=None, names: tuple = ()):
+    """The plugin module ``module`` (source ``text``) importable from ``tmp_path`` (the current folder) for the
+    block; afterwards its ``names`` are dropped from ``registry`` and the module from ``sys.modules``."""
     import sys
 
     from tasks import plugins
@@ -551,12 +554,19 @@ def _run_with_plugin(tmp_path, monkeypatch, module: str, text: str, registry, na
     (tmp_path / f"{module}.py").write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
-    env, cfg = static_config_file(tmp_path, kind="sentiment")
     try:
-        return main(["run", cfg, "--out", "R", "--include", module, "--set", f"{key}={name}", *FAST])
+        yield
     finally:
-        registry._entries.pop(name, None)
+        for name in names:
+            registry._entries.pop(name, None)
         sys.modules.pop(module, None)
+
+
+def _run_with_plugin(tmp_path, monkeypatch, module: str, text: str, registry, name: str, key: str) -> int:
+    """``run`` of a sentiment config whose ``key`` names ``name``, registered by the plugin ``module`` (``text``)."""
+    with _plugin(tmp_path, monkeypatch, module, text, registry, (name,)):
+        env, cfg = static_config_file(tmp_path, kind="sentiment")
+        return main(["run", cfg, "--out", "R", "--include", module, "--set", f"{key}={name}", *FAST])
 
 
 def test_a_plugin_head_whose_logits_have_the_wrong_shape_is_one_line(tmp_path, capsys, monkeypatch):
@@ -1056,42 +1066,22 @@ PLUGIN_NAN_FUSION = ("from tasks.registry import FUSIONS\nfrom tasks.features.fu
 
 
 def test_a_nan_loss_from_a_plugin_fusion_names_the_fusion(tmp_path, capsys, monkeypatch):
-    import sys
-
     from test_tasks_helpers import elmo_section
-    from tasks import plugins
     from tasks.registry import FUSIONS
 
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "nanfusion_r15.py").write_text(PLUGIN_NAN_FUSION)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
-    env, cfg = static_config_file(tmp_path)
-    raw = yaml.safe_load(Path(cfg).read_text())
-    raw["features"] = elmo_section(env, mix={"name": "nan_fusion_r15"})
-    Path(cfg).write_text(yaml.safe_dump(raw))
-    try:
+    with _plugin(tmp_path, monkeypatch, "nanfusion_r15", PLUGIN_NAN_FUSION, FUSIONS, ("nan_fusion_r15",)):
+        env, cfg = static_config_file(tmp_path)
+        raw = yaml.safe_load(Path(cfg).read_text())
+        raw["features"] = elmo_section(env, mix={"name": "nan_fusion_r15"})
+        Path(cfg).write_text(yaml.safe_dump(raw))
         assert main(["run", cfg, "--out", "R", "--include", "nanfusion_r15", *FAST]) == 2
-    finally:
-        FUSIONS._entries.pop("nan_fusion_r15", None)
-        sys.modules.pop("nanfusion_r15", None)
     one_line_error(capsys, "training diverged: the loss is nan (before any update, on finite features: fusion "
                            "nan_fusion_r15 (module nanfusion_r15), the head ")
 
 
 def test_a_plugin_module_that_raises_keyboard_interrupt_on_import_is_one_line(tmp_path, capsys, monkeypatch):
-    import sys
-
-    from tasks import plugins
-
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "kbint_r15.py").write_text("raise KeyboardInterrupt\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
-    try:
+    with _plugin(tmp_path, monkeypatch, "kbint_r15", "raise KeyboardInterrupt\n"):
         assert main(["components", "--include", "kbint_r15"]) == 130
-    finally:
-        sys.modules.pop("kbint_r15", None)
     assert capsys.readouterr().err == "interrupted while loading the plugin module(s) given by --include; nothing " \
                                       "was done: rerun the same command\n"
 
@@ -1106,17 +1096,11 @@ PLUGIN_READERS = ("from tasks.registry import READERS\nfrom tasks.data.types imp
 
 
 def test_plugin_readers_that_give_nothing_yield_or_make_bad_examples(tmp_path, capsys, monkeypatch):
-    import sys
-
-    from tasks import plugins
     from tasks.registry import READERS
 
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "rdr_r15.py").write_text(PLUGIN_READERS)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
-    env, cfg = static_config_file(tmp_path, kind="sentiment")
-    try:
+    with _plugin(tmp_path, monkeypatch, "rdr_r15", PLUGIN_READERS, READERS, ("rd_empty_r15", "rd_gen_r15",
+                                                                             "rd_blank_r15")):
+        env, cfg = static_config_file(tmp_path, kind="sentiment")
         assert main(["run", cfg, "--out", "R1", "--include", "rdr_r15", "--set", "data.reader=rd_gen_r15", *FAST]) == 0
         assert (tmp_path / "R1" / "metrics.json").is_file()  # a reader that yields: every split read whole
         capsys.readouterr()
@@ -1129,10 +1113,6 @@ def test_plugin_readers_that_give_nothing_yield_or_make_bad_examples(tmp_path, c
         err = capsys.readouterr().err
         assert err.endswith("tsv_train.txt: train example 1: token 2 is '', not a word (empty, whitespace or not a "
                             "string); check the reader\n"), err
-    finally:
-        for name in ("rd_empty_r15", "rd_gen_r15", "rd_blank_r15"):
-            READERS._entries.pop(name, None)
-        sys.modules.pop("rdr_r15", None)
 
 
 def test_the_wordnet_variable_is_the_default_of_a_wsd_config(tmp_path, monkeypatch):
