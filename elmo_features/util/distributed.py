@@ -71,10 +71,7 @@ class Dist:
 
 def torchrun_world() -> int:
     """WORLD_SIZE set by torchrun (1 when not launched by it)."""
-    try:
-        return int(os.environ.get("WORLD_SIZE", "1"))
-    except ValueError:
-        raise UsageError(f"WORLD_SIZE={os.environ['WORLD_SIZE']!r} is not an integer (launch with torchrun)") from None
+    return _int_env("WORLD_SIZE", "1")
 
 
 def _int_env(name: str, default: str | None = None) -> int:
