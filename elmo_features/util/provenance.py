@@ -108,8 +108,13 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically; a stream (``/dev/stdout``, a pipe: ``paths.is_stream``) cannot be
     replaced and is written in place."""
     if is_stream(path):
-        with open(Path(path).expanduser(), "wb") as f:
-            f.write(data)
+        try:
+            with open(Path(path).expanduser(), "wb") as f:
+                f.write(data)
+        except OSError as e:  # (/dev/full: the one-line error then names it)
+            if e.filename is None and e.errno is not None:
+                raise OSError(e.errno, e.strerror or str(e), str(path)) from e
+            raise
         return
     with atomic_open(path, "wb") as f:
         f.write(data)

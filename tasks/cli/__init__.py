@@ -148,6 +148,9 @@ def one_line(text: str) -> str:
 
 def error_message(e: BaseException) -> str:
     """One line for a user error."""
+    relayed = re.match(r"(rank \d+): ", str(e)) if isinstance(e, distributed.DistributedError) else None
+    if relayed and out_of_memory(e):  # (another rank's allocation failure, passed on in torch's words)
+        return f"{relayed.group(1)}: {other_error_message(e)}"
     if isinstance(e, OSError) and not isinstance(e, ElmoTasksError) and e.filename is not None:
         text, code = e.strerror or str(e), e.errno
         hdf5 = re.search(r"errno = (\d+), error message = '([^']*)'", text)  # (HDF5 quotes the system's error in a

@@ -12,6 +12,7 @@ import torch
 
 from elmo_features.util.errors import CheckpointError
 from elmo_features.util.provenance import write_bytes_atomic
+from elmo_features.util.tensor_digest import update_with_tensor
 
 from tasks.experiment.preflight import CHECKPOINT_FORMAT
 
@@ -28,9 +29,7 @@ def weights_digest(state_dict: dict) -> str:
     """sha256 over a state_dict's names, dtypes, shapes and values (model.pt records it: a damaged file is told)."""
     h = hashlib.sha256()
     for name in sorted(state_dict):
-        t = state_dict[name].detach().cpu().contiguous()
-        h.update(f"|{name}|{t.dtype}|{tuple(t.shape)}|".encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        update_with_tensor(h, name, state_dict[name])
     return h.hexdigest()
 
 

@@ -24,7 +24,7 @@ from elmo_features.util.paths import (CACHE_DIR_FORBIDDEN, INPUT_FOLDERS, RUN_FO
                                       beside_config_hint, check_input_dir, check_input_file, check_input_path,
                                       check_output_dir, folder_kind)
 from elmo_features.util.errors import CheckpointError, ConfigError, MissingPathError, OutputExistsError, PathError
-from elmo_features.util.locking import OutputLock
+from elmo_features.util.locking import OutputLock, lock_holder
 from elmo_features.util.once import first_time
 
 from tasks.experiment.config import RunConfig, check_reader_fits_head
@@ -305,6 +305,10 @@ def check_run_folder(run_dir: str | Path) -> Path:
     """A finished run folder for ``predict``: its files exist, vocab.json is a JSON object and model.pt is a
     checkpoint of this project (loaded with ``weights_only=True``); metrics.json (written last) exists."""
     hint = "give a folder written by `elmo-tasks run` (it prints the folder)"
+    holder = lock_holder(Path(run_dir).expanduser() / "run.lock")
+    if holder is not None:  # (its files appear as it trains: model.pt, then metrics.json last)
+        raise CheckpointError(f"run folder: {run_dir} is a run still in progress ({holder} is writing it); wait "
+                              "until it has finished (it prints its metrics), then predict")
     run_dir = check_input_dir(run_dir, "run folder", needs=RUN_MODEL_FILES, hint=hint)
     if not (run_dir / "metrics.json").exists():
         raise CheckpointError(f"{run_dir}: the run never finished (no metrics.json: it was interrupted, killed or "

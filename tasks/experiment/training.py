@@ -204,7 +204,7 @@ def train_step(model: TaskModel, split: Split, idx: list[int], opt: torch.optim.
         head = type(model.head)
         cause = ("the batch's input features hold NaN/Inf values (a damaged feature cache or vectors file?)"
                  if _has_nonfinite(dense_items([split.features[i] for i in idx]))
-                 else f"training.lr {cfg.lr:g} may be too large" if getattr(opt, "steps_taken", 0)
+                 else _after_updates(cfg.lr) if getattr(opt, "steps_taken", 0)
                  else f"before any update, on finite features: {_loss_makers(head)} compute(s) it; check "
                       "its forward, logits and loss")
         raise DivergedError(f"training diverged: the loss is {value} ({cause}); the run stopped and is not finished")
@@ -213,6 +213,14 @@ def train_step(model: TaskModel, split: Split, idx: list[int], opt: torch.optim.
     opt.step()
     opt.steps_taken = getattr(opt, "steps_taken", 0) + 1  # (a NaN before the first step is not the lr's doing)
     return value
+
+
+def _after_updates(lr: float) -> str:
+    """The cause named for a NaN after some updates: the learning rate, and the plugin components in play (their
+    code may be what turned the values NaN)."""
+    plugins = plugins_used()
+    return f"training.lr {lr:g} may be too large" + (f", or a plugin component made it: {', '.join(plugins)}; "
+                                                      "check its forward" if plugins else "")
 
 
 def _loss_makers(head: type) -> str:

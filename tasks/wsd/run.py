@@ -1,6 +1,5 @@
-"""The WSD comparison end to end: baselines, 1-NN per layer / average / mix, the trained head and
-per-layer probes, for every feature source; key files, scores.json, table5.md and a plot.
-"""
+"""The WSD comparison end to end: baselines, 1-NN per layer / average / mix, the trained head and per-layer probes,
+for every feature source; key files, scores.json, table5.md and a plot."""
 from __future__ import annotations
 
 import copy
@@ -264,13 +263,14 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
     L = sums.sums.shape[1]
     print(f"{name}: {L} layer(s) of dim {sums.sums.shape[2]}, {len(sums.keys)} training senses "
           f"({time.perf_counter() - t0:.0f}s features)", flush=True)
-    which = []
-    if "layers" in cfg.knn:
-        which += [(f"layer{l}", f"layer {l}" if L > 1 else "vectors", _one_hot(L, l), l) for l in range(L)]
+    which = [(f"layer{l}", f"layer {l}" if L > 1 else "vectors", _one_hot(L, l), l)
+             for l in range(L) if "layers" in cfg.knn]
     if "average" in cfg.knn and L > 1:
         which.append(("average", "average of layers", [1.0 / L] * L, "average"))
-    if L == 1 and {"average", "fixed_mix"} & set(cfg.knn):  # (rows of several layers: none to mix)
-        print(f"warning: source {name} has one layer: no average or fixed_mix row for it", file=sys.stderr)
+    several = " or ".join(k for k in ("average", "fixed_mix", "dev_layer") if k in cfg.knn)  # (rows of layers)
+    if L == 1 and several:
+        print(f"warning: source {name} has one layer: no {several} row for it (its one layer is the `layers` row of "
+              "knn)", file=sys.stderr)
     if "fixed_mix" in cfg.knn and L > 1:
         if len(cfg.fixed_mix) != L:
             raise ConfigError(f"fixed_mix: {len(cfg.fixed_mix)} weights, but source {name} has {L} layers; give one "

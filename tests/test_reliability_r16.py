@@ -1,0 +1,122 @@
+"""Hostile cases, list thirty-three's leftovers: a prediction output that cannot be written, a run folder still being
+written, a download folder that is a file, a NaN from a plugin fusion after some updates, a WSD row a one-layer source
+cannot give, a damaged train-bilm checkpoint, another rank's allocation failure."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from tasks.cli import main
+
+from test_reliability_outputs_r3 import senses  # noqa: F401  (a module fixture of the tiny WSD inventory)
+from test_reliability_r13 import _tiny_wsd
+from test_reliability_r15 import _plugin
+from test_tasks_helpers import elmo_section, one_line_error, static_config_file
+
+FAST = ["--cache-dir", "none", "--progress", "off"]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device whose writes fail for room)")
+def test_predict_into_a_device_that_is_full_names_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", *FAST]) == 0
+    Path("in.txt").write_text("the cat\n")
+    capsys.readouterr()
+    assert main(["predict", "R", "in.txt", "--out", "/dev/full", *FAST]) == 2
+    one_line_error(capsys, "error: /dev/full: No space left on device; free some space or write the output elsewhere")
+
+
+def test_predict_on_a_run_still_being_written_says_it_is_in_progress(tmp_path, capsys, monkeypatch):
+    from elmo_features.util.locking import OutputLock
+
+    monkeypatch.chdir(tmp_path)
+    Path("R").mkdir()
+    Path("R/config.yaml").write_text("name: x\n")  # (a run writes its files as it goes; model.pt comes later)
+    Path("in.txt").write_text("the cat\n")
+    with OutputLock(Path("R/run.lock"), "the run folder R"):
+        assert main(["predict", "R", "in.txt", *FAST]) == 2
+        one_line_error(capsys, "run folder: R is a run still in progress (PID ", "wait until it has finished")
+    assert main(["predict", "R", "in.txt", *FAST]) == 2  # (the writer gone: the folder is judged by its files)
+    one_line_error(capsys, "run folder: R has no ")
+
+
+def test_a_download_folder_that_is_a_file_is_named(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("dd").write_text("")
+    Path("in.txt").write_text("the cat\n")
+    for argv in (["models", "get", "minilm-l6", "--download-dir", "dd"], ["models", "list", "--download-dir", "dd"],
+                 ["embed", "in.txt", "o.h5", "--model", "small", "--download-dir", "dd"]):
+        assert main(argv) == 2, argv
+        one_line_error(capsys, "error: --download-dir: dd is a file, not a folder; choose another path")
+    assert not Path("o.h5").exists()
+
+
+PLUGIN_LATE_NAN = ("from tasks.registry import FUSIONS\nfrom tasks.features.fusion import LayerAttention\n"
+                   "CALLS = [0]\n@FUSIONS.register('late_nan_r16')\nclass LateNan(LayerAttention):\n"
+                   "    def forward(self, layers, mask):\n        out = super().forward(layers, mask)\n"
+                   "        if self.training:\n            CALLS[0] += 1\n"
+                   "        return out * float('nan') if CALLS[0] > 2 else out\n")
+
+
+def test_a_nan_loss_after_updates_with_a_plugin_in_play_names_the_plugin_too(tmp_path, capsys, monkeypatch):
+    from tasks.registry import FUSIONS
+
+    with _plugin(tmp_path, monkeypatch, "latenan_r16", PLUGIN_LATE_NAN, FUSIONS, ("late_nan_r16",)):
+        env, cfg = static_config_file(tmp_path, training={"max_epochs": 4, "batch_size": 2})
+        raw = yaml.safe_load(Path(cfg).read_text())
+        raw["features"] = elmo_section(env, mix={"name": "late_nan_r16"})
+        Path(cfg).write_text(yaml.safe_dump(raw))
+        assert main(["run", cfg, "--out", "R", "--include", "latenan_r16", *FAST]) == 2
+    one_line_error(capsys, "training diverged: the loss is nan (training.lr ", "may be too large, or a plugin "
+                   "component made it: fusion late_nan_r16 (module latenan_r16); check its forward")
+
+
+def test_a_dev_layer_row_of_a_one_layer_source_is_said_absent(tmp_path, capsys, monkeypatch, senses):  # noqa: F811
+    cfg = _tiny_wsd(tmp_path, monkeypatch, knn=["layers", "dev_layer"])
+    raw = yaml.safe_load(Path(cfg).read_text())
+    (tmp_path / "vec.txt").write_text("the 0.1 0.2\nbank 0.3 0.4\nriver 0.5 0.1\n")
+    raw["sources"] = {"vec": {"name": "static", "path": str(tmp_path / "vec.txt"), "format": "text"}}
+    raw["features"] = ["vec"]
+    Path(cfg).write_text(yaml.safe_dump(raw))
+    assert main(["wsd", "--config", cfg, "--out", "W", "--no-plot", *FAST]) == 0
+    assert ("source vec has one layer: no dev_layer row for it (its one layer is the `layers` row of knn)"
+            in capsys.readouterr().err)
+
+
+def test_another_ranks_allocation_failure_is_told_as_out_of_memory():
+    from elmo_features.util.distributed import DistributedError
+    from tasks.cli import error_message
+
+    e = DistributedError("rank 0: [enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                         "memory: you tried to allocate 1048000000000 bytes. Error code 12 (Cannot allocate memory)")
+    assert error_message(e) == ("rank 0: out of memory: an allocation of 976.0 GB failed; lower the sizes in the "
+                                "config (layer widths, batch sizes), or run on a machine with more memory")
+    assert error_message(DistributedError("rank 0: the input differs")) == "rank 0: the input differs"
+
+
+def test_a_train_bilm_checkpoint_changed_after_it_was_saved_is_refused(tmp_path):
+    from test_reliability_training import SMALL, _text
+    from elmo_features.training.config import TrainConfig
+    from elmo_features.training.trainer import Trainer
+    from elmo_features.util.errors import CheckpointError
+
+    corpus = tmp_path / "a.txt"
+    _text(corpus, ["the", "cat", "sat", "on", "mat", "dog"])
+    cfg = TrainConfig.from_dict({**SMALL, "train_files": [str(corpus)], "out_dir": str(tmp_path / "o")})
+    tr = Trainer(cfg, progress=False)
+    tr._stop = True
+    tr.run()
+    ckpt = tmp_path / "o" / "checkpoint.pt"
+    Trainer(cfg, resume=True, progress=False).close()  # (as saved: resumes)
+    state = torch.load(ckpt, weights_only=True)
+    name = next(k for k, v in state["model"].items() if v.is_floating_point() and v.numel())
+    state["model"][name].view(-1)[0] += 1e-3  # one value changed, the file still a valid checkpoint
+    torch.save(state, ckpt)
+    with pytest.raises(CheckpointError, match="checkpoint.pt: its content does not match the checksum it was saved "
+                                              "with \\(the file is damaged, or was edited\\)"):
+        Trainer(cfg, resume=True, progress=False)
