@@ -52,13 +52,22 @@ def _fill(out, row, examples, layers):
     return row
 
 
-def scores(targets, vecs, graph, context, gloss, wu):
-    """Answers by ctx + w * cos(word, gloss) + u * cos(sentence, gloss), (w, u) = wu[pos]."""
+def cosines(targets, vecs, graph, context, gloss) -> tuple[Candidates, Candidates]:
+    """The candidates' cosines with the word's vector and with the sentence's (the context cosines: the word's)."""
     cv, step = context
-    word = candidate_cosines(targets, vecs[:, 0], graph, cv, step, gloss)
-    sent = candidate_cosines(targets, vecs[:, 1], graph, cv, step, gloss)
+    return (candidate_cosines(targets, vecs[:, 0], graph, cv, step, gloss),
+            candidate_cosines(targets, vecs[:, 1], graph, cv, step, gloss))
+
+
+def scores(targets, cos, graph, wu):
+    """Answers by ctx + w * cos(word, gloss) + u * cos(sentence, gloss), (w, u) = wu[pos]."""
+    word, sent = cos
     g = [wu[p][0] * a + wu[p][1] * b for a, b, p in zip(word.gloss, sent.gloss, word.pos)]
     return answer(targets, Candidates(word.rows, word.ctx, g, word.pos, word.ranks), graph, {p: 1.0 for p in POS})[0]
+
+
+def _subset(c: Candidates, idx: list[int]) -> Candidates:
+    return Candidates(*[[getattr(c, f)[i] for i in idx] for f in ("rows", "ctx", "gloss", "pos", "ranks")])
 
 
 def main() -> int:
@@ -84,24 +93,25 @@ def main() -> int:
     rows = ["| part of speech | held-out instances | best w (u = 0) | accuracy | best (w, u) | accuracy |",
             "|---|---|---|---|---|---|"]
     chosen, word_only = {}, {}
+    held_cos = cosines(held.targets, held.vecs, graph, held_ctx, gloss)
     for pos in POS:
-        sub = [t for t in held.targets if t.pos == pos]
-        vec = held.vecs[[i for i, t in enumerate(held.targets) if t.pos == pos]]
-        acc = {(w, u): accuracy(sub, scores(sub, vec, graph, held_ctx, gloss, {pos: (w, u)}))
+        idx = [i for i, t in enumerate(held.targets) if t.pos == pos]
+        sub, cos = [held.targets[i] for i in idx], tuple(_subset(c, idx) for c in held_cos)
+        acc = {(w, u): accuracy(sub, scores(sub, cos, graph, {pos: (w, u)}))
                for w, u in itertools.product(W_GRID, U_GRID)}
         chosen[pos] = max(acc, key=acc.get)  # (the first of equals: smaller weights come first)
         word_only[pos] = max((k for k in acc if k[1] == 0.0), key=acc.get)
         rows.append(f"| {pos} | {len(sub)} | {word_only[pos][0]:g} | {100 * acc[word_only[pos]]:.2f} | "
                     f"({chosen[pos][0]:g}, {chosen[pos][1]:g}) | {100 * acc[chosen[pos]]:.2f} |")
-    held_all = {k: accuracy(held.targets, scores(held.targets, held.vecs, graph, held_ctx, gloss, wu))
+    held_all = {k: accuracy(held.targets, scores(held.targets, held_cos, graph, wu))
                 for k, wu in (("word", word_only), ("word + sentence", chosen))}
     sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)
     test_ctx = propagate(graph, sums.keys, sums.centroids([1.0, 0.0]))
     test = {k: [] for k in held_all}
     for ts in tests:  # read only now: the choices above are fixed
-        vecs = vectors.instance_layers(source, ts.examples, ts.name, chunk)
+        cos = cosines(ts.targets, vectors.instance_layers(source, ts.examples, ts.name, chunk), graph, test_ctx, gloss)
         for k, wu in (("word", word_only), ("word + sentence", chosen)):
-            a = scores(ts.targets, vecs, graph, test_ctx, gloss, wu)
+            a = scores(ts.targets, cos, graph, wu)
             test[k].append((sum(a.get(t.id) in t.gold for t in ts.targets), len(ts.targets)))
     rows += ["", "| gloss term | held-out accuracy | " + " | ".join(ts.name for ts in tests) + " | ALL |",
              "|---|---|" + "---|" * (len(tests) + 1)]
