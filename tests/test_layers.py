@@ -21,7 +21,7 @@ LAYERS = [  # highest first; siblings in one layer
      "wsd.baselines", "wsd.vectors"},
     {"experiment.compare"},
     {"experiment.run", "experiment.parallel", "experiment.preflight", "experiment.compare_checks",
-     "experiment.data_record", "experiment.checkpoint"},
+     "experiment.data_record", "experiment.checkpoint", "experiment.run_folder"},
     {"experiment.training", "experiment.crossval", "experiment.plots", "experiment.summary"},
     {"experiment.data_parallel"},
     {"experiment.config", "experiment.records"},

@@ -120,3 +120,56 @@ def test_a_train_bilm_checkpoint_changed_after_it_was_saved_is_refused(tmp_path)
     with pytest.raises(CheckpointError, match="checkpoint.pt: its content does not match the checksum it was saved "
                                               "with \\(the file is damaged, or was edited\\)"):
         Trainer(cfg, resume=True, progress=False)
+
+
+# ---------------------------------------------------------------- list thirty-four
+
+@pytest.mark.parametrize("replace_with_file", [False, True])
+def test_a_run_folder_removed_or_replaced_while_it_trains_is_said_so(tmp_path, capsys, monkeypatch, replace_with_file):
+    import shutil
+
+    import tasks.experiment.run as run_module
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    original = run_module.train
+
+    def train_then_lose_the_folder(*a, **k):
+        out = original(*a, **k)
+        shutil.rmtree("R")  # the user removes the folder while the run trains
+        if replace_with_file:
+            Path("R").write_text("mine\n")
+        return out
+
+    monkeypatch.setattr(run_module, "train", train_then_lose_the_folder)
+    assert main(["run", cfg, "--out", "R", *FAST]) == 2
+    one_line_error(capsys, "the run folder R was removed or replaced while the run trained (by another program or by "
+                           "hand); the trained model was not saved: rerun the run")
+    assert (Path("R").read_text() == "mine\n") if replace_with_file else not Path("R").exists()
+
+
+def test_predict_reader_says_gold_labels_never_seen_in_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", *FAST]) == 0
+    text = Path(env["conll_test"]).read_text()
+    assert "B-PER" in text
+    Path("t.txt").write_text(text.replace("B-PER", "B-ZZZ").replace("I-PER", "I-ZZZ"))
+    capsys.readouterr()
+    assert main(["predict", "R", "t.txt", "--reader", *FAST]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("warning: t.txt: 3 gold labels never seen in training (counted as errors): {'S-ZZZ': 2"), err
+
+
+def test_api_functions_name_a_wrong_argument_type(tmp_path):
+    from elmo_features import TokenCache, bilm_fingerprint, load_bilm
+    from test_tasks_helpers import make_bilm
+
+    with pytest.raises(TypeError, match="bilm_fingerprint: expected a BiLM .*, got str 'x'"):
+        bilm_fingerprint("x")
+    bilm = load_bilm(*make_bilm(tmp_path / "b"))
+    with pytest.raises(TypeError, match="TokenCache vocab is a str \\('the cat'\\); pass a list of words"):
+        TokenCache(bilm, vocab="the cat")
+    with pytest.raises(ValueError, match="TokenCache vocab has an empty or whitespace-only token at position 1"):
+        TokenCache(bilm, vocab=["the", " "])
+    assert len(TokenCache(bilm, vocab=["the", "cat", "the"])) == 2

@@ -47,6 +47,9 @@ def bilm_fingerprint(bilm: BiLM) -> str:
     Memoised on the model object (``_fingerprint_memo``); recomputed when any parameter was modified in place
     since (its version counter, storage or sum of values changed: an edit through ``param.data`` too).
     """
+    if not isinstance(bilm, BiLM):
+        raise TypeError(f"bilm_fingerprint: expected a BiLM (e.g. elmo_features.load_bilm(options, weights)), got "
+                        f"{type(bilm).__name__} {bilm!r:.40}")
     fp = _weights_fingerprint(bilm)
     precision = precision_of(bilm)
     return fp if precision == "fp32" else hashlib.sha256(f"{fp}\nprecision={precision}".encode()).hexdigest()

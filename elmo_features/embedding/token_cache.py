@@ -17,6 +17,7 @@ import torch
 
 from elmo_features.model.bilm import BiLM
 from elmo_features.model.char_ids import word_to_char_ids
+from elmo_features.util.arguments import check_sentences
 from elmo_features.util.devices import module_device
 from elmo_features.model.precision import precision_of
 
@@ -44,7 +45,10 @@ class TokenCache:
         self._free: list[int] = []
         self._precision = precision_of(bilm)  # a change of the biLM's precision empties the cache
         if vocab is not None:
-            words = list(dict.fromkeys(vocab))
+            if isinstance(vocab, (str, bytes)):  # (a string would be cached character by character)
+                raise TypeError(f"TokenCache vocab is a {type(vocab).__name__} ({vocab[:40]!r}); pass a list of words, "
+                                "e.g. text.split()")
+            words = check_sentences([list(dict.fromkeys(vocab))], "TokenCache vocab")[0]
             if len(words) > self.max_size:
                 raise ValueError(f"vocab has {len(words)} word types, more than max_size={self.max_size}")
             self._add(words)

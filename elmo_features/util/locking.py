@@ -153,7 +153,7 @@ class OutputLock:
             return
         try:
             self.path.unlink()  # while still holding the lock (see acquire)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # (its folder removed, or replaced by a file, meanwhile)
             pass
         fcntl.flock(self.fd, fcntl.LOCK_UN)
         os.close(self.fd)

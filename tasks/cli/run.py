@@ -374,7 +374,10 @@ def _predict(args) -> int:
     else:
         sys.stdout.write(text)
     if args.reader:
-        scores = model.head.evaluate(examples, preds)
-        scores["unseen_labels"] = sum(model.head.unseen(examples).values())
+        scores, unseen = model.head.evaluate(examples, preds), model.head.unseen(examples)
+        scores["unseen_labels"] = sum(unseen.values())
+        if unseen:  # (as run says it for its dev and test sets)
+            print(f"warning: {args.input}: {sum(unseen.values())} gold labels never seen in training (counted as "
+                  f"errors): {dict(unseen.most_common(10))}", file=sys.stderr)
         print(json.dumps(scores), file=sys.stderr)
     return 0

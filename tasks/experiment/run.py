@@ -12,7 +12,6 @@ import os
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,24 +21,24 @@ from elmo_features.util.paths import RUN_MODEL_FILES, check_output_dir
 from elmo_features.util.errors import (CheckpointError, ConfigError, ElmoTasksError, StaleCacheError, UsageError,
                                        first_line)
 from elmo_features.util.locking import OutputLock
-from elmo_features.util.once import first_time
-from elmo_features.util.provenance import git_commit, machine, write_text_atomic
+from elmo_features.util.provenance import git_commit, machine
 from elmo_features.util.schema import saved_config
 
 from tasks.components import component_config
 from tasks.experiment.records import data_locations, read_metrics
-from tasks.experiment.config import RunConfig, check_reader_fits_head, dump_yaml, load_raw, resolve
+from tasks.experiment.config import RunConfig, check_reader_fits_head, load_raw, resolve
 from tasks.data import get_reader
 from tasks.data.types import DataFormatError
-from tasks.experiment.checkpoint import check_vocab_digest, check_weights_digest, save_state
+from tasks.experiment.checkpoint import check_vocab_digest, check_weights_digest
+from tasks.experiment.run_folder import RunFolder
 from tasks.features.base import (FeatureContext, build_features, check_items, section_fingerprints,
                                  section_frozen_description)
 from tasks.plugins import plugin_digests
 from tasks.features.fingerprints import report_fingerprints
 from tasks.heads.base import Head
 from tasks.registry import HEADS
-from tasks.experiment.preflight import (CHECKPOINT_FORMAT, UNFINISHED, check_config_digest, check_plugin_versions,
-                                       clear_unfinished_run, config_digests, warn_shared_files)
+from tasks.experiment.preflight import (CHECKPOINT_FORMAT, check_config_digest, check_plugin_versions,
+                                       clear_unfinished_run, warn_shared_files)
 from tasks.experiment.training import Split, TaskModel, evaluate, predict, set_seed, train
 
 if TYPE_CHECKING:
@@ -128,12 +127,6 @@ def make_split(model: TaskModel, name: str, examples: list) -> Split:
     sentences = [list(ex.tokens) for ex in examples]
     return Split(name, examples, check_items(model.features, sentences, model.features.precompute(sentences, name),
                                              name))
-
-
-# ---------------------------------------------------------------- run folder
-
-def save_json(obj: Any, path: Path) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=1, ensure_ascii=False) + "\n")
 
 
 # ---------------------------------------------------------------- run
@@ -226,36 +219,6 @@ def _splits(model: TaskModel, data: dict[str, list], examples: dict[str, list] |
              if examples is not None and name in data and len(data[name]) == len(examples[name])}
     return {name: Split(name, ex, list(given[name])) if name in given else make_split(model, name, ex)
             for name, ex in data.items()}
-
-
-@dataclass
-class RunFolder:
-    """What a run writes, by the process that writes it (the only one, or rank 0 of a torchrun launch): on the other
-    ranks (``writes=False``) every method does nothing, so the run's code has no rank branches."""
-
-    path: Path
-    writes: bool = True
-    config_sha256: dict | None = None
-
-    def start(self, cfg: RunConfig, vocab: dict) -> None:
-        self.config_sha256 = config_digests(cfg.to_dict())
-        if self.writes:
-            dump_yaml(cfg.to_dict(), self.path / "config.yaml")  # creates the folder
-            save_json(vocab, self.path / "vocab.json")
-
-    def save_model(self, model: TaskModel) -> None:
-        if self.writes:
-            save_state(model, self.path / "model.pt", self.config_sha256)
-
-    def note(self, message: str) -> None:
-        if self.writes and first_time(("run note", message)):  # (once per command: each run of a comparison says it)
-            print(message, file=sys.stderr)
-
-    def finish(self, predictions: dict, metrics: dict) -> None:
-        if self.writes:
-            save_json(predictions, self.path / "predictions.json")
-            save_json(metrics, self.path / "metrics.json")
-            (self.path / UNFINISHED).unlink(missing_ok=True)
 
 
 def _evaluate_splits(model: TaskModel, splits: dict[str, Split], cfg: RunConfig, progress: bool | None,

@@ -23,7 +23,8 @@ from tasks.wsd.data.examples import (WsdSentence, all_targets, check_candidates,
 from tasks.wsd.data.reader import POS_TAGS, WsdFormatError, find_dataset_files, load_dataset
 from tasks.wsd.data.scorer import Score, merge_scores, score, write_key_file
 from tasks.experiment.preflight import same_content
-from tasks.experiment.run import load_run, make_split, run_experiment, save_json
+from tasks.experiment.run import load_run, make_split, run_experiment
+from tasks.experiment.run_folder import save_json
 from tasks.features.base import FeatureContext, FeatureSource, build_features
 from tasks.features.subset import subset_items
 from tasks.registry import HEADS
@@ -267,8 +268,7 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
              for l in range(L) if "layers" in cfg.knn]
     if "average" in cfg.knn and L > 1:
         which.append(("average", "average of layers", [1.0 / L] * L, "average"))
-    several = " or ".join(k for k in ("average", "fixed_mix", "dev_layer") if k in cfg.knn)  # (rows of layers)
-    if L == 1 and several:
+    if L == 1 and (several := " or ".join(k for k in ("average", "fixed_mix", "dev_layer") if k in cfg.knn)):
         print(f"warning: source {name} has one layer: no {several} row for it (its one layer is the `layers` row of "
               "knn)", file=sys.stderr)
     if "fixed_mix" in cfg.knn and L > 1:
