@@ -279,7 +279,7 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
         which.append(("fixed_mix", "fixed mix", [w / s for w in cfg.fixed_mix], "fixed_mix"))
     if dev_choice is not None:
         l = dev_choice["layer"]
-        which.append(("dev_layer", f"layer chosen on held-out {train_ds_name(train_dir)} sentences ({l})",
+        which.append(("dev_layer", f"layer chosen on held-out {train_ds_name(train_dir)} {dev_choice['by']} ({l})",
                       _one_hot(L, l), l))
     _knn_rows(report, cfg, name, sums, test_vecs, which)
     if dev_choice is not None:

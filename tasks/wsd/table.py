@@ -66,9 +66,9 @@ _NOTES = [
               "Multiword instances average their tokens. Layer 0 is the biLM's token layer, 1 and 2 its LSTM layers; "
               "the paper's \"first/second layer\" are layers 1 and 2. For a Transformer source, layer 0 is the "
               "embedding output and layer k the output of its k-th Transformer layer (pieces mean-pooled to words).",
-              "* \"Layer chosen on held-out sentences\": the layer whose 1-NN is most accurate on every Nth training "
-              "sentence, with sense averages from the other training sentences (no test data involved); the row "
-              "then uses all training sentences.",
+              "* \"Layer chosen on held-out sentences\" (or documents): the layer whose 1-NN is most accurate on "
+              "every Nth training sentence (or every sentence of every Nth document), with sense averages from the "
+              "other training sentences (no test data involved); the row then uses all training sentences.",
               "* The head rows train a linear softmax over the instance's candidate senses with the project's "
               "training loop (early stopping on held-out training sentences); probes use one fixed layer.",
               "* The published ALL covers other test sets (with SemEval-2013/2015, without SemEval-2007) and the "
@@ -158,7 +158,8 @@ def _row_notes(row: dict) -> list[str]:
             notes.append(f"{sv['pooling']} pooling, w " + ", ".join(f"{k} {v:g}" for k, v in sv["w"].items()))
         if sv.get("prior"):
             notes.append(f"first-sense prior {sv['prior']:g} / sense number")
-        notes.append("chosen on held-out training sentences (scores.json: senses.held_out)")
+        notes.append(f"chosen on held-out training {sv['held_out'].get('by', 'sentences')} (scores.json: "
+                     "senses.held_out)")
     if row.get("dev_choice"):
         dc = row["dev_choice"]
         unit = dc.get("by", "sentences")[:-1]
