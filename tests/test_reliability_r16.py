@@ -173,3 +173,66 @@ def test_api_functions_name_a_wrong_argument_type(tmp_path):
     with pytest.raises(ValueError, match="TokenCache vocab has an empty or whitespace-only token at position 1"):
         TokenCache(bilm, vocab=["the", " "])
     assert len(TokenCache(bilm, vocab=["the", "cat", "the"])) == 2
+
+
+# ---------------------------------------------------------------- list thirty-five
+
+def test_api_arguments_of_the_wrong_kind_are_named(tmp_path):
+    import numpy as np
+
+    from elmo_features import BiLM, FeatureCache, LazyFeatures, ScalarMix, TokenCache, load_bilm, save_bilm
+    from elmo_features.util.errors import DamagedCacheError
+    from tasks.experiment.run import load_run
+    from test_tasks_helpers import make_bilm
+
+    x = torch.zeros(1, 2, 4, device="meta")
+    with pytest.raises(ValueError, match="ScalarMix: the layers are on the meta device"):
+        ScalarMix(2)([x, x])
+    bilm = load_bilm(*make_bilm(tmp_path / "b"))
+    for extra, kind, says in (({"char_embed": np.zeros(2)}, ValueError, "would replace the biLM's own weight "
+                                                                         "'char_embed'"),
+                              ({"CNN": np.zeros(2)}, ValueError, "would replace the biLM's own weight 'CNN/"),
+                              ({"": np.zeros(2)}, ValueError, "extra_arrays has the name ''"),
+                              ([1, 2], TypeError, "extra_arrays must be a dict of dataset name -> NumPy array, got "
+                                                  "list"),
+                              ({"x": "notarray"}, TypeError, "extra_arrays\\['x'\\] is a str, not a NumPy array")):
+        with pytest.raises(kind, match=says):
+            save_bilm(bilm, tmp_path / "e" / "o.json", tmp_path / "e" / "w.hdf5", extra_arrays=extra)
+        assert not (tmp_path / "e").exists()  # (refused before anything is made)
+    save_bilm(bilm, tmp_path / "f" / "o.json", tmp_path / "f" / "w.hdf5", extra_arrays={"mine/x": np.ones(2)})
+    load_bilm(tmp_path / "f" / "o.json", tmp_path / "f" / "w.hdf5")  # (a new name is kept beside the weights)
+    with pytest.raises(ValueError, match="TokenCache chunk_size must be >= 1, got 0"):
+        TokenCache(bilm, vocab=["a"], chunk_size=0)
+    with pytest.raises(TypeError, match="TokenCache.lookup: sentences must be tokenized \\(list\\[list\\[str\\]\\]\\), "
+                                        "got a str"):
+        TokenCache(bilm).lookup("the cat")
+    (tmp_path / "g.txt").write_text("the 0.1 0.2\n")
+    with pytest.raises(DamagedCacheError, match="g.txt: not a feature cache entry"):
+        LazyFeatures(tmp_path / "g.txt")
+    with pytest.raises(TypeError, match="expected an embedder \\(elmo_features.Embedder or TransformerEmbedder\\), got "
+                                        "str 'x'"):
+        FeatureCache(tmp_path / "fc").embed("x", [["a"]])
+    with pytest.raises(TypeError, match="BiLM: options must be a BiLMOptions .* got dict"):
+        BiLM({})
+    with pytest.raises(TypeError, match="load_run: run_dir must be a run folder's path \\(a str or Path\\), got "
+                                        "NoneType"):
+        load_run(None)
+
+
+def test_set_of_a_whole_section_says_the_keys_it_drops(tmp_path, capsys):
+    from elmo_features.util.config_files import apply_set
+
+    raw = {"training": {"lr": 0.01, "max_epochs": 1, "batch_size": 2}}
+    apply_set(raw, "training={lr: 0.5}")
+    assert raw["training"] == {"lr": 0.5}
+    assert capsys.readouterr().err == ("warning: --set training=... replaces the whole training section: max_epochs, "
+                                       "batch_size take their defaults; to change one key, --set training.lr=VALUE\n")
+    apply_set(raw, "training={lr: 0.1}")  # (nothing dropped: nothing said)
+    assert capsys.readouterr().err == ""
+
+
+def test_wsd_tag_reads_a_part_of_speech_in_any_letter_case():
+    from tasks.wsd.tagging import _split_pos
+
+    assert _split_pos("bank/noun") == ("bank", "NOUN") and _split_pos("bank/Verb") == ("bank", "VERB")
+    assert _split_pos("and/or") == ("and/or", None) and _split_pos("/NOUN") == ("/NOUN", None)

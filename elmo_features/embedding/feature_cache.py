@@ -31,7 +31,7 @@ import torch
 from elmo_features.model.bilm import BiLM
 from elmo_features.util.errors import DamagedCacheError, PathError
 from elmo_features.util.cli_types import OFF_WORDS
-from elmo_features.util.paths import check_output_dir, folder_kind
+from elmo_features.util.paths import check_input_file, check_output_dir, folder_kind
 from elmo_features.util.locking import OutputLock, lock_path_for
 from elmo_features.model.precision import precision_of
 from elmo_features.util.provenance import atomic_path
@@ -108,6 +108,9 @@ def embedder_fingerprint(embedder) -> str:
     """The fingerprint of whatever an embedder runs: its own ``fingerprint`` (a Transformer encoder's, which
     covers its settings too), else its biLM's."""
     fp = getattr(embedder, "fingerprint", None)
+    if not isinstance(fp, str) and not hasattr(embedder, "bilm"):
+        raise TypeError(f"expected an embedder (elmo_features.Embedder or TransformerEmbedder), got "
+                        f"{type(embedder).__name__} {embedder!r:.40}")
     return fp if isinstance(fp, str) else bilm_fingerprint(embedder.bilm)
 
 
@@ -128,15 +131,20 @@ class LazyFeatures(Sequence):
     """
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
+        self.path = check_input_file(path, "LazyFeatures path")
         self._f: h5py.File | None = None
-        with h5py.File(self.path, "r") as f:
-            self._n = int(f.attrs["n_sentences"])
-            self.num_output_layers = int(f.attrs["num_output_layers"])
-            self.output_dim = int(f.attrs["output_dim"])
-            # (entries written before the checks existed have neither: their arrays' L and D are still checked)
-            self._lengths = f["lengths"][...] if "lengths" in f else None  # (n,)
-            self._crc = f["crc32"][...] if "crc32" in f else None  # (n,)
+        try:
+            with h5py.File(self.path, "r") as f:
+                self._n = int(f.attrs["n_sentences"])
+                self.num_output_layers = int(f.attrs["num_output_layers"])
+                self.output_dim = int(f.attrs["output_dim"])
+                # (entries written before the checks existed have neither: their arrays' L and D are still checked)
+                self._lengths = f["lengths"][...] if "lengths" in f else None  # (n,)
+                self._crc = f["crc32"][...] if "crc32" in f else None  # (n,)
+        except (OSError, KeyError) as e:  # not HDF5, or HDF5 without a feature cache entry's attributes
+            why = f"no {e.args[0]!r} attribute" if isinstance(e, KeyError) else " ".join(str(e).split())[:160]
+            raise DamagedCacheError(f"{self.path}: not a feature cache entry ({why}); give a file of a --cache-dir "
+                                    "(an embed output is read with h5py)") from None
         for name, a in (("lengths", self._lengths), ("crc32", self._crc)):
             if a is not None and a.shape != (self._n,):
                 raise DamagedCacheError(f"feature cache file {self.path} is damaged (its {name} has shape {a.shape}, "

@@ -17,7 +17,7 @@ import torch
 
 from elmo_features.model.bilm import BiLM
 from elmo_features.model.char_ids import word_to_char_ids
-from elmo_features.util.arguments import check_sentences
+from elmo_features.util.arguments import check_int, check_sentences
 from elmo_features.util.devices import module_device
 from elmo_features.model.precision import precision_of
 
@@ -37,7 +37,7 @@ class TokenCache:
             raise ValueError(f"TokenCache max_size must be >= 1, got {max_size}")
         self.bilm = bilm
         self.max_size = int(max_size)
-        self.chunk_size = int(chunk_size)
+        self.chunk_size = check_int(chunk_size, "TokenCache chunk_size")
         P = bilm.options.projection_dim
         with torch.inference_mode():  # every tensor of the cache lives in inference mode
             self._table = torch.zeros(0, P, dtype=torch.float32, device=module_device(bilm))  # (capacity, P), grows
@@ -101,6 +101,10 @@ class TokenCache:
 
     def lookup(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
         """Token embeddings (B, T, P) for a batch of sentences; zeros at padding (an inference tensor)."""
+        if isinstance(sentences, (str, bytes)) or any(isinstance(s, (str, bytes)) for s in sentences):
+            what = "a str" if isinstance(sentences, (str, bytes)) else "rows that are strings"
+            raise TypeError(f"TokenCache.lookup: sentences must be tokenized (list[list[str]]), got {what}; e.g. "
+                            "[text.split()]")
         if precision_of(self.bilm) != self._precision:
             self.clear()
             self._precision = precision_of(self.bilm)

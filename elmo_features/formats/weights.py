@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -326,6 +327,24 @@ def check_softmax_bilm(f: h5py.File, src: str, weights: str) -> None:
 SAVE_DTYPES = ("float32", "float16", "float64")
 
 
+def _check_extra_arrays(extra: Any, own: dict[str, np.ndarray]) -> None:
+    """``save_bilm``'s ``extra_arrays``: a dict of new dataset names -> NumPy arrays, none of them a name (or a group
+    of names) of the biLM's own weights, which it would replace; else a TypeError/ValueError naming the entry."""
+    if not isinstance(extra, dict):
+        raise TypeError(f"save_bilm: extra_arrays must be a dict of dataset name -> NumPy array, got "
+                        f"{type(extra).__name__}")
+    for name, arr in extra.items():
+        if not isinstance(name, str) or not name.strip("/"):
+            raise ValueError(f"save_bilm: extra_arrays has the name {name!r}; give each array a non-empty string "
+                             "name (an HDF5 dataset path)")
+        if not isinstance(arr, np.ndarray):
+            raise TypeError(f"save_bilm: extra_arrays[{name!r}] is a {type(arr).__name__}, not a NumPy array")
+        clash = [a for a in own if a == name or a.startswith(name + "/") or name.startswith(a + "/")]
+        if clash:
+            raise ValueError(f"save_bilm: extra_arrays[{name!r}] would replace the biLM's own weight {clash[0]!r}; "
+                             "give it another name")
+
+
 def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
               dtype: str = "float32", extra_arrays: dict[str, np.ndarray] | None = None) -> None:
     """Write options JSON + HDF5 weights (bilm-tf layout) atomically. dtype 'float16' halves the size."""
@@ -340,11 +359,12 @@ def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
         if p.is_dir():
             raise ValueError(f"save_bilm: {p} is a folder; give a file path (e.g. {p / p.name}.json or "
                              f"{p / 'weights.hdf5'})")
+    arrays = bilm_to_hdf5_arrays(bilm)
+    if extra_arrays is not None:
+        _check_extra_arrays(extra_arrays, arrays)
+        arrays.update(extra_arrays)
     for p in (options_file, weight_file):
         p.parent.mkdir(parents=True, exist_ok=True)
-    arrays = bilm_to_hdf5_arrays(bilm)
-    if extra_arrays:
-        arrays.update(extra_arrays)
     with atomic_path(weight_file) as tmp, h5py.File(tmp, "w") as f:
         for name, arr in arrays.items():
             if arr.dtype == object:  # strings (token_vectors/words)

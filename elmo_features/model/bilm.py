@@ -64,6 +64,9 @@ class BiLM(nn.Module):
 
     def __init__(self, options: BiLMOptions, stateful: bool = False, keep_sentence_boundaries: bool = False):
         super().__init__()
+        if not isinstance(options, BiLMOptions):  # (a dict of an options.json: BiLMOptions.from_dict reads it)
+            raise TypeError(f"BiLM: options must be a BiLMOptions (BiLMOptions.from_dict(json.load(...)), or "
+                            f"elmo_features.load_bilm(options_file, weight_file)), got {type(options).__name__}")
         self.options = options
         self.stateful = check_bool(stateful, "stateful")
         self.keep_sentence_boundaries = check_bool(keep_sentence_boundaries, "keep_sentence_boundaries")

@@ -75,6 +75,9 @@ class ScalarMix(nn.Module):
             layers = torch.stack(layers)
         if not layers.is_floating_point():
             raise TypeError(f"ScalarMix layers must be floating-point tensors, got {layers.dtype}")
+        if layers.device.type == "meta":  # (shapes without values: the mix would read uninitialised memory)
+            raise ValueError("ScalarMix: the layers are on the meta device (shapes, no values); give tensors that "
+                             "hold data (e.g. on cpu)")
         if layers.shape[0] != self.num_layers:
             raise ValueError(f"ScalarMix got {layers.shape[0]} layers, but was built for {self.num_layers}")
         if mask is not None and (not torch.is_tensor(mask) or tuple(mask.shape) != tuple(layers.shape[1:3])):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 from elmo_features.util.errors import ConfigError
@@ -191,4 +192,10 @@ def apply_set(raw: dict, assignment: str) -> None:
         raise ConfigError(f"--set {assignment!r}: YAML reads ' #' as the start of a comment, which would cut the value "
                           f"to {value!r}; {fix}")
     check_expanded_size(value, f"--set {key.strip()}")
+    old = node.get(parts[-1])
+    if isinstance(old, dict) and isinstance(value, dict) and [k for k in old if k not in value]:
+        dropped = [k for k in old if k not in value]  # (a mapping replaces the section: its other keys go)
+        print(f"warning: --set {key.strip()}=... replaces the whole {key.strip()} section: "
+              f"{', '.join(dropped[:6])}{', ...' if len(dropped) > 6 else ''} take their defaults; to change one key, "
+              f"--set {key.strip()}.{next(iter(value), 'KEY')}=VALUE", file=sys.stderr)
     node[parts[-1]] = value

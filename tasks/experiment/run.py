@@ -284,6 +284,9 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
 
 def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tuple[RunConfig, TaskModel]:
     """Rebuild a trained model from its run folder (config.yaml + vocab.json + model.pt)."""
+    if not isinstance(run_dir, (str, os.PathLike)) or str(run_dir) == "":
+        raise TypeError(f"load_run: run_dir must be a run folder's path (a str or Path), got {type(run_dir).__name__} "
+                        f"{run_dir!r:.40}")
     run_dir = Path(run_dir)
     for f in RUN_MODEL_FILES:
         if not (run_dir / f).exists():

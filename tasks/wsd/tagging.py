@@ -335,6 +335,7 @@ def _check_recipe(path, meta: dict, source) -> None:
 
 
 def _split_pos(token: str) -> tuple[str, str | None]:
-    """``bank/NOUN`` -> ("bank", "NOUN"); a token without a known tag -> (token, None)."""
+    """``bank/NOUN`` (or ``bank/noun``: any letter case) -> ("bank", "NOUN"); a token without a known tag ->
+    (token, None)."""
     word, sep, tag = token.rpartition("/")
-    return (word, tag) if sep and word and tag in POS_TAGS else (token, None)
+    return (word, tag.upper()) if sep and word and tag.upper() in POS_TAGS else (token, None)
