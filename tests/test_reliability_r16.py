@@ -228,7 +228,12 @@ def test_set_of_a_whole_section_says_the_keys_it_drops(tmp_path, capsys):
     assert capsys.readouterr().err == ("warning: --set training=... replaces the whole training section: max_epochs, "
                                        "batch_size take their defaults; to change one key, --set training.lr=VALUE\n")
     apply_set(raw, "training={lr: 0.1}")  # (nothing dropped: nothing said)
+    raw["head"] = {"name": "crf_tagger", "dropout": 0.5}
+    apply_set(raw, "head={name: token_tagger}")  # (another component: its keys are another's)
     assert capsys.readouterr().err == ""
+    apply_set(raw, "head={name: token_tagger, hidden_dim: 8}")
+    apply_set(raw, "head={hidden_dim: 4}")
+    assert capsys.readouterr().err.count("replaces the whole head section: ") == 1
 
 
 def test_wsd_tag_reads_a_part_of_speech_in_any_letter_case():

@@ -193,8 +193,10 @@ def apply_set(raw: dict, assignment: str) -> None:
                           f"to {value!r}; {fix}")
     check_expanded_size(value, f"--set {key.strip()}")
     old = node.get(parts[-1])
-    if isinstance(old, dict) and isinstance(value, dict) and [k for k in old if k not in value]:
-        dropped = [k for k in old if k not in value]  # (a mapping replaces the section: its other keys go)
+    switch = isinstance(old, dict) and isinstance(value, dict) and "name" in value and value["name"] != old.get("name")
+    if isinstance(old, dict) and isinstance(value, dict) and not switch and [k for k in old if k not in value]:
+        dropped = [k for k in old if k not in value]  # (a mapping replaces the section: its other keys go; another
+        # component's name, e.g. head={name: crf_tagger}, replaces them on purpose)
         print(f"warning: --set {key.strip()}=... replaces the whole {key.strip()} section: "
               f"{', '.join(dropped[:6])}{', ...' if len(dropped) > 6 else ''} take their defaults; to change one key, "
               f"--set {key.strip()}.{next(iter(value), 'KEY')}=VALUE", file=sys.stderr)
