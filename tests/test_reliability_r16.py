@@ -241,3 +241,47 @@ def test_wsd_tag_reads_a_part_of_speech_in_any_letter_case():
 
     assert _split_pos("bank/noun") == ("bank", "NOUN") and _split_pos("bank/Verb") == ("bank", "VERB")
     assert _split_pos("and/or") == ("and/or", None) and _split_pos("/NOUN") == ("/NOUN", None)
+
+
+# ---------------------------------------------------------------- list thirty-six
+
+def test_the_hf_reader_names_a_broken_local_line_and_refuses_a_split_of_one_file(tmp_path, capsys):
+    from elmo_features.util.errors import ConfigError
+    from tasks.data import read_data
+    from tasks.data.types import DataFormatError
+
+    (tmp_path / "tr.jsonl").write_text('{"text": "good film", "label": "pos"}\n{broken\n')
+    with pytest.raises(DataFormatError, match="tr.jsonl:2: not valid JSON \\(Expecting property name enclosed in "
+                                              "double quotes, column 2\\); give one JSON object per line"):
+        read_data("hf", tmp_path / "tr.jsonl")
+    assert "Failed to load JSON" not in capsys.readouterr().err  # (datasets' own report of it is not passed on)
+    (tmp_path / "ok.jsonl").write_text('{"text": "good film", "label": "pos"}\n')
+    with pytest.raises(ConfigError, match="reader option split 'validation': .*ok.jsonl is one file, read whole"):
+        read_data("hf", tmp_path / "ok.jsonl", split="validation")
+    assert [ex.label for ex in read_data("hf", tmp_path / "ok.jsonl")] == ["pos"]
+
+
+def test_api_functions_of_the_data_and_wsd_layers_name_their_arguments(senses):  # noqa: F811 (the fixture)
+    from tasks.data import read_data, tokenize
+    from tasks.wsd.tagging import SenseTagger
+
+    with pytest.raises(TypeError, match="tokenize: text must be a str, got NoneType"):
+        tokenize(None)
+    with pytest.raises(TypeError, match="read_data: path must be a data file's path \\(a str or Path\\), got "
+                                        "NoneType"):
+        read_data("tsv", None)
+    tagger = SenseTagger(str(senses / "senses.h5"))
+    assert tagger.candidates("bank", "noun") == tagger.candidates("bank", "NOUN") != []
+    with pytest.raises(ValueError, match="SenseTagger.candidates: pos 'XYZ'; give one of NOUN, VERB, ADJ, ADV"):
+        tagger.candidates("bank", "XYZ")
+
+
+def test_predicts_progress_bar_says_predict_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", "--cache-dir", "none", "--progress", "off"]) == 0
+    Path("in.txt").write_text("the cat\n")
+    capsys.readouterr()
+    assert main(["predict", "R", "in.txt", "--cache-dir", "none", "--progress", "on"]) == 0
+    err = capsys.readouterr().err
+    assert "predict" in err and "predict predict" not in err, err

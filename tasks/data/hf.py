@@ -2,6 +2,7 @@
 and convert our examples to an in-memory ``datasets.Dataset``."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from collections.abc import Sequence
@@ -39,8 +40,20 @@ def _load(path: str, split: str, config: str | None):
         if builder is None:
             raise DataFormatError(f"unsupported file type {p.suffix!r} for the hf reader; valid: "
                                   f"{', '.join(sorted(_LOCAL_BUILDERS))} or a save_to_disk folder", p)
+        if split != "train":  # (one file is one split: the option names a split of a hub set or a saved folder)
+            raise ConfigError(f"reader option split {split!r}: {p} is one file, read whole (its one split is "
+                              "'train'); split applies to a hub data set or a saved folder with splits: drop it")
         kwargs = {"delimiter": "\t"} if p.suffix.lower() == ".tsv" else {}
-        return datasets.load_dataset(builder, data_files=str(p), split="train", **kwargs)
+        verbosity = datasets.logging.get_verbosity()
+        datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # ("Failed to load JSON ...": ours says it)
+        datasets.disable_progress_bars()  # ("Generating train split" for a file read in a blink)
+        try:
+            return datasets.load_dataset(builder, data_files=str(p), split="train", **kwargs)
+        except Exception as e:  # (datasets' generation errors: a broken JSON line, a ragged CSV row, ...)
+            raise DataFormatError(*_local_problem(p, e)) from None
+        finally:
+            datasets.logging.set_verbosity(verbosity)
+            datasets.enable_progress_bars()
     if os.sep in path or p.suffix.lower() in _LOCAL_BUILDERS:
         raise FileNotFoundError(f"local data set not found: {path}")
     try:
@@ -51,6 +64,22 @@ def _load(path: str, split: str, config: str | None):
             f"could not load hub data set {path!r} (config {config!r}, split {split!r})"
             f"{' in offline mode (HF_DATASETS_OFFLINE=1)' if offline else ''}: {type(e).__name__}: {e}. "
             f"Use a local file (.json/.jsonl/.csv/.tsv/.parquet) or folder, or `elmo-tasks data get`.") from e
+
+
+def _local_problem(p: Path, e: Exception) -> tuple[str, Path, int | None]:
+    """What is wrong with a local file ``datasets`` could not read: a JSON-lines file's first line that is not JSON,
+    else the innermost cause datasets reports."""
+    if p.suffix.lower() == ".jsonl":
+        with open(p, encoding="utf-8", errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                try:
+                    if line.strip():
+                        json.loads(line)
+                except json.JSONDecodeError as bad:
+                    return f"not valid JSON ({bad.msg}, column {bad.colno}); give one JSON object per line", p, n
+    while e.__cause__ is not None or e.__context__ is not None:
+        e = e.__cause__ or e.__context__
+    return f"the hf reader could not read it ({type(e).__name__}: {' '.join(str(e).split())[:200]})", p, None
 
 
 def _pick(names: Sequence[str], given: str | None, candidates: Sequence[str], what: str) -> str | None:

@@ -7,6 +7,7 @@ imported.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -89,4 +90,7 @@ def check_reader_values(name: str, options: dict, where: str) -> None:
 def read_data(name: str, path: str | Path, **options) -> list[TaggedSentence] | list[LabeledSentence]:
     """Read ``path`` with reader ``name``; unknown options raise an error listing the valid ones."""
     reader = get_reader(name)
+    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+        raise TypeError(f"read_data: path must be a data file's path (a str or Path), got {type(path).__name__} "
+                        f"{path!r:.40}")
     return reader(path, **check_options(reader, options, f"data reader {name}"))

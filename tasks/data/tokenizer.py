@@ -45,6 +45,8 @@ _ACRONYM = re.compile(r"^(?:[A-Za-z]{1,2}\.){2,}$|^[A-Z]\.$")
 
 def normalize(text: str) -> str:
     """Quote/dash/ellipsis mapping, NFKC, PTB double quotes -> ``"``, whitespace squeezed."""
+    if not isinstance(text, str):
+        raise TypeError(f"tokenize: text must be a str, got {type(text).__name__} {text!r:.40}")
     text = unicodedata.normalize("NFKC", text.translate(_CHAR_MAP)).translate(_CHAR_MAP)
     text = text.replace("''", '"')
     text = re.sub(r"(?<=\d) -- (?=\d)", "-", text)

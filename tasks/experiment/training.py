@@ -112,7 +112,8 @@ def predict(model: TaskModel, split: Split, batch_size: int, progress: bool | No
     batches = make_batches([len(ex.tokens) for ex in split.examples], batch_size)
     if dist is not None:
         batches = dist.shard(batches)
-    for idx in tqdm(batches, desc=f"predict {split.name}", leave=False, disable=_disable(progress)):
+    desc = "predict" if split.name == "predict" else f"predict {split.name}"  # (predict's own input: once)
+    for idx in tqdm(batches, desc=desc, leave=False, disable=_disable(progress)):
         stop.check()
         x, mask, examples, extra = model.inputs(split, idx)
         for i, p in zip(idx, model.head.predict(x, mask, examples, **extra)):

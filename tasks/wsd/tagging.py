@@ -275,6 +275,11 @@ class SenseTagger:
     def candidates(self, word: str, pos: str | None) -> list[str]:
         """Every sense key of the word's base forms for ``pos``; without one, of the part of speech SemCor tags most
         often for the word (every part of speech when it tags none), and none for a function word."""
+        if pos is not None:  # (a tag in any letter case, as `wsd tag` reads bank/noun)
+            if not isinstance(pos, str) or pos.upper() not in POS_TAGS:
+                raise ValueError(f"SenseTagger.candidates: pos {pos!r}; give one of {', '.join(POS_TAGS)} (any letter "
+                                 "case) or None")
+            pos = pos.upper()
         if pos is None and word.lower() in FUNCTION_WORDS:
             return []
         by_pos = {}
