@@ -285,3 +285,42 @@ def test_predicts_progress_bar_says_predict_once(tmp_path, capsys, monkeypatch):
     assert main(["predict", "R", "in.txt", "--cache-dir", "none", "--progress", "on"]) == 0
     err = capsys.readouterr().err
     assert "predict" in err and "predict predict" not in err, err
+
+
+# ---------------------------------------------------------------- list thirty-seven
+
+def test_a_binary_file_given_as_text_is_told_binary_before_its_carriage_returns(tmp_path):
+    from elmo_features.util.text_input import read_sentences
+
+    (tmp_path / "b.bin").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\r\x00\x03\x00>\n")
+    with pytest.raises(Exception, match="b.bin:1: NUL byte at byte column 8 \\(a binary file\\?\\)"):
+        read_sentences(tmp_path / "b.bin")
+    (tmp_path / "mac.txt").write_bytes(b"the cat\rsat\n")
+    with pytest.raises(Exception, match="mac.txt:1: a carriage return"):
+        read_sentences(tmp_path / "mac.txt")
+
+
+def test_wsd_tag_says_a_slash_tag_that_is_no_part_of_speech(senses, capsys):  # noqa: F811 (the fixture)
+    from tasks.wsd.tagging import SenseTagger
+
+    tagger = SenseTagger(str(senses / "senses.h5"))
+    out = tagger.tag([["the", "bank/NUON", "of", "the", "river"], ["and/or", "bank/NOUN"]])
+    assert out[0][1]["token"] == "bank/NUON" and out[0][1]["key"] is None and out[1][1]["key"] is not None
+    err = capsys.readouterr().err
+    assert err == ("warning: 1 token(s) end in /CAPITALS that are not a part of speech (bank/NUON): they are looked "
+                   "up whole; the tags are NOUN, VERB, ADJ, ADV\n"), err
+    with pytest.raises(TypeError, match="SenseTagger.candidates: word must be a non-empty str, got NoneType"):
+        tagger.candidates(None, "NOUN")
+
+
+def test_save_bilm_and_find_config_name_a_wrong_argument(tmp_path):
+    from elmo_features import save_bilm
+    from tasks.experiment.config import find_config
+
+    for bad in ("notbilm", None, {}):
+        with pytest.raises(TypeError, match="save_bilm: bilm must be a BiLM .*, got "):
+            save_bilm(bad, tmp_path / "a.json", tmp_path / "a.h5")
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(TypeError, match="find_config: spec must be a config's path or packaged name \\(a str or "
+                                        "Path\\), got NoneType"):
+        find_config(None)

@@ -348,7 +348,11 @@ def _check_extra_arrays(extra: Any, own: dict[str, np.ndarray]) -> None:
 def save_bilm(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
               dtype: str = "float32", extra_arrays: dict[str, np.ndarray] | None = None) -> None:
     """Write options JSON + HDF5 weights (bilm-tf layout) atomically. dtype 'float16' halves the size."""
-    options_file, weight_file = Path(options_file), Path(weight_file)
+    if not isinstance(bilm, BiLM):
+        raise TypeError(f"save_bilm: bilm must be a BiLM (e.g. elmo_features.load_bilm(...)), got "
+                        f"{type(bilm).__name__} {bilm!r:.40}")
+    options_file = Path(check_path_argument(options_file, "save_bilm: options_file", "a path such as options.json"))
+    weight_file = Path(check_path_argument(weight_file, "save_bilm: weight_file", "a path such as weights.hdf5"))
     if dtype not in SAVE_DTYPES:
         raise ValueError(f"save_bilm: dtype {dtype!r}; give one of {', '.join(SAVE_DTYPES)} (load_bilm reads "
                          "floating-point weights only)")

@@ -197,18 +197,18 @@ def decode_line(raw: bytes, path: str | os.PathLike, lineno: int) -> str:
     kind = binary_kind(raw) if lineno == 1 else None
     if kind:
         raise BinaryFileError(f"{path}:1: {kind.replace('FILE', str(path))}")
-    cr = raw.find(b"\r")
-    if cr >= 0:
-        raise TextInputError(f"{path}:{lineno}: a carriage return (\\r) inside the line at byte column {cr + 1}: "
-                             "the file has old-Mac line ends, which would join its lines; convert them to \\n "
-                             f"(e.g. tr '\\r' '\\n' < {Path(path).name} > fixed.txt)")
-    nul = raw.find(b"\x00")
+    nul = raw.find(b"\x00")  # (before the carriage return: a binary file holds both, and is told as binary)
     kind = nul_kind(raw, lineno) if nul >= 0 else None
     if kind:
         raise BinaryFileError(f"{path}:{lineno}: {kind.replace('FILE', str(path))}")
     if nul >= 0:
         raise TextInputError(f"{path}:{lineno}: NUL byte at byte column {nul + 1} (a binary file?); "
                              "the input must be UTF-8 text")
+    cr = raw.find(b"\r")
+    if cr >= 0:
+        raise TextInputError(f"{path}:{lineno}: a carriage return (\\r) inside the line at byte column {cr + 1}: "
+                             "the file has old-Mac line ends, which would join its lines; convert them to \\n "
+                             f"(e.g. tr '\\r' '\\n' < {Path(path).name} > fixed.txt)")
     bom = raw.find(BOM)
     if bom >= 0:
         raise TextInputError(_bom_problem(path, lineno, bom))

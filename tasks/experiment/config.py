@@ -236,6 +236,9 @@ def find_config(spec: str | Path) -> Path:
     """The config file ``spec`` names: an existing file wins, else a packaged config's name (so that the
     documented commands work from a pip install in any folder; a folder of that name does not hide it), else an
     existing path (a folder: refused where it is read); else one ConfigError line."""
+    if not isinstance(spec, (str, os.PathLike)):
+        raise TypeError(f"find_config: spec must be a config's path or packaged name (a str or Path), got "
+                        f"{type(spec).__name__} {spec!r:.40}")
     path = Path(spec).expanduser()
     if path.is_file():
         return path

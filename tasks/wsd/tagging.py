@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +25,7 @@ import numpy as np
 from elmo_features.util.arguments import check_bool, check_sentences
 
 from elmo_features.util.errors import ElmoTasksError, PathError, StaleCacheError, UsageError
+from elmo_features.util.once import first_time
 from elmo_features.util.paths import check_input_file
 from elmo_features.util.provenance import atomic_path, git_commit
 
@@ -275,6 +278,9 @@ class SenseTagger:
     def candidates(self, word: str, pos: str | None) -> list[str]:
         """Every sense key of the word's base forms for ``pos``; without one, of the part of speech SemCor tags most
         often for the word (every part of speech when it tags none), and none for a function word."""
+        if not isinstance(word, str) or not word.strip():
+            raise TypeError(f"SenseTagger.candidates: word must be a non-empty str, got {type(word).__name__} "
+                            f"{word!r:.40}")
         if pos is not None:  # (a tag in any letter case, as `wsd tag` reads bank/noun)
             if not isinstance(pos, str) or pos.upper() not in POS_TAGS:
                 raise ValueError(f"SenseTagger.candidates: pos {pos!r}; give one of {', '.join(POS_TAGS)} (any letter "
@@ -298,6 +304,7 @@ class SenseTagger:
         """Per sentence, per token: {"token", "key", "synset", "gloss", "score"} (key None: no WordNet sense)."""
         sentences = check_sentences(sentences)  # a str, a sentence as one string, a None token: one clear error
         parsed = [[_split_pos(t) for t in s] for s in sentences]
+        _warn_unknown_tags(parsed)
         arrays = all_layers(self.source, [[w for w, _ in s] for s in parsed], "tag")  # [(L, n, D)]
         weights = np.asarray(self.meta["layers"], dtype=np.float64)
         out = []
@@ -337,6 +344,16 @@ def _check_recipe(path, meta: dict, source) -> None:
     if (not isinstance(w, dict) or not all(number(x) and x >= 0 for x in w.values())
             or not number(prior) or prior < 0):
         raise StaleCacheError(f"{path}: meta w {w!r} or prior {prior!r} is not finite numbers >= 0; " + fix)
+
+
+def _warn_unknown_tags(parsed: list[list[tuple[str, str | None]]]) -> None:
+    """Tokens ending in "/" + capitals that are no part of speech (bank/NUON, bank/NOUN/VERB) are looked up whole
+    (as a word holding a slash): said once per command, naming the first few."""
+    odd = list(dict.fromkeys(w for s in parsed for w, _ in s if re.fullmatch(r".+/[A-Z]{2,}", w)))
+    if odd and first_time(("wsd tag: unknown part-of-speech tags",)):
+        print(f"warning: {len(odd)} token(s) end in /CAPITALS that are not a part of speech ({', '.join(odd[:3])}"
+              f"{', ...' if len(odd) > 3 else ''}): they are looked up whole; the tags are {', '.join(POS_TAGS)}",
+              file=sys.stderr)
 
 
 def _split_pos(token: str) -> tuple[str, str | None]:
