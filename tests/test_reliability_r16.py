@@ -324,3 +324,47 @@ def test_save_bilm_and_find_config_name_a_wrong_argument(tmp_path):
     with pytest.raises(TypeError, match="find_config: spec must be a config's path or packaged name \\(a str or "
                                         "Path\\), got NoneType"):
         find_config(None)
+
+
+# ---------------------------------------------------------------- list thirty-eight
+
+def test_tsv_fields_that_are_not_read_are_said(tmp_path, capsys):
+    from tasks.data import read_data
+
+    (tmp_path / "t.tsv").write_text("pos\tgreat\tfun and moving\nneg\tdull\tand boring\n")
+    assert [ex.tokens for ex in read_data("tsv", tmp_path / "t.tsv")] == [["great"], ["dull"]]
+    assert capsys.readouterr().err.endswith("t.tsv: its rows have 3 fields; the label is field 1 and the text field 2 "
+                                            "(label_column, text_column), field(s) 3 are not read\n")
+    (tmp_path / "two.tsv").write_text("pos\tgreat fun\nneg\tdull\n")
+    read_data("tsv", tmp_path / "two.tsv")
+    assert capsys.readouterr().err == ""
+
+
+def test_a_model_pt_of_another_run_is_named_as_such(tmp_path, capsys, monkeypatch):
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    env, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "RN", *FAST]) == 0
+    env, cfg = static_config_file(tmp_path, kind="sentiment")
+    assert main(["run", cfg, "--out", "RS", *FAST]) == 0
+    shutil.copytree("RS", "RR")
+    shutil.copy("RN/model.pt", "RR/model.pt")
+    Path("in.txt").write_text("the cat\n")
+    capsys.readouterr()
+    assert main(["predict", "RR", "in.txt", *FAST]) == 2
+    one_line_error(capsys, "RR/config.yaml and RR/model.pt disagree on ", "model.pt copied from another run")
+
+
+def test_lazy_features_compare_arrays_and_token_cache_names_a_non_bilm(tmp_path):
+    from elmo_features import Embedder, FeatureCache, TokenCache, load_bilm
+    from test_tasks_helpers import make_bilm
+
+    with pytest.raises(TypeError, match="TokenCache: bilm must be a BiLM .*, got NoneType"):
+        TokenCache(None)
+    bilm = load_bilm(*make_bilm(tmp_path / "b"))
+    lf = FeatureCache(tmp_path / "fc").embed_lazy(Embedder(bilm, progress=False), [["a"], ["b", "c"], ["a"]])
+    assert lf.index(lf[1]) == 1 and lf.count(lf[0]) == 2 and lf[2] in lf
+    assert lf[1][:, :1] not in lf
+    with pytest.raises(ValueError, match="not one of the sentences"):
+        lf.index(lf[1][:, :1])

@@ -158,6 +158,23 @@ class LazyFeatures(Sequence):
     def __len__(self) -> int:
         return self._n
 
+    def _equal(self, value) -> list[bool]:
+        """Whether each sentence's array equals ``value`` (Sequence's ``in``, ``index`` and ``count`` compare arrays
+        with ``==``, which is ambiguous for arrays: these compare shape and values)."""
+        return [np.array_equal(self[k], value) for k in range(self._n)]
+
+    def __contains__(self, value) -> bool:
+        return any(self._equal(value))
+
+    def index(self, value, start: int = 0, stop: int | None = None) -> int:
+        hits = [k for k, same in enumerate(self._equal(value)) if same and k >= start and (stop is None or k < stop)]
+        if not hits:
+            raise ValueError(f"the array is not one of the sentences of {self.path}")
+        return hits[0]
+
+    def count(self, value) -> int:
+        return sum(self._equal(value))
+
     def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(self._n))]

@@ -33,6 +33,9 @@ class TokenCache:
 
     def __init__(self, bilm: BiLM, vocab: Iterable[str] | None = None, max_size: int = 100_000,
                  chunk_size: int = 1024):
+        if not isinstance(bilm, BiLM):
+            raise TypeError(f"TokenCache: bilm must be a BiLM (e.g. elmo_features.load_bilm(...)), got "
+                            f"{type(bilm).__name__} {bilm!r:.40}")
         if max_size < 1:
             raise ValueError(f"TokenCache max_size must be >= 1, got {max_size}")
         self.bilm = bilm

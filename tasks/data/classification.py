@@ -79,6 +79,11 @@ def read_delimited(path: str | Path, delimiter: str = "\t", label_column: int | 
     if max(li, ti) >= n_fields:
         raise DataFormatError(f"needs columns {li} and {ti} but the rows have {n_fields} field(s): {first!r}",
                               path, first_line)
+    unread = [k + 1 for k in range(n_fields) if k not in (li, ti)]
+    if unread:  # (every row has them: read none of them without a word)
+        print(f"warning: {path}: its rows have {n_fields} fields; the label is field {li + 1} and the text field "
+              f"{ti + 1} (label_column, text_column), field(s) {', '.join(map(str, unread))} are not read",
+              file=sys.stderr)
     out: list[LabeledSentence] = []
     for lineno, row in rows:
         label, text = row[li].strip(), row[ti]

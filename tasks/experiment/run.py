@@ -300,8 +300,8 @@ def load_run(run_dir: str | Path, context: FeatureContext | None = None) -> tupl
         found = ckpt.get("format") if isinstance(ckpt, dict) else type(ckpt).__name__
         raise CheckpointError(f"{run_dir / 'model.pt'}: unknown checkpoint format {found!r}; rerun the run")
     check_weights_digest(run_dir, ckpt)
-    check_vocab_digest(run_dir, vocab, ckpt)
-    check_config_digest(run_dir, load_raw(run_dir / "config.yaml"), ckpt)
+    check_config_digest(run_dir, load_raw(run_dir / "config.yaml"), ckpt)  # (first: a model.pt of another run
+    check_vocab_digest(run_dir, vocab, ckpt)  # disagrees on the config too, which names the copy)
     check_plugin_versions(run_dir, cfg.to_dict())  # the plugin code is part of the model
     changed = frozen_change(run_dir, cfg, context)
     try:
