@@ -1,6 +1,7 @@
-"""Hostile cases, list thirty-three's leftovers: a prediction output that cannot be written, a run folder still being
-written, a download folder that is a file, a NaN from a plugin fusion after some updates, a WSD row a one-layer source
-cannot give, a damaged train-bilm checkpoint, another rank's allocation failure."""
+"""Hostile cases, lists thirty-three to thirty-eight: outputs that cannot be written, run folders being written or
+removed, download folders that are files, late NaNs from plugins, damaged train-bilm checkpoints, another rank's
+allocation failure, Python API arguments of the wrong kind, --set of a whole section, the hf reader's local files,
+binary text input, wsd tag's part-of-speech markers, unread TSV fields and a model.pt of another run."""
 from __future__ import annotations
 
 import os
