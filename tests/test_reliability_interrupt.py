@@ -190,7 +190,7 @@ def test_interrupted_run_says_the_folder_is_incomplete(tmp_path):
                    "--set", "training.seed=2"], tmp_path)
     _wait_for(lambda: (out / "model.pt").exists(), proc)  # training (forever)
     rc, _, err = _stop(proc, signal.SIGINT, True)
-    assert rc == 130 and "Traceback" not in err
+    assert rc == 130 and "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == (f"interrupted; the run folder {out} is incomplete (no metrics.json; runs do "
                                             f"not resume); to train it again: elmo-tasks run {path} --set "
                                             f"training.seed=2 --out {out} --cache-dir none --progress off")
