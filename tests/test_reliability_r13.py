@@ -426,13 +426,19 @@ def test_static_vectors_in_another_encoding_and_configs_in_gzip_are_named(tmp_pa
         read_config_file(packed)
 
 
-def test_wsd_rows_and_heads_that_cannot_be_made_are_said(tmp_path, capsys, monkeypatch):
-    cfg = _tiny_wsd(tmp_path, monkeypatch, knn=["layers", "average", "fixed_mix"], fixed_mix=[1.0])
+def one_layer_wsd(tmp_path: Path, monkeypatch, **top) -> tuple[str, dict]:
+    """The tiny WSD config (``_tiny_wsd``) on one source of one layer, tiny static vectors "vec"; -> (path, raw)."""
+    cfg = _tiny_wsd(tmp_path, monkeypatch, **top)
     raw = yaml.safe_load(Path(cfg).read_text())
     (tmp_path / "vec.txt").write_text("the 0.1 0.2\nbank 0.3 0.4\nriver 0.5 0.1\n")
     raw["sources"] = {"vec": {"name": "static", "path": str(tmp_path / "vec.txt"), "format": "text"}}
     raw["features"] = ["vec"]
     Path(cfg).write_text(yaml.safe_dump(raw))
+    return cfg, raw
+
+
+def test_wsd_rows_and_heads_that_cannot_be_made_are_said(tmp_path, capsys, monkeypatch):
+    cfg, raw = one_layer_wsd(tmp_path, monkeypatch, knn=["layers", "average", "fixed_mix"], fixed_mix=[1.0])
     assert main(["wsd", "--config", cfg, "--out", "W", "--no-plot", *FAST]) == 0
     assert "source vec has one layer: no average or fixed_mix row for it" in capsys.readouterr().err
     raw |= {"knn": [], "head": {"name": "wsd_linear"}, "probes": False, "head_dev_every": 50,

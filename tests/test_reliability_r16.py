@@ -14,7 +14,7 @@ import yaml
 from tasks.cli import main
 
 from test_reliability_outputs_r3 import senses  # noqa: F401  (a module fixture of the tiny WSD inventory)
-from test_reliability_r13 import _tiny_wsd
+from test_reliability_r13 import one_layer_wsd
 from test_reliability_r15 import _plugin
 from test_tasks_helpers import elmo_section, one_line_error, static_config_file
 
@@ -78,12 +78,7 @@ def test_a_nan_loss_after_updates_with_a_plugin_in_play_names_the_plugin_too(tmp
 
 
 def test_a_dev_layer_row_of_a_one_layer_source_is_said_absent(tmp_path, capsys, monkeypatch, senses):  # noqa: F811
-    cfg = _tiny_wsd(tmp_path, monkeypatch, knn=["layers", "dev_layer"])
-    raw = yaml.safe_load(Path(cfg).read_text())
-    (tmp_path / "vec.txt").write_text("the 0.1 0.2\nbank 0.3 0.4\nriver 0.5 0.1\n")
-    raw["sources"] = {"vec": {"name": "static", "path": str(tmp_path / "vec.txt"), "format": "text"}}
-    raw["features"] = ["vec"]
-    Path(cfg).write_text(yaml.safe_dump(raw))
+    cfg, _ = one_layer_wsd(tmp_path, monkeypatch, knn=["layers", "dev_layer"])
     assert main(["wsd", "--config", cfg, "--out", "W", "--no-plot", *FAST]) == 0
     assert ("source vec has one layer: no dev_layer row for it (its one layer is the `layers` row of knn)"
             in capsys.readouterr().err)
