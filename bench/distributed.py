@@ -95,7 +95,7 @@ def bench_train(work: Path, args) -> list[dict]:
                "out_dir": str(work / f"train-{nproc}")}
         conf = work / f"train-{nproc}.yaml"
         conf.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-        wall, r = _launch(nproc, threads, ["tasks.cli", "train-bilm", "--config", str(conf), "--no-progress"])
+        wall, r = _launch(nproc, threads, ["elmo_tasks.cli", "train-bilm", "--config", str(conf), "--no-progress"])
         result = json.loads([line for line in r.stdout.splitlines() if line.startswith("{")][-1])
         rows.append({"what": "train-bilm", "processes": nproc, "threads_per_process": threads,
                      "batch_tokens_per_process": cfg["batch_tokens"], "steps": result["step"],

@@ -79,7 +79,7 @@ def main(argv=None) -> None:
     commit = git_commit(clone)  # the code that is timed (HEAD may move while this runs)
     config = "configs/tiny_ner_conll2003.yaml" if args.tiny else "configs/ner_conll2003.yaml"
     if args.tiny:
-        exe = [sys.executable, "-m", "tasks.cli"]
+        exe = [sys.executable, "-m", "elmo_tasks.cli"]
         env["PYTHONPATH"] = str(clone)
         install = "(skipped: --tiny)"
         shared = REPO.parent / "shared"  # the tiny config's fixture biLM is at ../shared, relative to the clone

@@ -96,7 +96,7 @@ def _env() -> dict:
 
 
 def _cli(args: list[str], cwd: Path) -> None:
-    subprocess.run([sys.executable, "-m", "tasks.cli", *args], cwd=cwd, env=_env(), check=True,
+    subprocess.run([sys.executable, "-m", "elmo_tasks.cli", *args], cwd=cwd, env=_env(), check=True,
                    capture_output=True, timeout=600)
 
 
@@ -114,8 +114,8 @@ def _handles_sigterm(pid: int) -> bool:
 def stress(args: list[str], root: Path, delay: float, limit: float = 60.0) -> dict:
     """One run: start, SIGTERM ``delay`` s after the command installed its handler (Python's start-up and imports
     take seconds on a busy machine), wait (SIGKILL after ``limit`` s); how it ended."""
-    proc = subprocess.Popen([sys.executable, "-m", "tasks.cli", *args, "--threads", "1"]
-                            if args[0] != "predict" else [sys.executable, "-m", "tasks.cli", *args], cwd=root,
+    proc = subprocess.Popen([sys.executable, "-m", "elmo_tasks.cli", *args, "--threads", "1"]
+                            if args[0] != "predict" else [sys.executable, "-m", "elmo_tasks.cli", *args], cwd=root,
                             env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     while not _handles_sigterm(proc.pid) and proc.poll() is None:  # start-up (imports) done: the handler is in
         time.sleep(0.02)

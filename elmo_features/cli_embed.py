@@ -72,7 +72,7 @@ def _model_files(args: argparse.Namespace) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The ``embed`` sub-command (errors are reported by ``tasks.cli.main``). Input that can be read only once
+    """The ``embed`` sub-command (errors are reported by ``elmo_tasks.cli.main``). Input that can be read only once
     (``-`` for stdin, a pipe, a FIFO) is first copied to a temporary file beside OUTPUT (removed when done, on an
     error and on an interrupt)."""
     check_flags_given(args, "options", "weights", "download_dir")

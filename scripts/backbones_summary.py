@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from elmo_features.util.provenance import write_text_atomic  # noqa: E402
-from tasks.experiment.plots import pyplot  # noqa: E402
+from elmo_tasks.experiment.plots import pyplot  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

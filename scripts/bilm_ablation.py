@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from elmo_features.util.provenance import atomic_path, git_commit, machine, write_text_atomic  # noqa: E402
-from tasks.experiment.plots import pyplot  # noqa: E402
+from elmo_tasks.experiment.plots import pyplot  # noqa: E402
 
 # (label, lever, bilm report, NER summary + source, WSD scores + source, sentiment summary, tokens before this run)
 CAND = "results/bilm/candidates/glove_prior_8m"

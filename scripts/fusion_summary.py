@@ -39,7 +39,7 @@ def output_mix_report(run_dir: Path) -> dict | None:
     import torch
     import yaml
 
-    from tasks.features.fusion import build_fusion
+    from elmo_tasks.features.fusion import build_fusion
 
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text()) if (run_dir / "config.yaml").exists() else None
     metrics = _read_json(run_dir / "metrics.json")
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     write_text_atomic(args.dir / "summary.json", json.dumps(s, indent=1) + "\n")
     write_text_atomic(args.dir / "summary.md", to_markdown(s))
     if not args.no_plot:
-        from tasks.experiment.plots import plot_layer_weights
+        from elmo_tasks.experiment.plots import plot_layer_weights
 
         panels = []
         for key, title in TASKS:

@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from elmo_features.util.provenance import git_commit, machine, write_text_atomic
-from tasks.data.conll import read_conll2003
-from tasks.data.tag_schemes import tags_to_spans
+from elmo_tasks.data.conll import read_conll2003
+from elmo_tasks.data.tag_schemes import tags_to_spans
 
 Span = tuple[int, int, str]  # (start, end exclusive, type)
 

@@ -15,9 +15,9 @@ import time
 from elmo_features.util.errors import ElmoTasksError, UsageError
 from elmo_features.util.paths import check_output_dir
 from elmo_features.util.threads import set_threads
-from tasks.features.base import FeatureContext
-from tasks.wsd.config import load_wsd_config
-from tasks.wsd.sense_method import load_graph, sense_glosses
+from elmo_tasks.features.base import FeatureContext
+from elmo_tasks.wsd.config import load_wsd_config
+from elmo_tasks.wsd.sense_method import load_graph, sense_glosses
 
 
 def main() -> int:

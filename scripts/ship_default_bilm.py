@@ -28,7 +28,7 @@ from elmo_features.training.evaluate import perplexity  # noqa: E402
 from elmo_features.training.export import export_model  # noqa: E402
 from elmo_features.training.trainer import build_language_model  # noqa: E402
 from elmo_features.formats.weights import load_weights_into  # noqa: E402
-from tasks.experiment.plots import pyplot  # noqa: E402
+from elmo_tasks.experiment.plots import pyplot  # noqa: E402
 
 
 def plot_curve(history: list[dict], path: Path, title: str) -> None:

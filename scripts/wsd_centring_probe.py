@@ -15,8 +15,8 @@ import sys
 
 import numpy as np
 
-import tasks.wsd.sense_method as method
-import tasks.wsd.senses as senses
+import elmo_tasks.wsd.sense_method as method
+import elmo_tasks.wsd.senses as senses
 
 _plain = senses.candidate_cosines
 
@@ -34,6 +34,6 @@ def centred_cosines(targets, vectors, graph, context, step, gloss):
 
 if __name__ == "__main__":
     senses.candidate_cosines = method.candidate_cosines = centred_cosines
-    from tasks.cli import main
+    from elmo_tasks.cli import main
 
     sys.exit(main(sys.argv[1:]))

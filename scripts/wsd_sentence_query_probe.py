@@ -22,16 +22,16 @@ import time
 
 import numpy as np
 
-import tasks.wsd.vectors as vectors
+import elmo_tasks.wsd.vectors as vectors
 from elmo_features.util.provenance import git_commit, machine, write_text_atomic
-from tasks.features.base import FeatureContext
-from tasks.wsd.config import load_wsd_config
-from tasks.wsd.data.examples import all_targets, load_inventory, to_examples
-from tasks.wsd.data.reader import load_dataset
-from tasks.wsd.knn import SenseSums
-from tasks.wsd.run import _chunked_source, _read_tests
-from tasks.wsd.sense_method import hold_out, load_graph, sense_glosses
-from tasks.wsd.senses import POS, Candidates, accuracy, answer, candidate_cosines, mix, propagate
+from elmo_tasks.features.base import FeatureContext
+from elmo_tasks.wsd.config import load_wsd_config
+from elmo_tasks.wsd.data.examples import all_targets, load_inventory, to_examples
+from elmo_tasks.wsd.data.reader import load_dataset
+from elmo_tasks.wsd.knn import SenseSums
+from elmo_tasks.wsd.run import _chunked_source, _read_tests
+from elmo_tasks.wsd.sense_method import hold_out, load_graph, sense_glosses
+from elmo_tasks.wsd.senses import POS, Candidates, accuracy, answer, candidate_cosines, mix, propagate
 
 LAYER = 6  # MiniLM's layer chosen by the method for context and glosses
 W_GRID = (0.0, 0.05, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0)  # the word's gloss weight

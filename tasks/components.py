@@ -4,8 +4,8 @@ The keys are checked by the one validation module, ``elmo_features.util.schema``
 ``ConfigError``; unknown keys are errors listing the valid ones). ``resolve_component`` checks a component
 section against the named component's ``Config`` (nested component fields too) and fills in every default;
 ``component_config`` turns a resolved section back into that ``Config``. This module sits just above
-``tasks.registry`` and below data, features and heads, which use it for their own configs; the run config
-(``tasks.experiment.config``) builds on it.
+``elmo_tasks.registry`` and below data, features and heads, which use it for their own configs; the run config
+(``elmo_tasks.experiment.config``) builds on it.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 from elmo_features.util.errors import ConfigError
 from elmo_features.util.schema import build, to_dict
 
-from tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, Registry
+from elmo_tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, Registry
 
 
 # upper bounds of the sizes a head or fusion declares: beyond them a model only exhausts memory or never finishes

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable
 
-from tasks.data.tag_schemes import check_scheme_name, spans_to_tags, tags_to_spans
+from elmo_tasks.data.tag_schemes import check_scheme_name, spans_to_tags, tags_to_spans
 
 
 def span_f1(gold: list[list[str]], pred: list[list[str]], scheme: str) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """Components from the user's own code: ``--include MODULE`` and the ``elmo_tasks.plugins`` entry-point group.
 
 A plugin is an ordinary Python module (or package) whose classes and functions register themselves with the
-decorators of ``tasks.registry`` (``@HEADS.register("my_head")``, ``@FEATURES.register(...)``,
+decorators of ``elmo_tasks.registry`` (``@HEADS.register("my_head")``, ``@FEATURES.register(...)``,
 ``@READERS.register(..., path_kind=...)``), as the built-in components do. Importing it is all it takes:
 
 * ``--include MODULE`` (repeatable, in every command that reads a config, and in ``components``) imports
@@ -11,7 +11,7 @@ decorators of ``tasks.registry`` (``@HEADS.register("my_head")``, ``@FEATURES.re
   every such entry point is imported at the start of each command.
 
 A component that does not meet its registry's contract fails when it registers, with one line naming what is
-missing (``tasks.registry.ContractError``). The modules loaded here are loaded again in the worker processes
+missing (``elmo_tasks.registry.ContractError``). The modules loaded here are loaded again in the worker processes
 of ``compare --jobs N`` (``loaded_includes``). ``plugin_digests`` fingerprints the source files of the plugin
 modules a run uses (recorded in its metrics.json: ``compare --resume`` refuses a run made with another version).
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from elmo_features.util.errors import ElmoTasksError
 
-from tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
+from elmo_tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
 
 ENTRY_POINT_GROUP = "elmo_tasks.plugins"
 _INCLUDED: list[str] = []  # modules loaded by --include, in order (for worker processes)
@@ -43,7 +43,7 @@ class PluginError(ElmoTasksError, ImportError):
 
 
 def add_include_argument(parser) -> None:
-    """The ``--include MODULE`` option (read by ``tasks.cli.main`` before the command's parser runs)."""
+    """The ``--include MODULE`` option (read by ``elmo_tasks.cli.main`` before the command's parser runs)."""
     parser.add_argument("--include", action="append", default=[], metavar="MODULE",
                         help="import MODULE (and its submodules) first, so that the heads, feature sources, fusions "
                              "and readers it registers can be named in configs; repeatable")
@@ -149,7 +149,7 @@ def loaded_includes() -> list[str]:
     return list(_INCLUDED)
 
 
-BUILT_IN = ("tasks", "elmo_features")  # packages whose components are not plugins (their code is the git commit's)
+BUILT_IN = ("elmo_tasks", "elmo_features")  # packages whose components are not plugins (their code is the git commit's)
 
 
 def plugin_digests(config: dict) -> dict[str, str]:

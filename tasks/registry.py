@@ -5,9 +5,9 @@ A component registers itself where it is defined, with a decorator::
     @HEADS.register("token_tagger")
     class TokenTagger(Head): ...
 
-and its package's ``__init__`` imports the module, so importing ``tasks.heads`` (``tasks.features``,
-``tasks.data``) fills the registry before any lookup. Components from a user's own package register the same
-way, loaded with ``--include MODULE`` or the ``elmo_tasks.plugins`` entry-point group (``tasks.plugins``).
+and its package's ``__init__`` imports the module, so importing ``elmo_tasks.heads`` (``elmo_tasks.features``,
+``elmo_tasks.data``) fills the registry before any lookup. Components from a user's own package register the same
+way, loaded with ``--include MODULE`` or the ``elmo_tasks.plugins`` entry-point group (``elmo_tasks.plugins``).
 
 Each registry can hold a *contract* (``set_contract``), installed by the module that defines the base class:
 a component that does not meet it (not a subclass of the base, a missing method, no ``Config`` dataclass) is
@@ -47,7 +47,7 @@ def plugins_used() -> list[str]:
 
 
 def forget_plugins_used() -> None:
-    """A new command starts (``tasks.cli.main``)."""
+    """A new command starts (``elmo_tasks.cli.main``)."""
     _PLUGINS_USED.clear()
 
 
@@ -103,7 +103,7 @@ class Registry:
             )
         obj = self._entries[name]
         module = getattr(obj, "__module__", "") or ""
-        if module != "tasks" and not module.startswith(("tasks.", "elmo_features")):
+        if module != "elmo_tasks" and not module.startswith(("elmo_tasks.", "elmo_features")):
             _PLUGINS_USED.setdefault(f"{self.kind} {name} (module {module})", None)
         return obj
 
@@ -120,10 +120,10 @@ class Registry:
         return len(self._entries)
 
 
-# Task heads (tasks.heads.base.Head subclasses), filled by the modules of tasks/heads/.
+# Task heads (elmo_tasks.heads.base.Head subclasses), filled by the modules of tasks/heads/.
 HEADS = Registry("head")
 
-# Feature sources (tasks.features.base.FeatureSource subclasses), filled by tasks/features/.
+# Feature sources (elmo_tasks.features.base.FeatureSource subclasses), filled by tasks/features/.
 FEATURES = Registry("feature source")
 
 # Fusions of stacked layers (L, B, T, D) -> (B, T, D'), named under a source's ``mix:`` key and a head's

@@ -8,20 +8,20 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-import tasks.experiment.run
-from tasks.cli import main
+import elmo_tasks.experiment.run
+from elmo_tasks.cli import main
 
-_train = tasks.experiment.run.train
+_train = elmo_tasks.experiment.run.train
 
 
 def endless_unless_seed_1(model, train_split, dev_split, cfg, *args, **kw):
-    """``tasks.experiment.training.train``; for seeds other than 1 without an epoch limit or early stopping."""
+    """``elmo_tasks.experiment.training.train``; for seeds other than 1 without an epoch limit or early stopping."""
     if cfg.seed != 1:
         cfg = dataclasses.replace(cfg, max_epochs=10 ** 6, patience=10 ** 6)
     return _train(model, train_split, dev_split, cfg, *args, **kw)
 
 
-tasks.experiment.run.train = endless_unless_seed_1
+elmo_tasks.experiment.run.train = endless_unless_seed_1
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,10 +21,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from tasks.data.types import TaggedSentence
-from tasks.features.base import FeatureSource, InputPath, pad_tokens
-from tasks.heads.base import TaggingHead
-from tasks.registry import FEATURES, HEADS, READERS
+from elmo_tasks.data.types import TaggedSentence
+from elmo_tasks.features.base import FeatureSource, InputPath, pad_tokens
+from elmo_tasks.heads.base import TaggingHead
+from elmo_tasks.registry import FEATURES, HEADS, READERS
 
 
 @READERS.register("word_slash_tag", path_kind="file")
@@ -134,8 +134,8 @@ BROKEN = '''
 """A head that forgot predict(): refused when it registers."""
 from dataclasses import dataclass
 
-from tasks.heads.base import TaggingHead
-from tasks.registry import HEADS
+from elmo_tasks.heads.base import TaggingHead
+from elmo_tasks.registry import HEADS
 
 
 @dataclass

@@ -45,7 +45,7 @@ def infile(tmp_path):
 
 def run(argv):
     """The ``elmo-tasks`` entry point (it reports user errors: one line, exit code 2)."""
-    from tasks.cli import main
+    from elmo_tasks.cli import main
 
     return main(argv)
 
@@ -78,7 +78,7 @@ def test_embed_all_top_average(tmp_path, model, infile):
 
 
 def test_through_the_elmo_tasks_command(tmp_path, model, infile):
-    from tasks.cli import main
+    from elmo_tasks.cli import main
 
     out = tmp_path / "deep" / "out.hdf5"
     assert main(["embed", str(infile), str(out), "--options", str(model[0]), "--weights", str(model[1]),

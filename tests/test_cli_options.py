@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from elmo_features.util import threads
-from tasks.cli import build_parser
+from elmo_tasks.cli import build_parser
 
 COMPUTING = ("embed", "train-bilm", "eval-bilm", "run", "compare", "predict", "wsd")
 
@@ -49,8 +49,8 @@ def test_default_threads_share_the_cores_among_a_launchs_processes(monkeypatch):
 
 
 def test_components_lists_names_and_the_declared_keys(capsys):
-    from tasks.cli import main
-    from tasks.heads.crf_tagger import CrfTaggerConfig
+    from elmo_tasks.cli import main
+    from elmo_tasks.heads.crf_tagger import CrfTaggerConfig
 
     assert main(["components", "fusions"]) == 0
     out = capsys.readouterr().out

@@ -9,8 +9,8 @@ import pytest
 import torch
 import yaml
 
-from tasks.cli import main
-from tasks.experiment.crossval import fold_indices, fold_split, mcnemar, paired_bootstrap
+from elmo_tasks.cli import main
+from elmo_tasks.experiment.crossval import fold_indices, fold_split, mcnemar, paired_bootstrap
 from test_tasks_helpers import make_env
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from elmo_features.util.errors import UsageError
 
-from tasks.data import cli, fetch as fetch_mod, load_static_vectors, read_data, sources
-from tasks.data.fetch import fetch
+from elmo_tasks.data import cli, fetch as fetch_mod, load_static_vectors, read_data, sources
+from elmo_tasks.data.fetch import fetch
 
 CONLL = "-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nPeter NNP B-NP B-PER\n"
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tasks.data import DataFormatError, LabeledSentence, TaggedSentence, read_data, to_hf_dataset
+from elmo_tasks.data import DataFormatError, LabeledSentence, TaggedSentence, read_data, to_hf_dataset
 
 
 def test_local_jsonl_classification(tmp_path):

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from tasks.data import DataFormatError, TaggedSentence, read_data
-from tasks.data.tag_schemes import allowed_transitions, tags_to_spans
-from tasks.heads.crf_tagger import CrfTagger, CrfTaggerConfig
-from tasks.metrics import span_f1
+from elmo_tasks.data import DataFormatError, TaggedSentence, read_data
+from elmo_tasks.data.tag_schemes import allowed_transitions, tags_to_spans
+from elmo_tasks.heads.crf_tagger import CrfTagger, CrfTaggerConfig
+from elmo_tasks.metrics import span_f1
 
 TOKENS = "Peter Blackburn met Ann Smith John in Paris".split()
 IOB1 = ["I-PER", "I-PER", "O", "I-PER", "I-PER", "B-PER", "O", "I-LOC"]  # I- starts; B-PER splits two PERs

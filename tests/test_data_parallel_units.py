@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from test_tasks_helpers import make_glove
-from tasks.components import component_config
-from tasks.experiment.config import resolve
-from tasks.experiment.data_parallel import DataParallel
-from tasks.experiment.run import build_model, make_split
-from tasks.features.base import FeatureContext
-from tasks.registry import HEADS
+from elmo_tasks.components import component_config
+from elmo_tasks.experiment.config import resolve
+from elmo_tasks.experiment.data_parallel import DataParallel
+from elmo_tasks.experiment.run import build_model, make_split
+from elmo_tasks.features.base import FeatureContext
+from elmo_tasks.registry import HEADS
 
 
 @pytest.mark.parametrize("head_name", HEADS.names())

@@ -1,7 +1,7 @@
 """CoNLL-2003, TSV/CSV and SST readers and the reader registry, on tiny files written by the tests."""
 import pytest
 
-from tasks.data import DataFormatError, LabeledSentence, READERS, TaggedSentence, get_reader, read_data
+from elmo_tasks.data import DataFormatError, LabeledSentence, READERS, TaggedSentence, get_reader, read_data
 
 CONLL_BIO = """-DOCSTART- -X- -X- O
 

@@ -5,7 +5,7 @@ import struct
 import numpy as np
 import pytest
 
-from tasks.data import DataFormatError, StaticVectors, load_static_vectors
+from elmo_tasks.data import DataFormatError, StaticVectors, load_static_vectors
 
 WORDS = ["the", "Paris", "paris", ".", "a b"]
 VECS = np.arange(len(WORDS) * 3, dtype=np.float32).reshape(len(WORDS), 3) / 4  # (V, 3)

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from tasks.data.tag_schemes import (END, PREFIXES, START, TagSchemeError, check_scheme_name,
+from elmo_tasks.data.tag_schemes import (END, PREFIXES, START, TagSchemeError, check_scheme_name,
                                     convert_data, convert_tags, detect_scheme, is_transition_allowed,
                                     scheme_tag, spans_to_tags, tags_to_spans)
 

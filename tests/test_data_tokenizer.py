@@ -1,7 +1,7 @@
 """The project tokenizer follows the biLM corpus conventions."""
 import pytest
 
-from tasks.data.tokenizer import get_tokenizer, tokenize
+from elmo_tasks.data.tokenizer import get_tokenizer, tokenize
 
 
 @pytest.mark.parametrize("text,tokens", [

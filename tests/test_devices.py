@@ -16,13 +16,13 @@ import yaml
 from elmo_features import BiLM, BiLMOptions, TokenCache, batch_to_ids
 from elmo_features.util.devices import module_device, move_to, parse_device
 from elmo_features.util.errors import UsageError
-from tasks.cli import main
-from tasks.components import component_config
-from tasks.experiment.config import resolve
-from tasks.experiment.run import build_model, make_split
-from tasks.features.base import FeatureContext
-from tasks.registry import FUSIONS, HEADS
-from tasks.experiment.training import predict
+from elmo_tasks.cli import main
+from elmo_tasks.components import component_config
+from elmo_tasks.experiment.config import resolve
+from elmo_tasks.experiment.run import build_model, make_split
+from elmo_tasks.features.base import FeatureContext
+from elmo_tasks.registry import FUSIONS, HEADS
+from elmo_tasks.experiment.training import predict
 from test_tasks_helpers import TINY_OPTIONS, elmo_section, make_bilm, make_env, make_glove, tagging_config
 
 SENTENCES = [["John", "visited", "Berlin", "."], ["Hi"], "a dog ran quickly under the big red log at noon".split()]

@@ -25,7 +25,7 @@ def test_killed_rank_stops_the_job_and_resume_ends_like_an_uninterrupted_run(tmp
     conf = tmp_path / "ddp.yaml"  # a checkpoint after every step, so the kill falls between two of them
     conf.write_text(yaml.safe_dump({**base, "batch_tokens": 80, "checkpoint_minutes": 1e-5, "out_dir": str(out)}))
     args = ["train-bilm", "--config", str(conf), "--no-progress"]
-    procs = start("tasks.cli", args, env={"ELMO_TASKS_DIST_TIMEOUT": "600"})
+    procs = start("elmo_tasks.cli", args, env={"ELMO_TASKS_DIST_TIMEOUT": "600"})
     try:
         deadline = time.monotonic() + 900  # a busy machine may be slow
         while not (out / "checkpoint.pt").exists():
@@ -45,7 +45,7 @@ def test_killed_rank_stops_the_job_and_resume_ends_like_an_uninterrupted_run(tmp
     stopped = torch.load(out / "checkpoint.pt", weights_only=True)["state"]
     assert 0 < stopped["step"] < single["step"]  # killed midway: the last checkpoint is a partial run
     # the same launch with --resume continues from that checkpoint and ends as if nothing had happened
-    r0, r1 = launch("tasks.cli", [*args, "--resume"])
+    r0, r1 = launch("elmo_tasks.cli", [*args, "--resume"])
     assert (r0.returncode, r1.returncode) == (0, 0), r0.stderr[-2000:] + r1.stderr[-2000:]
     a = torch.load(tmp_path / "one" / "checkpoint.pt", weights_only=True)
     b = torch.load(out / "checkpoint.pt", weights_only=True)

@@ -10,7 +10,7 @@ import yaml
 
 from dist_launch import launch, start, wait
 from test_tasks_helpers import elmo_section, make_env, tagging_config
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 
 def _config(tmp_path, env, batch_size, **training):
@@ -28,7 +28,7 @@ def test_two_ranks_with_batch_b_equal_one_process_with_2b(tmp_path):
     # 5 training sentences: global batches of 4 and 1 (rank 1's slice of the last one is empty)
     assert main(["run", _config(tmp_path, env, 4), "--out", str(one), "--cache-dir", str(tmp_path / "c1"),
                  "--progress", "off"]) == 0
-    r0, r1 = launch("tasks.cli", ["run", _config(tmp_path, env, 2), "--out", str(two), "--cache-dir",
+    r0, r1 = launch("elmo_tasks.cli", ["run", _config(tmp_path, env, 2), "--out", str(two), "--cache-dir",
                                   str(tmp_path / "c2"), "--progress", "off"])
     assert (r0.returncode, r1.returncode) == (0, 0), r0.stderr[-2000:] + r1.stderr[-2000:]
     assert f"run folder: {two}" in r0.stdout and r1.stdout == ""  # rank 0 reports; the others are quiet
@@ -52,7 +52,7 @@ def test_a_killed_rank_stops_the_job_with_an_error(tmp_path):
     env = make_env(tmp_path)
     out = tmp_path / "run"
     conf = _config(tmp_path, env, 1, max_epochs=100000, patience=100000)
-    procs = start("tasks.cli", ["run", conf, "--out", str(out), "--cache-dir", "none", "--progress", "off"],
+    procs = start("elmo_tasks.cli", ["run", conf, "--out", str(out), "--cache-dir", "none", "--progress", "off"],
                   env={"ELMO_TASKS_DIST_TIMEOUT": "600"})
     try:
         deadline = time.monotonic() + 900  # a busy machine may be slow
@@ -77,7 +77,7 @@ def test_ranks_given_other_settings_are_refused_before_training(tmp_path):
     env = make_env(tmp_path)
     conf, out = _config(tmp_path, env, 2), tmp_path / "r"
     args = ["run", conf, "--out", str(out), "--cache-dir", str(tmp_path / "c"), "--progress", "off"]
-    r0, r1 = wait(start("tasks.cli", args, rank_args={1: [*args, "--set", "training.lr=0.5"]}), timeout=300)
+    r0, r1 = wait(start("elmo_tasks.cli", args, rank_args={1: [*args, "--set", "training.lr=0.5"]}), timeout=300)
     for r in (r0, r1):
         assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr[-2000:]
         assert "error: rank 1 was given another job than rank 0: training.lr (0.5 against " in r.stderr, r.stderr

@@ -31,7 +31,7 @@ def test_two_ranks_with_batch_b_equal_one_process_with_2b(tmp_path):
                      progress=False).run()
     conf = tmp_path / "ddp.yaml"
     conf.write_text(yaml.safe_dump({**base, "batch_tokens": 80, "out_dir": str(tmp_path / "two")}))
-    r0, r1 = launch("tasks.cli", ["train-bilm", "--config", str(conf), "--no-progress"])
+    r0, r1 = launch("elmo_tasks.cli", ["train-bilm", "--config", str(conf), "--no-progress"])
     assert (r0.returncode, r1.returncode) == (0, 0), r0.stderr[-2000:] + r1.stderr[-2000:]
     assert '"finished": true' in r0.stdout and r1.stdout == ""  # rank 0 reports; the others are quiet
     a = torch.load(tmp_path / "one" / "checkpoint.pt", weights_only=True)

@@ -1,4 +1,4 @@
-"""Layer fusions (tasks.features.fusion, docs/fusion.md): maths, parameter counts, l2-to-uniform, errors,
+"""Layer fusions (elmo_tasks.features.fusion, docs/fusion.md): maths, parameter counts, l2-to-uniform, errors,
 and every fusion end to end (train, save, reload with weights_only=True, identical predictions) with the
 NER, sentiment and WSD heads, at the input and as a head's ``output_mix`` (ELMo sec. 3.3)."""
 from __future__ import annotations
@@ -10,17 +10,17 @@ import torch
 
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
 from elmo_features.util.errors import ConfigError
-from tasks.components import component_config, resolve_component
-from tasks.experiment.config import resolve
-from tasks.experiment.run import build_model, load_run, predict_examples, run_experiment
-from tasks.features.base import FeatureContext, build_features
-from tasks.features.fusion import build_fusion
-from tasks.registry import FEATURES, FUSIONS, HEADS
-from tasks.experiment.training import Split
+from elmo_tasks.components import component_config, resolve_component
+from elmo_tasks.experiment.config import resolve
+from elmo_tasks.experiment.run import build_model, load_run, predict_examples, run_experiment
+from elmo_tasks.features.base import FeatureContext, build_features
+from elmo_tasks.features.fusion import build_fusion
+from elmo_tasks.registry import FEATURES, FUSIONS, HEADS
+from elmo_tasks.experiment.training import Split
 
 L, B, T, D = 3, 2, 5, 16
 LEARNED = ["scalar", "layer_attention", "gated", "concat_project"]
-DOCUMENTED = {  # docs/fusion.md and the tasks.features.fusion docstring
+DOCUMENTED = {  # docs/fusion.md and the elmo_tasks.features.fusion docstring
     "scalar": L + 1, "average": 0, "layer_attention": D + L + 1, "gated": L * D + 1,
     "concat_project": L * D * D + D,
 }

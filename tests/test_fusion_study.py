@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from test_tasks_helpers import make_env
-from tasks.cli import main
-from tasks.experiment.config import load_config
+from elmo_tasks.cli import main
+from elmo_tasks.experiment.config import load_config
 from wsd_toy import ToyInstance as I
 from wsd_toy import write_dataset, write_index_sense
-from tasks.wsd.config import load_wsd_config
+from elmo_tasks.wsd.config import load_wsd_config
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "fusion.md"

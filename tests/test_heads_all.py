@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
-from tasks.experiment.config import resolve
-from tasks.experiment.run import load_run, predict_examples, run_experiment
-from tasks.features.base import FeatureContext
-from tasks.registry import HEADS
+from elmo_tasks.experiment.config import resolve
+from elmo_tasks.experiment.run import load_run, predict_examples, run_experiment
+from elmo_tasks.features.base import FeatureContext
+from elmo_tasks.registry import HEADS
 
 
 @pytest.fixture(scope="module")

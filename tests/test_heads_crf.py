@@ -6,8 +6,8 @@ import itertools
 import pytest
 import torch
 
-from tasks.data.tag_schemes import allowed_transitions, is_transition_allowed, scheme_tag
-from tasks.heads.crf import ConditionalRandomField
+from elmo_tasks.data.tag_schemes import allowed_transitions, is_transition_allowed, scheme_tag
+from elmo_tasks.heads.crf import ConditionalRandomField
 
 
 def random_crf(K: int, seed: int, constraints=None) -> ConditionalRandomField:

@@ -11,15 +11,15 @@ from torch.nn import functional as F
 
 from test_tasks_helpers import make_glove
 from elmo_features.util.errors import ConfigError
-from tasks.components import component_config
-from tasks.experiment.config import load_config, resolve
-from tasks.experiment.run import load_run, predict_examples, run_experiment
-from tasks.features.base import FeatureContext
-from tasks.heads.chars import UNK, CharIndexer, build_char_vocab, truncate_token
-from tasks.heads.token_input import CASING_CLASSES, TokenInput, casing_class
-from tasks.heads.variational import LockedDropout, VariationalBiLSTMEncoder
-from tasks.registry import HEADS
-from tasks.experiment.training import epoch_lr, make_optimizer
+from elmo_tasks.components import component_config
+from elmo_tasks.experiment.config import load_config, resolve
+from elmo_tasks.experiment.run import load_run, predict_examples, run_experiment
+from elmo_tasks.features.base import FeatureContext
+from elmo_tasks.heads.chars import UNK, CharIndexer, build_char_vocab, truncate_token
+from elmo_tasks.heads.token_input import CASING_CLASSES, TokenInput, casing_class
+from elmo_tasks.heads.variational import LockedDropout, VariationalBiLSTMEncoder
+from elmo_tasks.registry import HEADS
+from elmo_tasks.experiment.training import epoch_lr, make_optimizer
 
 STRONG = {"casing_dim": 4, "word_dropout": 0.1, "variational_dropout": True, "num_layers": 2, "hidden_dim": 8}
 
@@ -50,7 +50,7 @@ class EchoChars(torch.nn.Module):
 
 
 def test_char_encoder_sees_the_exact_characters_of_each_token():
-    from tasks.data.types import TaggedSentence
+    from elmo_tasks.data.types import TaggedSentence
 
     decomposed = "Cafe\u0301"  # e + combining acute: two code points, kept apart (no normalisation)
     train = [TaggedSentence(["Zürich", "naïve", "東京", "🙂", decomposed, "x" * 20], ["O"] * 6)]
@@ -87,7 +87,7 @@ def test_char_vocab_min_count_and_unknown_id():
 @pytest.mark.parametrize("encoder", [{"name": "cnn", "filters": 5, "width": 3, "embedding_dim": 4},
                                      {"name": "lstm", "hidden_dim": 3, "embedding_dim": 4}])
 def test_char_encoding_of_a_token_does_not_depend_on_its_batch(encoder):
-    from tasks.data.types import LabeledSentence
+    from elmo_tasks.data.types import LabeledSentence
 
     config = head_config("sentence_classifier", chars=encoder)
     vocab = {"labels": ["a"], "chars": list("abcdefghijklmnopqrstuvwxyz")}
@@ -108,7 +108,7 @@ def test_casing_classes():
 
 
 def test_word_dropout_zeroes_whole_tokens_and_only_in_training():
-    from tasks.data.types import LabeledSentence
+    from elmo_tasks.data.types import LabeledSentence
 
     inp = TokenInput(head_config("sentence_classifier", word_dropout=0.5), 6, {"labels": ["a"]})
     x = torch.ones(4, 50, 6)

@@ -70,8 +70,8 @@ def test_the_contracts_name_the_intended_layers():
     assert (standalone["type"], standalone["source_modules"], standalone["forbidden_modules"]) == \
         ("forbidden", ["elmo_features"], ["tasks"])
     clis = c["cli-modules"]
-    assert clis["type"] == "protected" and clis["allowed_importers"] == ["tasks.cli"]
-    assert set(clis["protected_modules"]) == {"tasks.cli.run", "tasks.cli.components", "tasks.wsd.cli", "tasks.data.cli"}
+    assert clis["type"] == "protected" and clis["allowed_importers"] == ["elmo_tasks.cli"]
+    assert set(clis["protected_modules"]) == {"elmo_tasks.cli.run", "elmo_tasks.cli.components", "elmo_tasks.wsd.cli", "elmo_tasks.data.cli"}
     rooms = c["elmo-features-layers"]
     assert rooms["type"] == "layers" and rooms["containers"] == ["elmo_features"] and rooms["exhaustive"] is True
     assert [set(re.split(r"\s*[|:]\s*", layer.strip())) for layer in rooms["layers"]] == ROOMS
@@ -113,14 +113,14 @@ def test_lint_imports_catches_upward_imports_inside_functions(tmp_path):
         shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "models"))
     shutil.copy(REPO / "pyproject.toml", tmp_path)
     with open(tmp_path / "tasks" / "data" / "types.py", "a", encoding="utf-8") as f:
-        f.write("\n\ndef _upward():\n    from tasks.heads.base import Head\n\n    return Head\n")
+        f.write("\n\ndef _upward():\n    from elmo_tasks.heads.base import Head\n\n    return Head\n")
     with open(tmp_path / "elmo_features" / "util" / "paths.py", "a", encoding="utf-8") as f:
-        f.write("\n\ndef _into_tasks():\n    import tasks.data\n\n    return tasks.data\n")
+        f.write("\n\ndef _into_tasks():\n    import elmo_tasks.data\n\n    return elmo_tasks.data\n")
     result = lint_imports(tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "4 kept, 2 broken" in result.stdout
-    assert "tasks.data is not allowed to import tasks.heads" in result.stdout
-    assert "elmo_features.util.paths -> tasks.data" in result.stdout
+    assert "elmo_tasks.data is not allowed to import elmo_tasks.heads" in result.stdout
+    assert "elmo_features.util.paths -> elmo_tasks.data" in result.stdout
 
 
 FULL = {  # every registry with every component of the code base
@@ -133,15 +133,15 @@ FULL = {  # every registry with every component of the code base
 # Fresh interpreters importing modules that look names up, in order: (module, the registries full afterwards;
 # the others must still be empty, i.e. nothing in a lower layer filled them by importing upwards).
 RUNS = [
-    [("tasks.data", {"READERS": [r for r in FULL["READERS"] if r != "raganato"]}),  # get_reader; WSD's reader
-     ("tasks.wsd.data.examples", {"READERS"}),  # registers where WSD data lives
-     ("tasks.features.base", {"READERS", "FEATURES", "FUSIONS"}),  # build_features, build_fusion
-     ("tasks.heads.token_input", set(FULL))],  # a head's chars: section
-    [("tasks.experiment.config", set(FULL))],  # resolve (configs name readers, sources, mixes, heads, char encoders)
+    [("elmo_tasks.data", {"READERS": [r for r in FULL["READERS"] if r != "raganato"]}),  # get_reader; WSD's reader
+     ("elmo_tasks.wsd.data.examples", {"READERS"}),  # registers where WSD data lives
+     ("elmo_tasks.features.base", {"READERS", "FEATURES", "FUSIONS"}),  # build_features, build_fusion
+     ("elmo_tasks.heads.token_input", set(FULL))],  # a head's chars: section
+    [("elmo_tasks.experiment.config", set(FULL))],  # resolve (configs name readers, sources, mixes, heads, char encoders)
 ]
 CHECK = """
 import importlib, json, sys
-import tasks.registry as r
+import elmo_tasks.registry as r
 for module in sys.argv[1:]:
     importlib.import_module(module)
     print(json.dumps([module, {k: getattr(r, k).names() for k in %r}]))
@@ -164,7 +164,7 @@ def test_importing_a_lookup_module_fills_its_registries_and_no_more():
 def test_every_data_module_imports_on_its_own():
     """The data rooms (tasks/data, tasks/wsd/data) sit on one layer and import each other: each WSD data module
     must import first in a fresh interpreter, with no circle through tasks/data/__init__."""
-    modules = ["tasks.data"] + [f"tasks.wsd.data.{p.stem}" for p in sorted((REPO / "tasks" / "wsd" / "data").glob("*.py"))
+    modules = ["elmo_tasks.data"] + [f"elmo_tasks.wsd.data.{p.stem}" for p in sorted((REPO / "tasks" / "wsd" / "data").glob("*.py"))
                                 if p.stem != "__init__"]
     procs = {m: subprocess.Popen([sys.executable, "-c", f"import {m}"], cwd=REPO, text=True,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for m in modules}

@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from elmo_features.util.errors import ConfigError
-from tasks.cli import main
-from tasks.experiment.config import PACKAGED_CONFIGS, find_config, load_config, packaged_configs
-from tasks.wsd.config import load_wsd_config
+from elmo_tasks.cli import main
+from elmo_tasks.experiment.config import PACKAGED_CONFIGS, find_config, load_config, packaged_configs
+from elmo_tasks.wsd.config import load_wsd_config
 
 
 def test_every_task_config_ships_and_loads_by_name(tmp_path, monkeypatch):
@@ -81,8 +81,8 @@ def test_printed_commands_hold_only_options_a_user_typed():
     """The top-level parser hands every sub-command a config finder; no rebuilt command (resume hints, recorded
     commands) may show it as an option."""
     from elmo_features.training.cli import resume_command
-    from tasks.cli import build_parser
-    from tasks.cli.run import command_line
+    from elmo_tasks.cli import build_parser
+    from elmo_tasks.cli.run import command_line
 
     args = build_parser().parse_args(["compare", "sentiment_polarity", "--sources", "glove", "--progress", "off"])
     assert callable(args.find_config)

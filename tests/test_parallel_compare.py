@@ -11,9 +11,9 @@ import torch
 import yaml
 
 from test_tasks_helpers import elmo_section, make_env, tagging_config
-from tasks.cli import main
+from elmo_tasks.cli import main
 from elmo_features.util.threads import threads_per_job
-from tasks.experiment.parallel import JobFailedError, run_jobs
+from elmo_tasks.experiment.parallel import JobFailedError, run_jobs
 
 # what may differ between a serial and a parallel comparison: timings, folders, provenance
 VOLATILE = {"seconds", "run_dir", "seconds_per_run", "command", "wall_seconds", "finished", "machine", "jobs",
@@ -162,7 +162,7 @@ def test_compare_under_torchrun_spreads_runs_over_two_ranks(tmp_path):
     conf.write_text(yaml.safe_dump(cfg, sort_keys=False))
     serial = _compare(tmp_path, conf, "serial")
     res = tmp_path / "res-ranks"
-    r0, r1 = launch("tasks.cli", ["compare", str(conf), "--results-dir", str(res), "--runs-dir",
+    r0, r1 = launch("elmo_tasks.cli", ["compare", str(conf), "--results-dir", str(res), "--runs-dir",
                                   str(tmp_path / "runs-ranks"), "--cache-dir", str(tmp_path / "cache-ranks"),
                                   "--progress", "off"])
     assert (r0.returncode, r1.returncode) == (0, 0), r0.stderr[-2000:] + r1.stderr[-2000:]

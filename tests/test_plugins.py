@@ -16,14 +16,14 @@ import pytest
 
 from plugin_fixture import PLUGIN, write_plugin, write_task, write_wsd
 
-from tasks.features.base import FeatureSource
-from tasks.registry import FEATURES, ContractError, Registry, class_contract
+from elmo_tasks.features.base import FeatureSource
+from elmo_tasks.registry import FEATURES, ContractError, Registry, class_contract
 
 
 def cli(args: list[str], cwd: Path, expect: int = 0) -> subprocess.CompletedProcess:
     """``elmo-tasks ARGS`` in ``cwd`` (the console script when installed: the current folder is not on its path)."""
     script = shutil.which("elmo-tasks", path=str(Path(sys.executable).parent))
-    cmd = [script] if script else [sys.executable, "-m", "tasks.cli"]
+    cmd = [script] if script else [sys.executable, "-m", "elmo_tasks.cli"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "ELMO_TASKS_DOWNLOAD_CACHE": str(cwd / "cache")}
     proc = subprocess.run(cmd + args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == expect, (proc.stdout[-2000:], proc.stderr[-2000:])
@@ -58,7 +58,7 @@ def test_a_component_missing_a_method_is_refused_when_it_registers(task):
 def test_contract_checks_in_process():
     reg = Registry("widget")
     reg.set_contract(class_contract(FeatureSource))
-    with pytest.raises(ContractError, match="must be a subclass of tasks.features.base.FeatureSource"):
+    with pytest.raises(ContractError, match="must be a subclass of elmo_tasks.features.base.FeatureSource"):
         reg.add("w", object)
 
     class NoForward(FeatureSource):

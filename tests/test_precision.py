@@ -205,7 +205,7 @@ def test_bf16_error_vs_fp32_on_the_tf_fixture(fixture_dir):
 
 def test_embed_cli_precision(tmp_path, monkeypatch, capsys):
     from elmo_features import save_bilm
-    from tasks.cli import main
+    from elmo_tasks.cli import main
 
     o, w = tmp_path / "options.json", tmp_path / "weights.hdf5"
     save_bilm(tiny_bilm(), o, w)

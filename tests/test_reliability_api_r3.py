@@ -6,7 +6,7 @@ import math
 import pytest
 
 from elmo_features.util.errors import ConfigError, OutputExistsError, PathError
-from tasks.experiment.config import resolve
+from elmo_tasks.experiment.config import resolve
 
 from test_tasks_helpers import make_env, tagging_config
 
@@ -20,7 +20,7 @@ def compare_cfg(tmp_path):
 
 
 def test_run_experiment_never_deletes_a_users_files(tmp_path):
-    from tasks.experiment.run import clear_unfinished_run
+    from elmo_tasks.experiment.run import clear_unfinished_run
 
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -32,7 +32,7 @@ def test_run_experiment_never_deletes_a_users_files(tmp_path):
 
 
 def test_run_comparison_claims_its_results_folder(compare_cfg, tmp_path):
-    from tasks.experiment.compare import run_comparison
+    from elmo_tasks.experiment.compare import run_comparison
 
     other = tmp_path / "other"
     other.mkdir()
@@ -46,7 +46,7 @@ def test_run_comparison_claims_its_results_folder(compare_cfg, tmp_path):
                                        ({"seeds": [1, 1]}, "seed 1 is given twice"),
                                        ({"folds": 2}, "folds: give 3 or more")])
 def test_run_comparison_checks_its_arguments_before_any_work(compare_cfg, tmp_path, kw, match):
-    from tasks.experiment.compare import run_comparison
+    from elmo_tasks.experiment.compare import run_comparison
 
     with pytest.raises(ConfigError, match=match):
         run_comparison(compare_cfg, tmp_path / "results", tmp_path / "runs", **kw)
@@ -54,8 +54,8 @@ def test_run_comparison_checks_its_arguments_before_any_work(compare_cfg, tmp_pa
 
 
 def test_predict_examples_takes_token_lists_and_names_strings():
-    from tasks.data.types import LabeledSentence
-    from tasks.experiment.run import as_examples
+    from elmo_tasks.data.types import LabeledSentence
+    from elmo_tasks.experiment.run import as_examples
 
     class Head:
         def blank_example(self, tokens):

@@ -17,7 +17,7 @@ import yaml
 from elmo_features import Embedder, FeatureCache, load_bilm
 from elmo_features.util.errors import ElmoTasksError, LockError
 from elmo_features.util.locking import OutputLock, lock_path_for
-from tasks.cli import main
+from elmo_tasks.cli import main
 from test_tasks_helpers import elmo_section, make_env, tagging_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -157,7 +157,7 @@ def test_debug_flag_and_env_show_the_traceback(world, monkeypatch):
 
 def test_subprocess_exit_code_and_single_line(world):
     """The real entry point: embed to a folder fails at once, before loading any model."""
-    proc = subprocess.run([sys.executable, "-m", "tasks.cli", "embed", str(world["text"]), str(world["a_dir"])],
+    proc = subprocess.run([sys.executable, "-m", "elmo_tasks.cli", "embed", str(world["text"]), str(world["a_dir"])],
                           cwd=REPO, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 2

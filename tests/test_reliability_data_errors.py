@@ -10,11 +10,11 @@ import torch
 import yaml
 
 from elmo_features.util.errors import ElmoTasksError
-from tasks.cli import main
-from tasks.components import component_config
-from tasks.data.types import LabeledSentence, TaggedSentence
-from tasks.heads.crf_tagger import check_tag_transitions
-from tasks.registry import HEADS
+from elmo_tasks.cli import main
+from elmo_tasks.components import component_config
+from elmo_tasks.data.types import LabeledSentence, TaggedSentence
+from elmo_tasks.heads.crf_tagger import check_tag_transitions
+from elmo_tasks.registry import HEADS
 from test_tasks_helpers import classification_config, make_env, tagging_config
 
 

@@ -15,8 +15,8 @@ from elmo_features.embedding.embed_input import EmbedInput
 from elmo_features.util.errors import CheckpointError, TextInputError
 from elmo_features.util.text_input import iter_sentences, read_sentences
 from elmo_features.training.data import read_sentences as corpus_read
-from tasks.data.conll import read_conll2003
-from tasks.experiment.preflight import check_run_folder
+from elmo_tasks.data.conll import read_conll2003
+from elmo_tasks.experiment.preflight import check_run_folder
 from test_tasks_helpers import CONLL_TEST, TINY_OPTIONS, make_bilm, tagging_config
 
 # ------------------------------------------------------------------ text policy
@@ -187,7 +187,7 @@ def test_run_folder_checks(run_folder):
 
 
 def test_predict_with_a_foreign_model_pt(run_folder, tmp_path, capsys):
-    from tasks.cli import main
+    from elmo_tasks.cli import main
 
     text = tmp_path / "in.txt"
     text.write_text("John met Mary\n")

@@ -9,8 +9,8 @@ import numpy as np
 import yaml
 
 from test_tasks_helpers import make_env, make_glove, tagging_config
-from tasks.cli import main
-from tasks.data.static_vectors import StaticVectors
+from elmo_tasks.cli import main
+from elmo_tasks.data.static_vectors import StaticVectors
 
 
 def _glove_config(env, tmp_path):

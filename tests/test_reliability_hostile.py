@@ -14,7 +14,7 @@ from elmo_features.util.errors import OutputExistsError
 import torch
 
 from test_tasks_helpers import make_bilm
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 TEXT = "the cat sat\nhello world\nJohn lives in Paris\n"
@@ -34,7 +34,7 @@ def _sentences(path: Path) -> int:
 
 def _cli(args: list[str], stdin: str | None = None, cwd: Path = REPO) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "tasks.cli", *args], input=stdin, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "elmo_tasks.cli", *args], input=stdin, capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300)
 
 
@@ -44,7 +44,7 @@ def test_embed_reads_once_readable_input_once(bilm, tmp_path, how):
     if how == "fifo":
         fifo = tmp_path / "in.fifo"
         os.mkfifo(fifo)
-        proc = subprocess.Popen([sys.executable, "-m", "tasks.cli", "embed", str(fifo), str(out), *bilm],
+        proc = subprocess.Popen([sys.executable, "-m", "elmo_tasks.cli", "embed", str(fifo), str(out), *bilm],
                                 cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stderr=subprocess.PIPE, text=True)
         with open(fifo, "w") as f:  # blocks until embed opens it, as a pipe does
             f.write(TEXT)
@@ -124,7 +124,7 @@ def test_run_folders_never_mix_two_runs(tiny_config, tmp_path, capsys):
         assert main(["compare", str(tiny_config), "--resume", str(folder), "--runs-dir", str(tmp_path / "runs")]) == 2
         assert "not a comparison folder" in capsys.readouterr().err and (folder / "notes.txt").exists()
     # a comparison re-running an interrupted cell starts it clean, and says so
-    from tasks.experiment.run import clear_unfinished_run
+    from elmo_tasks.experiment.run import clear_unfinished_run
 
     cell = tmp_path / "cell"
     cell.mkdir()
@@ -178,8 +178,8 @@ def test_predict_says_how_relative_paths_of_the_run_resolve(tmp_path, capsys, mo
 
 
 def test_a_tsv_row_with_an_extra_tab_is_named_at_its_own_line(tmp_path):
-    from tasks.data.classification import read_tsv
-    from tasks.data.types import DataFormatError
+    from elmo_tasks.data.classification import read_tsv
+    from elmo_tasks.data.types import DataFormatError
 
     for text, line in (("pos\tgood film\tx\nneg\tbad\nneg\tdull\n", 1), ("pos\tgood\nneg\tbad\tx\nneg\tdull\n", 2),
                        ("pos\tgood film\tx\nneg\tbad\n", 1)):
@@ -208,9 +208,9 @@ def test_a_key_given_twice_is_an_error_not_the_last_one_silently(tmp_path, capsy
 
 
 def test_static_vectors_report_words_listed_twice(tmp_path):
-    from tasks.components import resolve_component
-    from tasks.features.base import FeatureContext, build_features
-    from tasks.registry import FEATURES
+    from elmo_tasks.components import resolve_component
+    from elmo_tasks.features.base import FeatureContext, build_features
+    from elmo_tasks.registry import FEATURES
 
     (tmp_path / "v.txt").write_text("the 0.1 0.1\ncat 0.2 0.2\nthe 0.5 0.5\n")
     src = build_features(resolve_component(FEATURES, {"name": "static", "path": str(tmp_path / "v.txt")}, "f"),
@@ -223,7 +223,7 @@ def test_static_vectors_report_words_listed_twice(tmp_path):
 def test_the_same_flag_means_the_same_in_every_command(capsys):
     """--progress is auto|on|off everywhere; --cache-dir is the frozen-feature cache wherever it exists, and downloads
     go to --download-dir."""
-    from tasks.cli import build_parser
+    from elmo_tasks.cli import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices

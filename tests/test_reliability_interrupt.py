@@ -16,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from tasks.cli import main
+from elmo_tasks.cli import main
 from test_reliability_training import SMALL
 from test_tasks_helpers import elmo_section, make_bilm, make_env, tagging_config
 
@@ -218,7 +218,7 @@ def test_a_swallowed_stop_is_raised_again_at_the_next_batch(tmp_path, monkeypatc
     """Python swallows a KeyboardInterrupt raised while it runs a weakref callback ("Exception ignored in: ...");
     the recorded request stops the command at its next batch all the same (exit 143)."""
     from elmo_features.embedding.embedder import Embedder
-    from tasks import cli
+    from elmo_tasks import cli
 
     text = tmp_path / "in.txt"
     text.write_text("".join(f"sentence number {i} here\n" for i in range(40)))

@@ -12,7 +12,7 @@ from safetensors.torch import load_file, save_file
 
 from encoder_helpers import make_bert
 from elmo_features.encoders import EncoderError, load_encoder
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 
 @pytest.fixture(scope="module")

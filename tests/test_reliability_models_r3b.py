@@ -12,14 +12,14 @@ from elmo_features.encoders import load_encoder
 from elmo_features.encoders.loading import EncoderError
 from elmo_features.util.errors import ConfigError, TextInputError
 from encoder_helpers import make_bert
-from tasks.cli import main
-from tasks.components import resolve_component
-from tasks.data.types import DataFormatError
-from tasks.features.base import FeatureContext, build_features
-from tasks.registry import FEATURES
-from tasks.wsd.config import load_wsd_config
-from tasks.wsd.data.morphy import Morphy
-from tasks.wsd.data.wordnet import WordNet
+from elmo_tasks.cli import main
+from elmo_tasks.components import resolve_component
+from elmo_tasks.data.types import DataFormatError
+from elmo_tasks.features.base import FeatureContext, build_features
+from elmo_tasks.registry import FEATURES
+from elmo_tasks.wsd.config import load_wsd_config
+from elmo_tasks.wsd.data.morphy import Morphy
+from elmo_tasks.wsd.data.wordnet import WordNet
 from test_tasks_helpers import make_env, tagging_config
 from test_wsd_senses import write_wordnet
 

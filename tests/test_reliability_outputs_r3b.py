@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import tasks.data  # noqa: F401 (first: test_wsd_cli imports tasks.wsd.data.reader, which cannot be imported first)
+import elmo_tasks.data  # noqa: F401 (first: test_wsd_cli imports elmo_tasks.wsd.data.reader, which cannot be imported first)
 from elmo_features.util.locking import OutputLock, lock_path_for
 from elmo_features.util.provenance import write_text_atomic
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 # isort: split
 from test_reliability_outputs_r3 import _wsd, senses, trained_run  # noqa: F401 (fixtures)
@@ -189,7 +189,7 @@ def _stop(*_a, **_k):
 @pytest.mark.parametrize("command", ["predict", "eval-bilm", "data get"])
 def test_an_interrupt_says_what_was_kept_and_how_to_rerun(trained_run, tmp_path, capsys, monkeypatch, command):
     if command == "predict":
-        monkeypatch.setattr("tasks.experiment.run.predict_examples", _stop)
+        monkeypatch.setattr("elmo_tasks.experiment.run.predict_examples", _stop)
         argv = ["predict", str(trained_run / "run1"), str(trained_run / "in.txt"), "--out", str(tmp_path / "p.txt"),
                 "--cache-dir", "none"]
         needles = [f"{tmp_path / 'p.txt'} was not written", "to run again: elmo-tasks predict"]
@@ -201,7 +201,7 @@ def test_an_interrupt_says_what_was_kept_and_how_to_rerun(trained_run, tmp_path,
                 str(tmp_path / "w.hdf5"), "--vocab", str(tmp_path / "v.txt")]
         needles = ["nothing was written", "to run again: elmo-tasks eval-bilm"]
     else:
-        monkeypatch.setattr("tasks.data.cli.fetch", _stop)
+        monkeypatch.setattr("elmo_tasks.data.cli.fetch", _stop)
         argv = ["data", "get", "conll2003", "--download-dir", str(tmp_path / "d")]
         needles = ["no data set finished", "to fetch the rest: elmo-tasks data get conll2003 --download-dir"]
     capsys.readouterr()

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from elmo_features.util.errors import PathError
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 from test_reliability_outputs_r3 import senses  # noqa: F401  (a module fixture: a tiny sense file)
 from test_tasks_helpers import make_bilm, one_line_error, static_config_file

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 from test_reliability_outputs_r3 import senses  # noqa: F401  (a module fixture: a tiny sense file)
 from test_tasks_helpers import make_bilm, one_line_error, static_config_file
@@ -109,14 +109,14 @@ def test_k02_reading_a_closed_standard_input_is_one_error_line(senses, tmp_path,
     opts, weights = make_bilm(tmp_path / "bilm")
     argv = (["embed", "-", str(tmp_path / "e.h5"), "--options", str(opts), "--weights", str(weights)]
             if command == "embed" else ["wsd", "tag", "-", "--senses", str(senses / "senses.h5")])
-    quoted = " ".join(f"'{a}'" for a in [sys.executable, "-m", "tasks.cli", *argv])
+    quoted = " ".join(f"'{a}'" for a in [sys.executable, "-m", "elmo_tasks.cli", *argv])
     r = subprocess.run(f"{quoted} <&-", shell=True, env=_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "standard input is closed (<&-)" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 def test_k03_a_standard_error_that_fails_on_write_does_not_change_the_work(tmp_path):
     _, cfg = static_config_file(tmp_path)
-    quoted = " ".join(f"'{a}'" for a in [sys.executable, "-m", "tasks.cli", "run", cfg, "--out", str(tmp_path / "R"),
+    quoted = " ".join(f"'{a}'" for a in [sys.executable, "-m", "elmo_tasks.cli", "run", cfg, "--out", str(tmp_path / "R"),
                                          *FAST])
     r = subprocess.run(f"{quoted} 2>/dev/full", shell=True, env=_env(), capture_output=False, timeout=300,
                        stdout=subprocess.DEVNULL)
@@ -255,7 +255,7 @@ def test_r03_resume_of_a_finished_run_writes_a_deleted_or_damaged_export_again(t
 # ---------------------------------------------------------------- D07: a test set that measures nothing
 
 def test_d07_a_test_set_of_single_candidate_words_is_warned_about(capsys):
-    from tasks.wsd.data.examples import WsdSentence, WsdTarget, check_candidates
+    from elmo_tasks.wsd.data.examples import WsdSentence, WsdTarget, check_candidates
 
     ex = WsdSentence(tokens=["a", "rock"], targets=[WsdTarget(id="t0", start=1, end=2, lemma="rock", pos="NOUN",
                                                              candidates=["rock%1:05:00::"], gold=["rock%1:05:00::"])])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 from test_reliability_outputs_r3 import senses  # noqa: F401  (a module fixture: a tiny sense file)
 from test_reliability_training import finished_bilm_run
@@ -58,7 +58,7 @@ def test_predict_from_another_folder_writes_a_file_that_only_shares_the_runs_rel
 
 
 def test_a_run_saved_with_a_penalised_fixed_mix_still_predicts_with_a_warning(tmp_path, capsys, monkeypatch):
-    import tasks.features.mix as mix
+    import elmo_tasks.features.mix as mix
     from test_tasks_helpers import elmo_section
 
     env, cfg = static_config_file(tmp_path)
@@ -103,9 +103,9 @@ def test_a_gloss_cache_from_before_checksums_is_kept_and_a_verified_one_is_not_r
 
     import numpy as np
 
-    from tasks.wsd import gloss_cache, senses
-    from tasks.wsd.data.wordnet import WordNet
-    from tasks.wsd.senses import Graph
+    from elmo_tasks.wsd import gloss_cache, senses
+    from elmo_tasks.wsd.data.wordnet import WordNet
+    from elmo_tasks.wsd.senses import Graph
     from test_wsd_senses import _Glosses, write_wordnet
 
     graph = Graph(WordNet(write_wordnet(tmp_path / "wn")))
@@ -221,7 +221,7 @@ def test_recorded_commands_are_the_commands_typed(tmp_path, capsys, monkeypatch)
 def test_a_stray_i_tag_in_a_bio_file_is_the_tag_named(tmp_path):
     import pytest
 
-    from tasks.data.tag_schemes import TagSchemeError, convert_data, detect_scheme
+    from elmo_tasks.data.tag_schemes import TagSchemeError, convert_data, detect_scheme
 
     bio = [["B-PER", "O"], ["O", "I-PER", "O"], ["B-LOC"], ["O", "B-LOC", "I-LOC"]]
     assert detect_scheme(bio) == "BIO"  # most chunks start with B-: one stray I- does not make it IOB1
@@ -236,7 +236,7 @@ def test_a_token_in_decomposed_unicode_finds_its_vector():
 
     import numpy as np
 
-    from tasks.data.static_vectors import StaticVectors
+    from elmo_tasks.data.static_vectors import StaticVectors
 
     v = StaticVectors(["josé", "paris"], np.eye(2, dtype=np.float32), lowercase=False)
     nfd = unicodedata.normalize("NFD", "José")
@@ -263,7 +263,7 @@ def test_resume_with_another_runs_dir_is_refused(tmp_path, capsys, monkeypatch):
 
 
 def test_a_comparison_saved_with_a_penalised_fixed_mix_resumes_with_a_warning(tmp_path, capsys, monkeypatch):
-    import tasks.features.mix as mix
+    import elmo_tasks.features.mix as mix
     from test_tasks_helpers import elmo_section
 
     monkeypatch.chdir(tmp_path)
@@ -293,7 +293,7 @@ def test_pool_workers_end_when_their_parent_is_killed(tmp_path):
     script = tmp_path / "pool.py"
     script.write_text(
         "import os, sys, time\n"
-        "from tasks.experiment.parallel import run_jobs\n"
+        "from elmo_tasks.experiment.parallel import run_jobs\n"
         "def job(i):\n"
         "    open(os.path.join(sys.argv[1], f'w{os.getpid()}'), 'w').close()\n"
         "    time.sleep(60)\n"
@@ -379,7 +379,7 @@ def test_run_with_out_refuses_a_runs_dir_it_would_ignore(tmp_path, capsys):
 def test_a_stray_s_tag_in_a_bio_file_is_the_tag_named():
     import pytest
 
-    from tasks.data.tag_schemes import TagSchemeError, convert_data, detect_scheme
+    from elmo_tasks.data.tag_schemes import TagSchemeError, convert_data, detect_scheme
 
     bio = [["B-PER", "I-PER", "O"], ["O", "S-LOC", "O"], ["B-LOC"], ["O", "B-ORG", "I-ORG"]]
     assert detect_scheme(bio) == "BIO"
@@ -409,7 +409,7 @@ def test_static_vectors_check_their_arguments_and_find_decomposed_words(tmp_path
     import numpy as np
     import pytest
 
-    from tasks.data.static_vectors import StaticVectors, load_static_vectors
+    from elmo_tasks.data.static_vectors import StaticVectors, load_static_vectors
 
     path = tmp_path / "v.txt"
     path.write_text(f"Paris 1 1\nparis 2 2\n{unicodedata.normalize('NFD', 'josé')} 3 3\n", encoding="utf-8")
@@ -456,7 +456,7 @@ def test_lr_reduction_without_a_dev_set_is_warned_about(tmp_path, capsys):
 def test_the_tables_suggested_command_runs_the_papers_bilm_whatever_sources_ran():
     import shlex
 
-    from tasks.wsd.table import original_command
+    from elmo_tasks.wsd.table import original_command
 
     cmd = original_command("elmo-tasks wsd --config wsd_senses --features mpnet minilm --out runs/w --threads 2")
     args = shlex.split(cmd)
@@ -514,7 +514,7 @@ def test_inert_training_settings_are_warned_about(tmp_path, capsys):
 def test_a_text_file_given_as_the_wordnet_index_is_named(tmp_path):
     import pytest
 
-    from tasks.wsd.data.inventory import InventoryError, find_index_sense
+    from elmo_tasks.wsd.data.inventory import InventoryError, find_index_sense
 
     (tmp_path / "in.txt").write_text("I sat on the bank of the river\n")
     with pytest.raises(InventoryError, match="in.txt: not a WordNet index.sense"):
@@ -532,8 +532,8 @@ def test_include_of_an_importable_module_named_like_a_file_imports_it(tmp_path, 
     import pytest
 
     from elmo_features.util.errors import ElmoTasksError
-    from tasks import plugins
-    from tasks.plugins import load_plugins
+    from elmo_tasks import plugins
+    from elmo_tasks.plugins import load_plugins
 
     monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))  # (no later test's workers load it)
     monkeypatch.syspath_prepend(str(tmp_path))

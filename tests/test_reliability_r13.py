@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 from test_reliability_outputs_r3 import bank_wsd_config, senses  # noqa: F401  (senses: a module fixture)
 from test_reliability_training import SMALL, _text
@@ -167,7 +167,7 @@ def test_one_encoder_layer_given_as_a_number_is_named(tmp_path):
 
 
 def test_a_gz_vectors_file_that_is_not_gzip_is_named(tmp_path, capsys, monkeypatch):
-    from tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.data.static_vectors import load_static_vectors
 
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)
@@ -206,7 +206,7 @@ def test_ctrl_c_to_a_starting_or_running_pool_is_one_line(tmp_path):
     env, cfg = static_config_file(tmp_path)
     glove = env["glove"]
     args = [sys.executable, "-c", "import signal, runpy, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-            "sys.argv = ['elmo-tasks'] + sys.argv[1:]; runpy.run_module('tasks.cli', run_name='__main__')",
+            "sys.argv = ['elmo-tasks'] + sys.argv[1:]; runpy.run_module('elmo_tasks.cli', run_name='__main__')",
             "compare", cfg, "--set", f"compare.sources={{g: {{name: static, path: {glove}}}, h: {{name: static, path: "
             f"{glove}, lowercase: true}}}}", "--set", "training.max_epochs=3000", "--set", "training.patience=3000",
             "--seeds", "1,2", "--jobs", "2", "--cache-dir", "C", "--progress", "off"]
@@ -412,7 +412,7 @@ def test_eval_bilm_refuses_an_export_whose_bilm_was_edited_after_its_softmax(tmp
 def test_static_vectors_in_another_encoding_and_configs_in_gzip_are_named(tmp_path):
     from elmo_features.util.config_files import read_config_file
     from elmo_features.util.errors import ConfigError
-    from tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.data.static_vectors import load_static_vectors
 
     text = "the 0.1 0.2\ncat 0.3 0.4\n"
     for enc, says in (("utf-16", "UTF-16"), ("utf-32", "UTF-32")):
@@ -473,7 +473,7 @@ def test_train_bilm_token_vectors_dim_without_token_vectors_is_warned_about(tmp_
 
 
 def test_a_stop_while_the_summary_is_written_says_what_finished(tmp_path, capsys, monkeypatch):
-    from tasks.experiment import compare
+    from elmo_tasks.experiment import compare
 
     args, rr = _fold_comparison(tmp_path, monkeypatch)
 
@@ -487,7 +487,7 @@ def test_a_stop_while_the_summary_is_written_says_what_finished(tmp_path, capsys
 
 
 def test_a_config_read_from_a_pipe_is_said_not_to_rerun(capsys):
-    from tasks.cli.run import warn_unrepeatable
+    from elmo_tasks.cli.run import warn_unrepeatable
 
     warn_unrepeatable("/dev/fd/63")
     warn_unrepeatable("configs/c.yaml")
@@ -514,7 +514,7 @@ def test_more_files_are_named_for_what_they_are_and_static_vectors_check_their_v
     import bz2
     import lzma
 
-    from tasks.data.static_vectors import StaticVectors, load_static_vectors
+    from elmo_tasks.data.static_vectors import StaticVectors, load_static_vectors
 
     text = b"the 0.1 0.2\ncat 0.3 0.4\n"
     for name, data, says in (("v.xz", lzma.compress(text), "xz-compressed"), ("v.bz", bz2.compress(text), "bzip2"),
@@ -561,7 +561,7 @@ def test_list_eighteen_paths_sense_files_comments_and_pipes(tmp_path, capsys, mo
 
     from elmo_features.util.config_files import apply_set
     from elmo_features.util.errors import ConfigError
-    from tasks.cli.run import warn_unrepeatable
+    from elmo_tasks.cli.run import warn_unrepeatable
 
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)

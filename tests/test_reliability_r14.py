@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 from test_reliability_outputs_r3 import bank_wsd_config, senses  # noqa: F401  (senses: a module fixture)
 from test_tasks_helpers import one_line_error, static_config_file
@@ -20,12 +20,12 @@ FAST = ["--cache-dir", "none", "--progress", "off"]
 
 
 def _cli(args: list[str], cwd: Path, **env: str):
-    """``python -m tasks.cli ARGS`` in ``cwd`` with ``env`` added: (exit code, stderr)."""
+    """``python -m elmo_tasks.cli ARGS`` in ``cwd`` with ``env`` added: (exit code, stderr)."""
     import subprocess
     import sys
 
     run_env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), **env}
-    p = subprocess.run([sys.executable, "-m", "tasks.cli", *args], cwd=cwd, env=run_env, capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "elmo_tasks.cli", *args], cwd=cwd, env=run_env, capture_output=True,
                        text=True, timeout=300)
     return p.returncode, p.stderr.strip()
 
@@ -47,7 +47,7 @@ def test_archives_and_arrays_given_as_text_are_named_without_the_vectors_hints(t
     import lzma
 
     from elmo_features.util.text_input import binary_kind
-    from tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.data.static_vectors import load_static_vectors
 
     text = b"the 0.1 0.2\ncat 0.3 0.4\n"
     assert "7z archive" in binary_kind(b"7z\xbc\xaf\x27\x1c\x00\x04")
@@ -115,8 +115,8 @@ def test_a_wsd_training_set_of_one_sense_is_refused_before_any_embedding(tmp_pat
 def test_the_python_api_checks_words_overrides_and_cache_folders(tmp_path, monkeypatch):
     from elmo_features import FeatureCache
     from elmo_features.util.errors import PathError
-    from tasks.data.static_vectors import StaticVectors
-    from tasks.experiment.config import load_config
+    from elmo_tasks.data.static_vectors import StaticVectors
+    from elmo_tasks.experiment.config import load_config
 
     for words in (["a", 1], ["a", None], ["a", ""]):
         with pytest.raises(ValueError, match=r"words\[1\] .*must be a non-empty str"):
@@ -147,7 +147,7 @@ def test_a_stop_signal_while_the_command_loads_is_one_line(tmp_path):
 
     run_env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
-        p = subprocess.Popen([sys.executable, "-m", "tasks.cli", "components"], cwd=tmp_path, env=run_env,
+        p = subprocess.Popen([sys.executable, "-m", "elmo_tasks.cli", "components"], cwd=tmp_path, env=run_env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(0.4)
@@ -159,7 +159,7 @@ def test_a_stop_signal_while_the_command_loads_is_one_line(tmp_path):
 def test_word2vec_files_whose_header_does_not_fit_and_latin1_text_are_told_apart(tmp_path):
     import struct
 
-    from tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.data.static_vectors import load_static_vectors
 
     rows = b"".join(w + b" " + struct.pack("<6f", *range(6)) + b"\n" for w in (b"john", b"paris", b"lives"))
     (tmp_path / "w.bin").write_bytes(b"3 5\n" + rows)  # each row holds 6 floats; the header says 5
@@ -255,9 +255,9 @@ def test_a_test_split_whose_every_word_is_unknown_is_warned_about(tmp_path, caps
 def test_the_python_api_takes_generators_and_refuses_words_no_token_matches(tmp_path, senses):  # noqa: F811
     from elmo_features import FeatureCache
     from elmo_features.util.errors import PathError, UsageError
-    from tasks.data.static_vectors import StaticVectors
-    from tasks.experiment.config import load_config
-    from tasks.wsd.tagging import SenseTagger
+    from elmo_tasks.data.static_vectors import StaticVectors
+    from elmo_tasks.experiment.config import load_config
+    from elmo_tasks.wsd.tagging import SenseTagger
 
     env, cfg = static_config_file(tmp_path)
     assert load_config(cfg, (s for s in ["name=from_a_generator"])).name == "from_a_generator"
@@ -277,7 +277,7 @@ def test_the_python_api_takes_generators_and_refuses_words_no_token_matches(tmp_
 
 
 def test_wsd_senses_says_which_set_values_it_does_not_read(capsys):
-    from tasks.wsd.config import warn_senses_inert
+    from elmo_tasks.wsd.config import warn_senses_inert
 
     warn_senses_inert(["knn=[layers]", "head_dev_every=10", "training.lr=0.1", "gloss_texts=[full]"])
     err = capsys.readouterr().err.splitlines()
@@ -290,7 +290,7 @@ def test_wsd_senses_says_which_set_values_it_does_not_read(capsys):
 def test_vectors_files_with_odd_words_load(tmp_path, capsys, monkeypatch):
     import struct
 
-    from tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.data.static_vectors import load_static_vectors
 
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)
@@ -340,7 +340,7 @@ def test_a_users_program_that_imports_the_command_keeps_its_own_ctrl_c(tmp_path)
     import sys
 
     (tmp_path / "mypkg").mkdir()
-    (tmp_path / "mypkg" / "__init__.py").write_text("import tasks.cli\n")
+    (tmp_path / "mypkg" / "__init__.py").write_text("import elmo_tasks.cli\n")
     (tmp_path / "mypkg" / "__main__.py").write_text("import signal\nprint(signal.getsignal(signal.SIGINT))\n")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     out = subprocess.run([sys.executable, "-m", "mypkg"], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -350,7 +350,7 @@ def test_a_users_program_that_imports_the_command_keeps_its_own_ctrl_c(tmp_path)
 
 def test_folder_kinds_need_their_companion_files(tmp_path):
     from elmo_features.util.errors import PathError
-    from tasks.experiment.preflight import check_output_dirs
+    from elmo_tasks.experiment.preflight import check_output_dirs
 
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -372,7 +372,7 @@ def test_folder_kinds_need_their_companion_files(tmp_path):
 
 
 def test_vectors_sniffing_latin1_rows_with_spaces_and_text_named_bin(tmp_path):
-    from tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.data.static_vectors import load_static_vectors
 
     (tmp_path / "s.vec").write_bytes("2 3\n. . . 0.1 0.2 0.3\ncaf\xe9 0.4 0.5 0.6\n".encode("latin-1"))
     with pytest.raises(Exception) as e:
@@ -411,7 +411,7 @@ def test_two_weights_files_are_warned_about_only_when_they_differ(tmp_path, caps
 def test_cache_dir_words_that_mean_off_and_api_misuse(tmp_path, capsys, monkeypatch):
     from elmo_features import FeatureCache
     from elmo_features.util.errors import PathError
-    from tasks.experiment.config import load_config
+    from elmo_tasks.experiment.config import load_config
 
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)
@@ -422,7 +422,7 @@ def test_cache_dir_words_that_mean_off_and_api_misuse(tmp_path, capsys, monkeypa
     for bad in (" none", "NONE"):
         with pytest.raises(PathError, match="to embed without a cache, use no FeatureCache"):
             FeatureCache(bad)
-    with pytest.raises(TypeError, match="for a dict, use tasks.experiment.config.resolve"):
+    with pytest.raises(TypeError, match="for a dict, use elmo_tasks.experiment.config.resolve"):
         load_config({"name": "x"})
     with pytest.raises(TypeError, match="in the order they apply"):
         load_config(cfg, {"name=a", "name=b"})
@@ -435,7 +435,7 @@ def test_word2vec_binaries_gzipped_with_odd_words_and_fasttext_models(tmp_path):
     import struct
 
     from elmo_features.training.vectors import VectorFileError, read_vector_table
-    from tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.data.static_vectors import load_static_vectors
 
     words = [b"the", b"john\r", b"cat"]  # (vectors trained on Windows text)
     data = b"3 2\n" + b"".join(w + b" " + struct.pack("<2f", 0.5, i) + b"\n" for i, w in enumerate(words))
@@ -480,18 +480,18 @@ def test_token_vectors_headers_that_do_not_fit_utf16_words_and_low_coverage(tmp_
 def test_the_start_up_handler_knows_python_dash_m_without_a_space(monkeypatch):
     import sys
 
-    import tasks.cli as cli
+    import elmo_tasks.cli as cli
 
     monkeypatch.setattr(sys, "argv", ["x"])
-    for orig, expected in ((["python", "-mtasks.cli", "run"], True),
-                           (["python", "-X", "utf8", "-m", "tasks.cli"], True),
+    for orig, expected in ((["python", "-melmo_tasks.cli", "run"], True),
+                           (["python", "-X", "utf8", "-m", "elmo_tasks.cli"], True),
                            (["python", "-m", "mypkg"], False), (["python", "-mmypkg"], False)):
         monkeypatch.setattr(sys, "orig_argv", orig)
         assert cli._is_the_command() is expected, orig
 
 
 def test_a_stop_while_the_wsd_plot_is_drawn_says_the_table_is_complete(tmp_path, capsys, monkeypatch):
-    import tasks.wsd.run as wsd_run
+    import elmo_tasks.wsd.run as wsd_run
 
     def stopped(*_a, **_k):
         raise KeyboardInterrupt
@@ -506,7 +506,7 @@ def test_a_stop_while_the_wsd_plot_is_drawn_says_the_table_is_complete(tmp_path,
 
 def test_folder_kinds_by_allennlp_names_shards_and_content(tmp_path):
     from elmo_features.util.errors import PathError
-    from tasks.experiment.preflight import check_output_dirs
+    from elmo_tasks.experiment.preflight import check_output_dirs
 
     allen = "elmo_2x1024_128_2048cnn_1xhighway"
     cases = {"elmo": ([f"{allen}_options.json", f"{allen}_weights.hdf5"], "a biLM's model folder"),
@@ -530,9 +530,9 @@ def test_more_api_misuse_and_off_words(tmp_path, capsys, monkeypatch):
     from elmo_features import Embedder, FeatureCache
     from elmo_features.hub import ElmoHub
     from elmo_features.util.errors import PathError
-    from tasks.data.static_vectors import load_static_vectors
-    from tasks.experiment.config import load_config
-    from tasks.experiment.run import run_experiment
+    from elmo_tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.experiment.config import load_config
+    from elmo_tasks.experiment.run import run_experiment
 
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)
@@ -595,7 +595,7 @@ def test_word2vec_headers_beyond_the_file_doubly_gzipped_and_gzipped_fasttext(tm
     import struct
 
     from elmo_features.training.vectors import VectorFileError, read_vector_table
-    from tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.data.static_vectors import load_static_vectors
 
     rows = b"".join(w + b" " + struct.pack("<5f", *range(5)) + b"\n" for w in (b"the", b"cat"))
     (tmp_path / "h.bin").write_bytes(b"3000000000 300\n" + rows)
@@ -617,12 +617,12 @@ def test_word2vec_headers_beyond_the_file_doubly_gzipped_and_gzipped_fasttext(tm
 def test_python_dash_m_with_joined_flags_and_prefixed_allennlp_pairs(tmp_path, monkeypatch):
     import sys
 
-    import tasks.cli as cli
-    from tasks.experiment.preflight import check_output_dirs
+    import elmo_tasks.cli as cli
+    from elmo_tasks.experiment.preflight import check_output_dirs
 
     monkeypatch.setattr(sys, "argv", ["x"])
-    for orig, expected in ((["python", "-um", "tasks.cli"], True), (["python", "-Bmtasks.cli"], True),
-                           (["python", "-um", "mypkg"], False), (["python", "-W", "ignore", "-m", "tasks.cli"], True)):
+    for orig, expected in ((["python", "-um", "elmo_tasks.cli"], True), (["python", "-Bmelmo_tasks.cli"], True),
+                           (["python", "-um", "mypkg"], False), (["python", "-W", "ignore", "-m", "elmo_tasks.cli"], True)):
         monkeypatch.setattr(sys, "orig_argv", orig)
         assert cli._is_the_command() is expected, orig
     keras = tmp_path / "keras"
@@ -655,11 +655,11 @@ def test_utf16_without_a_byte_order_mark_and_hub_calls_with_urls_or_a_file(tmp_p
 def test_list_twenty_three_tabs_in_predict_nul_files_main_module_tilde_and_urls(tmp_path, capsys, monkeypatch):
     import sys
 
-    import tasks.cli as cli
+    import elmo_tasks.cli as cli
     from elmo_features.formats.default_model import resolve_bilm
     from elmo_features.util.errors import UsageError
     from elmo_features.util.text_input import utf16_order
-    from tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.data.static_vectors import load_static_vectors
 
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)
@@ -673,7 +673,7 @@ def test_list_twenty_three_tabs_in_predict_nul_files_main_module_tilde_and_urls(
     one_line_error(capsys, "blank line", "give --reader")
     assert utf16_order(bytes(8), first=True) is None  # all NUL bytes: not text of any kind
     monkeypatch.setattr(sys, "argv", ["x"])
-    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "tasks.cli.__main__"])
+    monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "elmo_tasks.cli.__main__"])
     assert cli._is_the_command()
     monkeypatch.setenv("HOME", str(tmp_path))
     assert load_static_vectors("~/" + Path(env["glove"]).relative_to(tmp_path).as_posix()).dim > 0

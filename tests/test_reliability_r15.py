@@ -14,7 +14,7 @@ import pytest
 import torch
 import yaml
 
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 from test_reliability_outputs_r3 import bank_wsd_config, senses  # noqa: F401  (senses: a module fixture)
 from test_tasks_helpers import one_line_error, static_config_file
@@ -97,7 +97,7 @@ def test_vectors_in_a_tar_archive_are_named(tmp_path, capsys, monkeypatch):
 
 
 def test_text_vectors_named_npy_are_read_as_text_and_a_damaged_npy_is_named(tmp_path):
-    from tasks.data.static_vectors import DataFormatError, load_static_vectors
+    from elmo_tasks.data.static_vectors import DataFormatError, load_static_vectors
 
     (tmp_path / "g.npy").write_text("the 0.1 0.2\ncat 0.3 0.5\n")
     assert load_static_vectors(tmp_path / "g.npy", progress=False).dim == 2
@@ -158,7 +158,7 @@ def said_in_a_worker(what: str) -> bool:
 
 def test_a_warning_is_said_once_per_command_across_worker_processes():
     from elmo_features.util.once import first_time
-    from tasks.experiment.parallel import run_jobs
+    from elmo_tasks.experiment.parallel import run_jobs
 
     assert first_time(("test message", "said by the parent"))
     said = run_jobs(said_in_a_worker, [("a",), ("a",), ("a",), ("said by the parent",)], jobs=2, threads=1)
@@ -183,7 +183,7 @@ def test_embed_that_would_not_fit_stops_before_writing_and_the_rerun_continues(t
 
     opts, weights = make_bilm(tmp_path / "bilm")
     (tmp_path / "in.txt").write_text("the cat sat on the mat\n" * 200)
-    args = [sys.executable, "-m", "tasks.cli", "embed", "in.txt", "o.h5", "--options", str(opts), "--weights",
+    args = [sys.executable, "-m", "elmo_tasks.cli", "embed", "in.txt", "o.h5", "--options", str(opts), "--weights",
             str(weights), "--progress", "off", "--threads", "1"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     p = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
@@ -204,7 +204,7 @@ def test_embed_whose_hdf5_write_fails_for_room_ends_with_one_error_not_a_crash(t
     opts, weights = make_bilm(tmp_path / "bilm")
     (tmp_path / "in.txt").write_text("the cat sat on the mat\n" * 2000)
     code = ("import sys; import elmo_features.embedding.hdf5_output as h; h.check_room = lambda *a: None; "
-            "from tasks.cli import main; sys.argv = ['elmo-tasks'] + sys.argv[1:]; sys.exit(main())")
+            "from elmo_tasks.cli import main; sys.argv = ['elmo-tasks'] + sys.argv[1:]; sys.exit(main())")
     args = [sys.executable, "-c", code, "embed", "in.txt", "o.h5", "--options", str(opts), "--weights", str(weights),
             "--progress", "off", "--threads", "1"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
@@ -259,7 +259,7 @@ def test_train_bilm_paths_expand_home_and_an_unknown_user_is_refused(tmp_path, m
 def test_a_loss_that_is_nan_before_any_update_names_the_head_not_the_lr(tmp_path, capsys, monkeypatch):
     import math
 
-    from tasks.experiment.training import TaskModel
+    from elmo_tasks.experiment.training import TaskModel
 
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)
@@ -323,7 +323,7 @@ def test_heldout_sentences_are_evaluated_whole_and_short_pieces_are_warned_about
 def test_api_flags_and_tokens_with_whitespace(capsys, monkeypatch):
     from elmo_features.util import once
     from elmo_features.util.arguments import check_sentences
-    from tasks.data.static_vectors import StaticVectors
+    from elmo_tasks.data.static_vectors import StaticVectors
 
     monkeypatch.setattr(once, "_SAID", set())  # (a fresh command)
 
@@ -336,7 +336,7 @@ def test_api_flags_and_tokens_with_whitespace(capsys, monkeypatch):
 
 
 def test_a_semicolon_csv_is_named_as_such(tmp_path):
-    from tasks.data.classification import DataFormatError, read_csv
+    from elmo_tasks.data.classification import DataFormatError, read_csv
 
     (tmp_path / "e.csv").write_text("pos;a good film\nneg;boring, dull, long\npos;fine\n")
     with pytest.raises(DataFormatError, match="e.csv:1: most lines have 1 field\\(s\\) with the delimiter ',', but the "
@@ -358,7 +358,7 @@ def test_heldout_log_probs_in_slices_equal_the_whole():
 
 
 def test_a_tsv_row_with_label_and_text_swapped_is_warned_about(tmp_path, capsys):
-    from tasks.data.classification import read_tsv
+    from elmo_tasks.data.classification import read_tsv
 
     rows = "pos\ta fine film\nneg\tdull\npos\tgood\nneg\tbad\n"
     for swapped, label, text in (("a great film\tpos\n", "a great film", "pos"), ("great\tpos\n", "great", "pos"),
@@ -399,7 +399,7 @@ def test_a_full_disk_under_the_lock_names_the_lock_file_and_leaves_no_folder(tmp
     import errno
 
     import elmo_features.util.locking as locking
-    from tasks.experiment.preflight import claim_results_folder
+    from elmo_tasks.experiment.preflight import claim_results_folder
 
     def full(*_a):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -445,7 +445,7 @@ def test_more_python_api_checks(tmp_path):
     from elmo_features import ScalarMix
     from elmo_features.embedding.embedder import Embedder
     from elmo_features.formats.weights import load_bilm
-    from tasks.data.static_vectors import StaticVectors
+    from elmo_tasks.data.static_vectors import StaticVectors
 
     from test_tasks_helpers import make_bilm
 
@@ -461,7 +461,7 @@ def test_more_python_api_checks(tmp_path):
 # ---------------------------------------------------------------- list twenty-six
 
 def test_hints_for_paths_beside_the_config_and_only_real_data_folders(tmp_path, capsys, monkeypatch):
-    from tasks.data.fetch import fetch_hint
+    from elmo_tasks.data.fetch import fetch_hint
 
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)
@@ -513,7 +513,7 @@ def test_embed_room_estimate_lets_an_output_that_fits_be_written(tmp_path):
     opts, weights = make_bilm(tmp_path / "bilm")
     words = "the cat sat on a mat".split()
     (tmp_path / "in.txt").write_text("".join(" ".join(words[: 1 + i % 6]) + "\n" for i in range(1000)))
-    args = [sys.executable, "-m", "tasks.cli", "embed", "in.txt", "o.h5", "--options", str(opts), "--weights",
+    args = [sys.executable, "-m", "elmo_tasks.cli", "embed", "in.txt", "o.h5", "--options", str(opts), "--weights",
             str(weights), "--progress", "off", "--threads", "1"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     assert subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, timeout=300).returncode == 0
@@ -536,7 +536,7 @@ def test_an_output_name_without_room_for_its_temporary_sibling_is_said_so(tmp_pa
                            "needs 14 more", "shorten it to at most 241 bytes")
 
 
-PLUGIN_BAD_HEAD = ("from tasks.registry import HEADS\nfrom tasks.heads.sentence_classifier import SentenceClassifier\n"
+PLUGIN_BAD_HEAD = ("from elmo_tasks.registry import HEADS\nfrom elmo_tasks.heads.sentence_classifier import SentenceClassifier\n"
                    "@HEADS.register('bad_head_r15')\nclass BadHead(SentenceClassifier):\n"
                    "    def logits(self, x, mask, layers=None, examples=None):\n"
                    "        return super().logits(x, mask, layers, examples).unsqueeze(1)  # (B, 1, C)\n")
@@ -548,7 +548,7 @@ def _plugin(tmp_path, monkeypatch, module: str, text: str, registry=None, names:
     block; afterwards its ``names`` are dropped from ``registry`` and the module from ``sys.modules``."""
     import sys
 
-    from tasks import plugins
+    from elmo_tasks import plugins
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / f"{module}.py").write_text(text)
@@ -570,7 +570,7 @@ def _run_with_plugin(tmp_path, monkeypatch, module: str, text: str, registry, na
 
 
 def test_a_plugin_head_whose_logits_have_the_wrong_shape_is_one_line(tmp_path, capsys, monkeypatch):
-    from tasks.registry import HEADS
+    from elmo_tasks.registry import HEADS
 
     assert _run_with_plugin(tmp_path, monkeypatch, "badhead_r15", PLUGIN_BAD_HEAD, HEADS, "bad_head_r15",
                             "head.name") == 2
@@ -592,13 +592,13 @@ def test_compare_refuses_one_bilm_given_by_folder_and_by_its_files(tmp_path, cap
     one_line_error(capsys, "compare.sources: a and b load the same frozen inputs")
 
 
-PLUGIN_BAD_SOURCE = ("from tasks.registry import FEATURES\nfrom tasks.features.static import StaticFeatures\n"
+PLUGIN_BAD_SOURCE = ("from elmo_tasks.registry import FEATURES\nfrom elmo_tasks.features.static import StaticFeatures\n"
                      "@FEATURES.register('bad_static_r15')\nclass BadStatic(StaticFeatures):\n"
                      "    def forward(self, batch, mask):\n        return batch.double()\n")
 
 
 def test_an_error_with_a_plugin_component_in_play_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
-    from tasks.registry import FEATURES
+    from elmo_tasks.registry import FEATURES
 
     assert _run_with_plugin(tmp_path, monkeypatch, "badsource_r15", PLUGIN_BAD_SOURCE, FEATURES, "bad_static_r15",
                             "features.name") == 2
@@ -610,7 +610,7 @@ def test_small_outputs_fit_small_room_and_long_tsv_fields_and_more_paths(tmp_pat
     import types
 
     import elmo_features.embedding.hdf5_output as out
-    from tasks.data.classification import read_tsv
+    from elmo_tasks.data.classification import read_tsv
 
     (tmp_path / "p.h5").write_bytes(bytes(6144))
     monkeypatch.setattr(out.shutil, "disk_usage", lambda p: types.SimpleNamespace(free=60_000))
@@ -666,7 +666,7 @@ def test_a_stop_swallowed_by_a_finaliser_is_not_reported_twice(capsys, monkeypat
 
 def test_a_relative_encoder_folder_beside_the_config_is_said_so(tmp_path, monkeypatch):
     from elmo_features.util.errors import MissingPathError
-    from tasks.experiment.preflight import check_feature_paths
+    from elmo_tasks.experiment.preflight import check_feature_paths
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "proj" / "cfg").mkdir(parents=True)
@@ -681,7 +681,7 @@ def test_a_relative_encoder_folder_beside_the_config_is_said_so(tmp_path, monkey
 # ---------------------------------------------------------------- list twenty-eight
 
 def test_a_common_class_whose_text_is_another_class_name_is_no_swap(tmp_path, capsys):
-    from tasks.data.classification import read_tsv
+    from elmo_tasks.data.classification import read_tsv
 
     (tmp_path / "y.tsv").write_text("0\ta\n0\tb\n0\tc\n1\td\n1\te\n0\t1\n")
     read_tsv(tmp_path / "y.tsv")
@@ -690,8 +690,8 @@ def test_a_common_class_whose_text_is_another_class_name_is_no_swap(tmp_path, ca
 
 def test_a_resume_that_reuses_no_run_takes_the_new_data(tmp_path):
     from elmo_features.util.errors import ConfigError
-    from tasks.experiment.config import load_config
-    from tasks.experiment.data_record import DATA_RECORD, check_data_unchanged
+    from elmo_tasks.experiment.config import load_config
+    from elmo_tasks.experiment.data_record import DATA_RECORD, check_data_unchanged
 
     env, cfg_path = static_config_file(tmp_path, kind="sentiment")
     cfg = load_config(cfg_path)
@@ -710,8 +710,8 @@ def test_a_copied_model_and_an_unreachable_rank_zero_and_an_empty_data_variable(
     import sys
 
     from elmo_features.util.errors import CheckpointError
-    from tasks.data.fetch import default_data_dir
-    from tasks.experiment.preflight import check_config_digest, config_digests
+    from elmo_tasks.data.fetch import default_data_dir
+    from elmo_tasks.experiment.preflight import check_config_digest, config_digests
 
     raw = {"head": {"name": "crf_tagger", "hidden_dim": 8}}
     ckpt = {"config_sha256": config_digests({"head": {"name": "crf_tagger", "hidden_dim": 16}})}
@@ -732,7 +732,7 @@ def test_a_copied_model_and_an_unreachable_rank_zero_and_an_empty_data_variable(
 
 
 def test_eval_bilm_warns_about_unknown_words_and_a_blank_data_variable_is_unset(tmp_path, capsys, monkeypatch):
-    from tasks.data.fetch import default_data_dir
+    from elmo_tasks.data.fetch import default_data_dir
 
     monkeypatch.setenv("ELMO_TASKS_DATA", "   ")
     assert default_data_dir() == Path("data")
@@ -761,7 +761,7 @@ def _rank_one(port: int, timeout: str, tmp_path: Path, rank: int = 1):
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank), "LOCAL_RANK": "1",
            "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2", "GLOO_SOCKET_IFNAME": "lo", "ELMO_TASKS_DIST_TIMEOUT": timeout,
            "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    code = "import sys\nfrom tasks.cli import main\nsys.exit(main())"
+    code = "import sys\nfrom elmo_tasks.cli import main\nsys.exit(main())"
     return subprocess.Popen([sys.executable, "-c", code, "embed", str(tmp_path / "in.txt"), str(tmp_path / "o.h5")],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -801,7 +801,7 @@ def test_a_rank_waiting_for_rank_0_stops_on_sigterm_and_its_join_error_is_one_li
 
 def test_a_bare_encoder_name_that_is_a_folder_beside_the_config_is_said_so(tmp_path, monkeypatch):
     from elmo_features.util.errors import MissingPathError
-    from tasks.experiment.preflight import check_feature_paths
+    from elmo_tasks.experiment.preflight import check_feature_paths
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "proj" / "enc").mkdir(parents=True)
@@ -819,7 +819,7 @@ def test_a_full_standard_output_is_named(tmp_path):
     import subprocess
     import sys
 
-    code = "import sys\nfrom tasks.cli import main\nsys.exit(main())"
+    code = "import sys\nfrom elmo_tasks.cli import main\nsys.exit(main())"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     if os.path.exists("/dev/full"):
         with open("/dev/full", "w") as full:
@@ -858,7 +858,7 @@ def test_ranks_outside_the_world_alone_or_given_other_inputs_are_told_so(tmp_pat
     (tmp_path / "a.txt").write_text("".join(f"sentence number {i}\n" for i in range(30)))
     (tmp_path / "b.txt").write_text("".join(f"sentence number {i}\n" for i in range(10)))
     out = tmp_path / "o.h5"
-    r0, r1 = wait(start("tasks.cli", ["embed", str(tmp_path / "a.txt"), str(out)],
+    r0, r1 = wait(start("elmo_tasks.cli", ["embed", str(tmp_path / "a.txt"), str(out)],
                         env={"ELMO_TASKS_DIST_TIMEOUT": "120"},
                         rank_args={1: ["embed", str(tmp_path / "b.txt"), str(out)]}), timeout=300)
     for r in (r0, r1):
@@ -888,9 +888,9 @@ def test_compare_uses_no_more_processes_than_runs_and_a_folder_output_suggests_i
 
 
 def test_training_labels_that_differ_only_in_case_are_warned_about(tmp_path, capsys):
-    from tasks.heads.base import Head
-    from tasks.data.types import LabeledSentence
-    from tasks.registry import HEADS
+    from elmo_tasks.heads.base import Head
+    from elmo_tasks.data.types import LabeledSentence
+    from elmo_tasks.registry import HEADS
 
     head = HEADS.get("sentence_classifier")
     rows = [LabeledSentence(["good"], "pos"), LabeledSentence(["great"], "POS"), LabeledSentence(["bad"], "neg")]
@@ -933,19 +933,19 @@ def test_an_out_of_vocabulary_warning_is_said_once_for_a_set_embedded_in_chunks(
     assert err.count("of the glosses tokens") == 1 and err.count("of the training tokens") == 1, err
 
 
-PLUGIN_SHORT_ROWS = ("from tasks.registry import FEATURES\nfrom tasks.features.static import StaticFeatures\n"
+PLUGIN_SHORT_ROWS = ("from elmo_tasks.registry import FEATURES\nfrom elmo_tasks.features.static import StaticFeatures\n"
                      "@FEATURES.register('short_rows_r15')\nclass ShortRows(StaticFeatures):\n"
                      "    def precompute(self, sentences, split):\n"
                      "        return [a[:-1] for a in super().precompute(sentences, split)]\n")
 
-PLUGIN_NAN_METRIC = ("import math\nfrom tasks.registry import HEADS\n"
-                     "from tasks.heads.sentence_classifier import SentenceClassifier\n"
+PLUGIN_NAN_METRIC = ("import math\nfrom elmo_tasks.registry import HEADS\n"
+                     "from elmo_tasks.heads.sentence_classifier import SentenceClassifier\n"
                      "@HEADS.register('nan_metric_r15')\nclass NanMetric(SentenceClassifier):\n"
                      "    def evaluate(self, examples, predictions):\n        return {'accuracy': math.nan}\n")
 
 
 def test_plugin_items_with_a_row_short_and_a_nan_metric_are_refused(tmp_path, capsys, monkeypatch):
-    from tasks.registry import FEATURES, HEADS
+    from elmo_tasks.registry import FEATURES, HEADS
 
     assert _run_with_plugin(tmp_path, monkeypatch, "shortrows_r15", PLUGIN_SHORT_ROWS, FEATURES, "short_rows_r15",
                             "features.name") == 2
@@ -980,7 +980,7 @@ def test_a_command_that_does_not_run_as_ranks_is_refused_under_torchrun_and_port
 def test_a_stop_while_a_command_starts_says_nothing_was_written(tmp_path, capsys, monkeypatch):
     import signal
 
-    from tasks.cli import run as run_cli
+    from elmo_tasks.cli import run as run_cli
 
     def stopped(*a, **k):
         raise KeyboardInterrupt("SIGTERM")
@@ -1035,7 +1035,7 @@ def test_damaged_model_weights_and_sense_files_and_bad_save_arguments_are_named(
 
 
 def test_a_stop_after_predict_wrote_its_output_says_it_was_written(tmp_path, capsys, monkeypatch):
-    from tasks.heads.crf_tagger import CrfTagger
+    from elmo_tasks.heads.crf_tagger import CrfTagger
 
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)
@@ -1059,7 +1059,7 @@ def test_scalar_mix_names_a_numpy_layer():
         ScalarMix(2)([np.zeros((1, 2, 3), np.float32)] * 2)
 
 
-PLUGIN_NAN_FUSION = ("from tasks.registry import FUSIONS\nfrom tasks.features.fusion import LayerAttention\n"
+PLUGIN_NAN_FUSION = ("from elmo_tasks.registry import FUSIONS\nfrom elmo_tasks.features.fusion import LayerAttention\n"
                      "@FUSIONS.register('nan_fusion_r15')\nclass NanFusion(LayerAttention):\n"
                      "    def forward(self, layers, mask):\n"
                      "        return super().forward(layers, mask) * float('nan')\n")
@@ -1067,7 +1067,7 @@ PLUGIN_NAN_FUSION = ("from tasks.registry import FUSIONS\nfrom tasks.features.fu
 
 def test_a_nan_loss_from_a_plugin_fusion_names_the_fusion(tmp_path, capsys, monkeypatch):
     from test_tasks_helpers import elmo_section
-    from tasks.registry import FUSIONS
+    from elmo_tasks.registry import FUSIONS
 
     with _plugin(tmp_path, monkeypatch, "nanfusion_r15", PLUGIN_NAN_FUSION, FUSIONS, ("nan_fusion_r15",)):
         env, cfg = static_config_file(tmp_path)
@@ -1086,7 +1086,7 @@ def test_a_plugin_module_that_raises_keyboard_interrupt_on_import_is_one_line(tm
                                       "was done: rerun the same command\n"
 
 
-PLUGIN_READERS = ("from tasks.registry import READERS\nfrom tasks.data.types import LabeledSentence\n"
+PLUGIN_READERS = ("from elmo_tasks.registry import READERS\nfrom elmo_tasks.data.types import LabeledSentence\n"
                   "@READERS.register('rd_empty_r15')\ndef rd_empty(path, **options):\n    return []\n"
                   "@READERS.register('rd_gen_r15')\ndef rd_gen(path, **options):\n"
                   "    for line in open(path):\n        label, text = line.rstrip('\\n').split('\\t')\n"
@@ -1096,7 +1096,7 @@ PLUGIN_READERS = ("from tasks.registry import READERS\nfrom tasks.data.types imp
 
 
 def test_plugin_readers_that_give_nothing_yield_or_make_bad_examples(tmp_path, capsys, monkeypatch):
-    from tasks.registry import READERS
+    from elmo_tasks.registry import READERS
 
     with _plugin(tmp_path, monkeypatch, "rdr_r15", PLUGIN_READERS, READERS, ("rd_empty_r15", "rd_gen_r15",
                                                                              "rd_blank_r15")):
@@ -1116,7 +1116,7 @@ def test_plugin_readers_that_give_nothing_yield_or_make_bad_examples(tmp_path, c
 
 
 def test_the_wordnet_variable_is_the_default_of_a_wsd_config(tmp_path, monkeypatch):
-    from tasks.wsd.config import load_wsd_config
+    from elmo_tasks.wsd.config import load_wsd_config
 
     monkeypatch.setenv("ELMO_TASKS_WORDNET", str(tmp_path / "wn2"))
     assert load_wsd_config(None, features=[]).wordnet == str(tmp_path / "wn2")

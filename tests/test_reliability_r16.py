@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 from test_reliability_outputs_r3 import senses  # noqa: F401  (a module fixture of the tiny WSD inventory)
 from test_reliability_r13 import one_layer_wsd
@@ -57,7 +57,7 @@ def test_a_download_folder_that_is_a_file_is_named(tmp_path, capsys, monkeypatch
     assert not Path("o.h5").exists()
 
 
-PLUGIN_LATE_NAN = ("from tasks.registry import FUSIONS\nfrom tasks.features.fusion import LayerAttention\n"
+PLUGIN_LATE_NAN = ("from elmo_tasks.registry import FUSIONS\nfrom elmo_tasks.features.fusion import LayerAttention\n"
                    "CALLS = [0]\n@FUSIONS.register('late_nan_r16')\nclass LateNan(LayerAttention):\n"
                    "    def forward(self, layers, mask):\n        out = super().forward(layers, mask)\n"
                    "        if self.training:\n            CALLS[0] += 1\n"
@@ -65,7 +65,7 @@ PLUGIN_LATE_NAN = ("from tasks.registry import FUSIONS\nfrom tasks.features.fusi
 
 
 def test_a_nan_loss_after_updates_with_a_plugin_in_play_names_the_plugin_too(tmp_path, capsys, monkeypatch):
-    from tasks.registry import FUSIONS
+    from elmo_tasks.registry import FUSIONS
 
     with _plugin(tmp_path, monkeypatch, "latenan_r16", PLUGIN_LATE_NAN, FUSIONS, ("late_nan_r16",)):
         env, cfg = static_config_file(tmp_path, training={"max_epochs": 4, "batch_size": 2})
@@ -86,7 +86,7 @@ def test_a_dev_layer_row_of_a_one_layer_source_is_said_absent(tmp_path, capsys, 
 
 def test_another_ranks_allocation_failure_is_told_as_out_of_memory():
     from elmo_features.util.distributed import DistributedError
-    from tasks.cli import error_message
+    from elmo_tasks.cli import error_message
 
     e = DistributedError("rank 0: [enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
                          "memory: you tried to allocate 1048000000000 bytes. Error code 12 (Cannot allocate memory)")
@@ -124,7 +124,7 @@ def test_a_train_bilm_checkpoint_changed_after_it_was_saved_is_refused(tmp_path)
 def test_a_run_folder_removed_or_replaced_while_it_trains_is_said_so(tmp_path, capsys, monkeypatch, replace_with_file):
     import shutil
 
-    import tasks.experiment.run as run_module
+    import elmo_tasks.experiment.run as run_module
 
     monkeypatch.chdir(tmp_path)
     env, cfg = static_config_file(tmp_path)
@@ -178,7 +178,7 @@ def test_api_arguments_of_the_wrong_kind_are_named(tmp_path):
 
     from elmo_features import BiLM, FeatureCache, LazyFeatures, ScalarMix, TokenCache, load_bilm, save_bilm
     from elmo_features.util.errors import DamagedCacheError
-    from tasks.experiment.run import load_run
+    from elmo_tasks.experiment.run import load_run
     from test_tasks_helpers import make_bilm
 
     x = torch.zeros(1, 2, 4, device="meta")
@@ -233,7 +233,7 @@ def test_set_of_a_whole_section_says_the_keys_it_drops(tmp_path, capsys):
 
 
 def test_wsd_tag_reads_a_part_of_speech_in_any_letter_case():
-    from tasks.wsd.tagging import _split_pos
+    from elmo_tasks.wsd.tagging import _split_pos
 
     assert _split_pos("bank/noun") == ("bank", "NOUN") and _split_pos("bank/Verb") == ("bank", "VERB")
     assert _split_pos("and/or") == ("and/or", None) and _split_pos("/NOUN") == ("/NOUN", None)
@@ -243,8 +243,8 @@ def test_wsd_tag_reads_a_part_of_speech_in_any_letter_case():
 
 def test_the_hf_reader_names_a_broken_local_line_and_refuses_a_split_of_one_file(tmp_path, capsys):
     from elmo_features.util.errors import ConfigError
-    from tasks.data import read_data
-    from tasks.data.types import DataFormatError
+    from elmo_tasks.data import read_data
+    from elmo_tasks.data.types import DataFormatError
 
     (tmp_path / "tr.jsonl").write_text('{"text": "good film", "label": "pos"}\n{broken\n')
     with pytest.raises(DataFormatError, match="tr.jsonl:2: not valid JSON \\(Expecting property name enclosed in "
@@ -258,8 +258,8 @@ def test_the_hf_reader_names_a_broken_local_line_and_refuses_a_split_of_one_file
 
 
 def test_api_functions_of_the_data_and_wsd_layers_name_their_arguments(senses):  # noqa: F811 (the fixture)
-    from tasks.data import read_data, tokenize
-    from tasks.wsd.tagging import SenseTagger
+    from elmo_tasks.data import read_data, tokenize
+    from elmo_tasks.wsd.tagging import SenseTagger
 
     with pytest.raises(TypeError, match="tokenize: text must be a str, got NoneType"):
         tokenize(None)
@@ -297,7 +297,7 @@ def test_a_binary_file_given_as_text_is_told_binary_before_its_carriage_returns(
 
 
 def test_wsd_tag_says_a_slash_tag_that_is_no_part_of_speech(senses, capsys):  # noqa: F811 (the fixture)
-    from tasks.wsd.tagging import SenseTagger
+    from elmo_tasks.wsd.tagging import SenseTagger
 
     tagger = SenseTagger(str(senses / "senses.h5"))
     out = tagger.tag([["the", "bank/NUON", "of", "the", "river"], ["and/or", "bank/NOUN"]])
@@ -311,7 +311,7 @@ def test_wsd_tag_says_a_slash_tag_that_is_no_part_of_speech(senses, capsys):  # 
 
 def test_save_bilm_and_find_config_name_a_wrong_argument(tmp_path):
     from elmo_features import save_bilm
-    from tasks.experiment.config import find_config
+    from elmo_tasks.experiment.config import find_config
 
     for bad in ("notbilm", None, {}):
         with pytest.raises(TypeError, match="save_bilm: bilm must be a BiLM .*, got "):
@@ -325,7 +325,7 @@ def test_save_bilm_and_find_config_name_a_wrong_argument(tmp_path):
 # ---------------------------------------------------------------- list thirty-eight
 
 def test_tsv_fields_that_are_not_read_are_said(tmp_path, capsys):
-    from tasks.data import read_data
+    from elmo_tasks.data import read_data
 
     (tmp_path / "t.tsv").write_text("pos\tgreat\tfun and moving\nneg\tdull\tand boring\n")
     assert [ex.tokens for ex in read_data("tsv", tmp_path / "t.tsv")] == [["great"], ["dull"]]

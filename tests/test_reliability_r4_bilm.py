@@ -27,8 +27,8 @@ from elmo_features.training.config import TrainConfig
 from elmo_features.util import stop, threads
 from elmo_features.util.errors import ConfigError, TextInputError, UsageError
 from elmo_features.util.text_input import read_sentences
-from tasks import cli
-from tasks.cli import main
+from elmo_tasks import cli
+from elmo_tasks.cli import main
 from test_reliability_training import SMALL, _text
 from test_tasks_helpers import make_bilm, one_line_error
 
@@ -144,7 +144,7 @@ def test_double_ctrl_c_during_train_bilm_keeps_the_resume_line_and_exit_code(tmp
     script = textwrap.dedent(f"""
         import os, signal, sys
         import elmo_features.training.trainer as t
-        from tasks.cli import main
+        from elmo_tasks.cli import main
         step = t.Trainer.train_step
         def stopping(self, idx):
             if self.state["step"] == 2:

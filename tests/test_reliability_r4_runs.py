@@ -16,8 +16,8 @@ from test_tasks_helpers import classification_config, make_env, one_line_error, 
 from test_reliability_api_r3 import compare_cfg  # noqa: F401  (the fixture: a one-source comparison)
 from elmo_features.util.config_files import read_config_file
 from elmo_features.util.errors import ConfigError, MissingPathError, PathError, UsageError
-from tasks.cli import main
-from tasks.experiment.config import resolve
+from elmo_tasks.cli import main
+from elmo_tasks.experiment.config import resolve
 
 FAST = ["--cache-dir", "none", "--progress", "off"]
 
@@ -59,7 +59,7 @@ def test_e04_compare_refuses_one_source_under_two_names(tmp_path, capsys):
     one_line_error(capsys, "compare.sources: a and b are the same feature source")
     assert not results.exists() and not (tmp_path / "RD").exists()
     # one of them selected: fine (checked only)
-    from tasks.experiment.compare_checks import check_comparison_args
+    from elmo_tasks.experiment.compare_checks import check_comparison_args
 
     raw = classification_config(env)
     raw["compare"] = {"sources": {"a": {"name": "static", "path": str(env["glove"])},
@@ -70,7 +70,7 @@ def test_e04_compare_refuses_one_source_under_two_names(tmp_path, capsys):
 # ---------------------------------------------------------------- F06, F07, F08: the Python API
 
 def test_f06_run_experiment_refuses_a_dict_config_and_a_string_of_examples(tmp_path):
-    from tasks.experiment.run import run_experiment
+    from elmo_tasks.experiment.run import run_experiment
 
     env = make_env(tmp_path)
     raw = classification_config(env, features={"name": "static", "path": str(env["glove"])})
@@ -87,7 +87,7 @@ def test_f06_run_experiment_refuses_a_dict_config_and_a_string_of_examples(tmp_p
 
 
 def test_f07_predict_examples_refuses_an_empty_sentence(tmp_path):
-    from tasks.experiment.run import predict_examples
+    from elmo_tasks.experiment.run import predict_examples
 
     class Head:
         def blank_example(self, tokens):
@@ -107,7 +107,7 @@ def test_f07_predict_examples_refuses_an_empty_sentence(tmp_path):
     ({"threads": 0}, UsageError, "threads must be >= 1"),
 ])
 def test_f08_run_comparison_checks_resume_and_jobs_as_the_cli_does(compare_cfg, tmp_path, kw, error, message):
-    from tasks.experiment.compare import run_comparison
+    from elmo_tasks.experiment.compare import run_comparison
 
     with pytest.raises(error, match=message):
         run_comparison(compare_cfg, tmp_path / "R", runs_dir=tmp_path / "RD", progress=False, **kw)
@@ -115,7 +115,7 @@ def test_f08_run_comparison_checks_resume_and_jobs_as_the_cli_does(compare_cfg, 
 
 
 def test_f08_run_comparison_refuses_a_resume_folder_that_is_not_a_comparison(compare_cfg, tmp_path):
-    from tasks.experiment.compare import run_comparison
+    from elmo_tasks.experiment.compare import run_comparison
 
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -200,7 +200,7 @@ def test_h05_h09_run_into_the_folder_of_an_interrupted_run_trains_it_again(tmp_p
 # ---------------------------------------------------------------- A01: two runs in one second
 
 def test_a01_two_runs_in_one_second_get_a_default_folder_each(tmp_path, capsys, monkeypatch):
-    import tasks.experiment.preflight as preflight
+    import elmo_tasks.experiment.preflight as preflight
 
     class Frozen(datetime):
         @classmethod
@@ -255,7 +255,7 @@ def test_j11_a_dangling_runs_dir_symlink_is_named(tmp_path, capsys):
 def test_j04_a_newline_in_a_path_stays_on_the_one_error_line(tmp_path, capsys):
     assert main(["run", str(tmp_path / "sent\n.yaml"), "--out", str(tmp_path / "r")]) == 2
     one_line_error(capsys, "sent\\n.yaml: config file not found")
-    from tasks.cli import error_message
+    from elmo_tasks.cli import error_message
 
     assert error_message(OSError(2, "No such file or directory", "a\nb\x1b[31m")) == \
         "a\\nb\\x1b[31m: No such file or directory"

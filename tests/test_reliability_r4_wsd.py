@@ -10,8 +10,8 @@ import pytest
 from elmo_features.encoders import load_encoder
 from elmo_features.encoders.loading import EncoderError
 from encoder_helpers import make_bert
-from tasks.cli import main
-from tasks.wsd.data.reader import read_data_xml
+from elmo_tasks.cli import main
+from elmo_tasks.wsd.data.reader import read_data_xml
 from test_wsd_cli import toy  # noqa: F401  (the module fixture: a toy WordNet, data sets, biLM and vectors)
 
 
@@ -69,7 +69,7 @@ def test_binary_outputs_refuse_a_device_instead_of_replacing_it(tmp_path, capsys
     os.mkfifo(fifo)
     text = tmp_path / "in.txt"
     text.write_text("the cat sat\n")
-    r = subprocess.run([sys.executable, "-m", "tasks.cli", "embed", str(text), str(fifo), "--progress", "off"],
+    r = subprocess.run([sys.executable, "-m", "elmo_tasks.cli", "embed", str(text), str(fifo), "--progress", "off"],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "is a pipe, socket or device, not a regular file" in r.stderr, r.stderr
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)  # still the pipe

@@ -16,8 +16,8 @@ import torch
 import yaml
 
 from elmo_features.util import stop
-from tasks import cli
-from tasks.cli import main
+from elmo_tasks import cli
+from elmo_tasks.cli import main
 from test_reliability_training import SMALL, _text
 from test_tasks_helpers import make_bilm, make_env, one_line_error, tagging_config
 
@@ -200,7 +200,7 @@ def test_embed_on_a_full_disk_is_one_line_and_leaves_no_partial(tmp_path, capsys
 @pytest.mark.parametrize("bad", ["a\x00b", "\ufeffjoined"])
 def test_static_vectors_with_a_nul_or_a_joined_files_byte_order_mark_are_refused(tmp_path, bad):
     from elmo_features.util.errors import TextInputError
-    from tasks.data.static_vectors import _read_text
+    from elmo_tasks.data.static_vectors import _read_text
 
     path = tmp_path / "vec.txt"
     path.write_text(f"the 0.1 0.2\n{bad} 0.3 0.4\n", encoding="utf-8")

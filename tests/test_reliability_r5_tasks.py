@@ -12,7 +12,7 @@ import yaml
 
 from test_tasks_helpers import one_line_error, static_config_file
 from elmo_features.util.errors import PathError
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 FAST = ["--cache-dir", "none", "--progress", "off"]
 
@@ -86,8 +86,8 @@ def test_i04_an_empty_static_path_is_the_empty_spec_error(tmp_path, capsys, path
 
 
 def test_d01_an_lr_reduction_early_stopping_always_preempts_is_one_warning(tmp_path, capsys):
-    from tasks.experiment.config import load_config
-    from tasks.experiment.preflight import check_run_inputs
+    from elmo_tasks.experiment.config import load_config
+    from elmo_tasks.experiment.preflight import check_run_inputs
 
     _, cfg = _config(tmp_path, patience=2, lr_reduce_factor=0.5, lr_reduce_patience=3)
     check_run_inputs(load_config(cfg), cfg)
@@ -102,11 +102,11 @@ def test_d01_an_lr_reduction_early_stopping_always_preempts_is_one_warning(tmp_p
 
 def test_i09_a_plugin_source_whose_check_inputs_raises_is_one_line(tmp_path, capsys, monkeypatch):
     (tmp_path / "badsrc_r5.py").write_text(
-        "from tasks.registry import FEATURES\nfrom tasks.features.static import StaticFeatures\n"
+        "from elmo_tasks.registry import FEATURES\nfrom elmo_tasks.features.static import StaticFeatures\n"
         "@FEATURES.register('badstatic_r5')\nclass BadStatic(StaticFeatures):\n"
         "    @classmethod\n    def check_inputs(cls, *a, **k):\n        raise RuntimeError('plugin bug: cannot check')\n")
-    import tasks.plugins as plugins
-    from tasks.registry import FEATURES
+    import elmo_tasks.plugins as plugins
+    from elmo_tasks.registry import FEATURES
 
     env, cfg = _config(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -125,8 +125,8 @@ def test_i09_a_plugin_source_whose_check_inputs_raises_is_one_line(tmp_path, cap
 # ---------------------------------------------------------------- F08: the Python API
 
 def test_f08_run_experiment_into_a_file_names_out_dir(tmp_path):
-    from tasks.experiment.config import load_config
-    from tasks.experiment.run import run_experiment
+    from elmo_tasks.experiment.config import load_config
+    from elmo_tasks.experiment.run import run_experiment
 
     _, cfg = _config(tmp_path)
     notes = tmp_path / "notes.txt"
@@ -155,7 +155,7 @@ def test_k09_a_source_md_that_is_not_utf8_is_damaged(tmp_path, capsys, monkeypat
 # ---------------------------------------------------------------- H02: the rerun command of wsd tag
 
 def test_h02_an_interrupted_wsd_tag_prints_the_command(tmp_path, capsys, monkeypatch):
-    import tasks.wsd.tagging as tagging
+    import elmo_tasks.wsd.tagging as tagging
 
     senses = tmp_path / "s.h5"
     senses.write_bytes(b"")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 from test_reliability_outputs_r3 import senses  # noqa: F401 (a pytest fixture: a tiny senses file)
 from test_tasks_helpers import one_line_error
@@ -49,7 +49,7 @@ def test_j02_include_a_module_that_raises_or_is_missing(tmp_path, monkeypatch, c
     ([["bank", None]], "sentence 0 has a token of type NoneType"),
 ])
 def test_f06_sense_tagger_api_checks_its_sentences(senses, given, message):  # noqa: F811 (the fixture)
-    from tasks.wsd.tagging import SenseTagger
+    from elmo_tasks.wsd.tagging import SenseTagger
 
     tagger = SenseTagger(str(senses / "senses.h5"))
     with pytest.raises(TypeError, match=message):
@@ -62,7 +62,7 @@ def test_p03_a_deleted_current_folder_is_named(tmp_path):
     gone.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     code = "import os, runpy, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); sys.argv = ['elmo-tasks', 'run', 'x.yaml']; " \
-           "runpy.run_module('tasks.cli', run_name='__main__')"
+           "runpy.run_module('elmo_tasks.cli', run_name='__main__')"
     p = subprocess.run([sys.executable, "-c", code, str(gone)], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2, p.stderr
     assert p.stderr == ("error: the current folder no longer exists (it was deleted while this shell was in it); cd to "

@@ -12,9 +12,9 @@ import pytest
 from test_tasks_helpers import one_line_error, static_config_file
 from elmo_features.util import provenance
 from elmo_features.util.errors import ConfigError, PathError
-from tasks.cli import main
-from tasks.data.classification import read_csv, read_tsv
-from tasks.data.conll import read_conll2003
+from elmo_tasks.cli import main
+from elmo_tasks.data.classification import read_csv, read_tsv
+from elmo_tasks.data.conll import read_conll2003
 
 FAST = ["--cache-dir", "none", "--progress", "off"]
 

@@ -14,22 +14,22 @@ import yaml
 
 from test_tasks_helpers import elmo_section, make_bilm, one_line_error, static_config_file
 from test_wsd_senses import write_wordnet
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 FAST = ["--cache-dir", "none", "--progress", "off"]
 
 
 # ---------------------------------------------------------------- C02: plugin code edited before --resume
 
-PLUGIN_R6 = ("from tasks.registry import FEATURES\nfrom tasks.features.static import StaticFeatures\n"
+PLUGIN_R6 = ("from elmo_tasks.registry import FEATURES\nfrom elmo_tasks.features.static import StaticFeatures\n"
              "@FEATURES.register('static_r6')\nclass StaticR6(StaticFeatures):\n    pass\n")
 
 
 @pytest.fixture
 def plugin_r6(tmp_path, monkeypatch):
     """plugin_r6.py in tmp_path (the current folder), registering the feature source static_r6."""
-    from tasks import plugins
-    from tasks.registry import FEATURES
+    from elmo_tasks import plugins
+    from elmo_tasks.registry import FEATURES
 
     (tmp_path / "plugin_r6.py").write_text(PLUGIN_R6)
     monkeypatch.chdir(tmp_path)
@@ -119,10 +119,10 @@ def test_k01_lazy_features_refuse_a_nan_entry(tmp_path):
 
 def test_k01_a_nan_loss_from_nan_features_does_not_blame_the_learning_rate(tmp_path):
     from elmo_features.util.errors import DivergedError
-    from tasks.experiment.config import load_config
-    from tasks.experiment.run import read_examples, run_experiment
-    from tasks.features.base import FeatureContext, build_features
-    from tasks.registry import HEADS
+    from elmo_tasks.experiment.config import load_config
+    from elmo_tasks.experiment.run import read_examples, run_experiment
+    from elmo_tasks.features.base import FeatureContext, build_features
+    from elmo_tasks.registry import HEADS
 
     _, cfg_path = static_config_file(tmp_path)
     cfg = load_config(cfg_path)

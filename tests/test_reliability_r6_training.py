@@ -17,8 +17,8 @@ from elmo_features.training.config import TrainConfig
 from elmo_features.training.trainer import Trainer
 from elmo_features.util import stop
 from elmo_features.util.errors import ConfigError
-from tasks import cli
-from tasks.cli import main
+from elmo_tasks import cli
+from elmo_tasks.cli import main
 from test_reliability_training import SMALL, _text
 from test_reliability_r4_bilm import _config, corpus  # noqa: F401 (corpus: a pytest fixture)
 from test_tasks_helpers import one_line_error
@@ -40,7 +40,7 @@ def test_sighup_during_train_bilm_saves_a_checkpoint_and_exits_129(tmp_path, cor
     script = textwrap.dedent(f"""
         import os, signal, sys
         import elmo_features.training.trainer as t
-        from tasks.cli import main
+        from elmo_tasks.cli import main
         step = t.Trainer.train_step
         def stopping(self, idx):
             if self.state["step"] == 2:

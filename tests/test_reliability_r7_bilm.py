@@ -12,7 +12,7 @@ import yaml
 from elmo_features import BiLM, BiLMOptions, Embedder, ScalarMix, load_bilm
 from elmo_features.hub import ElmoHub
 from elmo_features.util.errors import UsageError
-from tasks.cli import main
+from elmo_tasks.cli import main
 from test_reliability_r4_bilm import _config, corpus  # noqa: F401  (a pytest fixture)
 from test_tasks_helpers import TINY_OPTIONS, make_bilm, one_line_error
 

@@ -13,7 +13,7 @@ import pytest
 
 from test_reliability_r6_plugins import PLUGIN_R6, plugin_r6  # noqa: F401 (plugin_r6: a pytest fixture)
 from test_tasks_helpers import one_line_error, static_config_file
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 FAST = ["--progress", "off"]
 
@@ -99,7 +99,7 @@ def test_x05_closed_stdout_is_refused_for_commands_that_print_their_result(run_d
 # ---------------------------------------------------------------- J09: a folder named like a packaged config
 
 def test_j09_a_folder_does_not_hide_a_packaged_config_but_a_file_does(tmp_path, monkeypatch):
-    from tasks.experiment.config import find_config, packaged_configs
+    from elmo_tasks.experiment.config import find_config, packaged_configs
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ner_conll2003").mkdir()
@@ -136,7 +136,7 @@ def test_x08_debug_env_on_values_and_an_unknown_value(tmp_path, monkeypatch, cap
 # ---------------------------------------------------------------- B10: a word listed twice
 
 def test_b10_a_word_listed_twice_with_different_vectors_is_one_warning(tmp_path, capsys):
-    from tasks.data.static_vectors import load_static_vectors
+    from elmo_tasks.data.static_vectors import load_static_vectors
 
     (tmp_path / "dup.txt").write_text("john 1 2\nparis 3 4\njohn 5 6\nparis 3 4\n")
     vectors = load_static_vectors(tmp_path / "dup.txt", progress=False)
@@ -166,7 +166,7 @@ def test_e02_a_reordered_copy_of_the_training_set_as_test_set_is_warned(tmp_path
 
 
 def test_g04_text_not_utf8_reaching_an_output_is_one_line_naming_the_byte():
-    from tasks.cli.streams import unicode_message
+    from elmo_tasks.cli.streams import unicode_message
 
     text = '{"command": "run --out R\udcff"}'
     e = UnicodeEncodeError("utf-8", text, text.index("\udcff"), text.index("\udcff") + 1, "surrogates not allowed")

@@ -8,8 +8,8 @@ import shutil
 import pytest
 
 from elmo_features.util.errors import MissingPathError, PathError
-from tasks.cli import main
-from tasks.wsd.tagging import SenseTagger
+from elmo_tasks.cli import main
+from elmo_tasks.wsd.tagging import SenseTagger
 from test_tasks_helpers import one_line_error
 from test_wsd_cli import toy  # noqa: F401  (the module fixture: a toy WordNet, data sets, biLM and vectors)
 from wsd_toy import ToyInstance as I

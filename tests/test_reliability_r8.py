@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from elmo_features.util.errors import PathError
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 from test_tasks_helpers import one_line_error
 
@@ -25,7 +25,7 @@ def test_w02_a_named_pipe_as_senses_file_is_refused_not_waited_on(tmp_path, caps
     fifo = tmp_path / "senses.h5"
     os.mkfifo(fifo)  # opening it for reading would block until a writer comes
     if api:
-        from tasks.wsd.tagging import SenseTagger
+        from elmo_tasks.wsd.tagging import SenseTagger
 
         with pytest.raises(PathError, match="is a named pipe, not a regular file"):
             SenseTagger(str(fifo))

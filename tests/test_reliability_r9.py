@@ -12,7 +12,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 from test_tasks_helpers import one_line_error
 
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _cli(args: list[str], **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "tasks.cli", *args], env=env, timeout=300, **kw)
+    return subprocess.run([sys.executable, "-m", "elmo_tasks.cli", *args], env=env, timeout=300, **kw)
 
 
 # ---------------------------------------------------------------- S07: the files of other commands' output folders
@@ -60,7 +60,7 @@ def test_s07_configs_show_never_replaces_a_binary_output_with_yaml(tmp_path, cap
 @pytest.mark.parametrize("how", ["2>&-", "2</dev/null"])
 def test_s02_a_closed_stderr_does_not_change_the_exit_code_or_the_work(tmp_path, how):
     out = tmp_path / "c.yaml"
-    quoted = " ".join(f"'{a}'" for a in (sys.executable, "-m", "tasks.cli"))
+    quoted = " ".join(f"'{a}'" for a in (sys.executable, "-m", "elmo_tasks.cli"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     error = subprocess.run(f"{quoted} run {tmp_path / 'nosuch.yaml'} {how}", shell=True, env=env, timeout=300,
                            stdout=subprocess.PIPE, text=True)
@@ -87,7 +87,7 @@ def test_s04_a_closed_pipe_on_stdout_exits_quietly_like_other_unix_tools():
 
 # ---------------------------------------------------------------- G01 / G03: a plugin's helper module, a moved plugin
 
-PLUGIN_G = ("import myhelper_g\nfrom tasks.registry import FEATURES\nfrom tasks.features.static import StaticFeatures\n"
+PLUGIN_G = ("import myhelper_g\nfrom elmo_tasks.registry import FEATURES\nfrom elmo_tasks.features.static import StaticFeatures\n"
             "@FEATURES.register('static_g')\nclass StaticG(StaticFeatures):\n"
             "    def forward(self, *a, **k):\n        return super().forward(*a, **k) * myhelper_g.SCALE\n")
 
@@ -95,8 +95,8 @@ PLUGIN_G = ("import myhelper_g\nfrom tasks.registry import FEATURES\nfrom tasks.
 @pytest.fixture
 def plugin_g(tmp_path, monkeypatch):
     """myfeat_g.py in tmp_path (the current folder), registering static_g and importing its helper myhelper_g."""
-    from tasks import plugins
-    from tasks.registry import FEATURES
+    from elmo_tasks import plugins
+    from elmo_tasks.registry import FEATURES
 
     (tmp_path / "myfeat_g.py").write_text(PLUGIN_G)
     (tmp_path / "myhelper_g.py").write_text("SCALE = 1.0\n")
@@ -136,7 +136,7 @@ def test_g03_predict_refuses_a_run_whose_plugin_module_moved(plugin_g, capsys):
     _run_with_plugin_g(plugin_g)
     (plugin_g / "moved_g").mkdir()
     (plugin_g / "myfeat_g.py").rename(plugin_g / "moved_g" / "myfeat_g.py")  # moved into a package (and edited)
-    from tasks.registry import FEATURES
+    from elmo_tasks.registry import FEATURES
 
     FEATURES._entries.pop("static_g", None)  # (this process imported the old module; a new command would not)
     sys.modules.pop("myfeat_g", None)

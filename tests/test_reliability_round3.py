@@ -12,8 +12,8 @@ import yaml
 
 from test_reliability_training import SMALL, _text
 from test_tasks_helpers import make_env, tagging_config, one_line_error
-from tasks.cli import main
-from tasks.experiment.training import TaskModel
+from elmo_tasks.cli import main
+from elmo_tasks.experiment.training import TaskModel
 
 
 # ---------------------------------------------------------------- training that diverges
@@ -65,7 +65,7 @@ def test_a_diverging_bilm_stops_without_a_checkpoint_of_it(tmp_path, capsys, mon
 # ---------------------------------------------------------------- old-Mac line ends
 
 def test_lone_carriage_returns_are_refused_by_every_text_reader(tmp_path, capsys):
-    from tasks.data import read_data
+    from elmo_tasks.data import read_data
 
     text = tmp_path / "mac.txt"
     text.write_bytes(b"the cat sat\rthe dog ran\r")
@@ -104,8 +104,8 @@ def test_training_data_with_one_label_is_refused(tmp_path, capsys):
 
 def test_a_transformer_layer_listed_twice_is_refused(tmp_path):
     from elmo_features.util.errors import ConfigError
-    from tasks.components import resolve_component
-    from tasks.registry import FEATURES
+    from elmo_tasks.components import resolve_component
+    from elmo_tasks.registry import FEATURES
 
     with pytest.raises(ConfigError, match=r"layers: \[2\] listed twice"):
         resolve_component(FEATURES, {"name": "transformer", "model": "minilm-l6", "layers": [2, 4, 2]}, "features")
@@ -164,7 +164,7 @@ def _compare_config(tmp_path, name="tiny_ner"):
 
 def test_two_comparisons_never_share_a_results_folder(tmp_path, capsys):
     from elmo_features.util.locking import OutputLock
-    from tasks.experiment.preflight import RESULTS_LOCK
+    from elmo_tasks.experiment.preflight import RESULTS_LOCK
 
     res = tmp_path / "res"
     common = [*_compare_config(tmp_path), "--results-dir", str(res)]

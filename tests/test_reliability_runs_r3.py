@@ -15,12 +15,12 @@ import yaml
 from test_data_fetch import conll_wheel, pin  # noqa: F401  (conll_wheel is a fixture)
 from test_tasks_helpers import classification_config, make_env, tagging_config, one_line_error, static_config_file
 from elmo_features.formats.download import DownloadError
-from tasks.cli import main
-from tasks.data import cli as data_cli
-from tasks.data.fetch import fetch
-from tasks.data.static_vectors import load_static_vectors
-from tasks.data.types import DataFormatError
-from tasks.experiment.config import resolve
+from elmo_tasks.cli import main
+from elmo_tasks.data import cli as data_cli
+from elmo_tasks.data.fetch import fetch
+from elmo_tasks.data.static_vectors import load_static_vectors
+from elmo_tasks.data.types import DataFormatError
+from elmo_tasks.experiment.config import resolve
 
 FAST = ["--cache-dir", "none", "--progress", "off"]
 
@@ -57,7 +57,7 @@ def test_a_test_set_that_is_the_training_or_dev_file_is_said_once(tmp_path, caps
 
 
 def test_crossval_pools_a_file_named_by_two_splits_once(tmp_path):
-    from tasks.experiment.crossval import pooled_splits
+    from elmo_tasks.experiment.crossval import pooled_splits
 
     env = make_env(tmp_path)
     cfg = resolve(classification_config(env))  # data.dev is data.train, as in the tiny test configs
@@ -65,7 +65,7 @@ def test_crossval_pools_a_file_named_by_two_splits_once(tmp_path):
     os.symlink(env["tsv_test"], tmp_path / "link.txt")  # another name of the test file
     cfg.data.dev = str(tmp_path / "link.txt")
     assert pooled_splits(cfg.data) == ["train", "dev"]
-    from tasks.experiment.compare import pooled_examples
+    from elmo_tasks.experiment.compare import pooled_examples
 
     cfg.data.dev = cfg.data.train  # what `compare --folds` pools: each sentence once
     train_and_test = len(pooled_examples(cfg))

@@ -22,7 +22,7 @@ from elmo_features.hub import ElmoHub
 from elmo_features.model.token_vectors import TokenVectors
 from elmo_features.training.config import TrainConfig
 from elmo_features.training.trainer import Trainer
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 SMALL = dict(char_embedding_dim=4, filters=[[1, 4], [2, 8]], n_highway=1, lstm_dim=8, projection_dim=4,
              vocab_size=20, n_negative_samples=4, batch_tokens=200, max_train_tokens=400, eval_every_tokens=10_000,

@@ -13,7 +13,7 @@ from elmo_features.util.errors import CheckpointError, LockError, StaleCacheErro
 from elmo_features.util.locking import OutputLock
 from elmo_features.training.config import TrainConfig
 from elmo_features.training.trainer import Trainer
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 SMALL = dict(char_embedding_dim=4, filters=[[1, 4], [2, 8]], n_highway=1, lstm_dim=8, projection_dim=4,
              vocab_size=20, n_negative_samples=4, batch_tokens=200, max_train_tokens=400, eval_every_tokens=10_000,
@@ -27,7 +27,7 @@ def _text(path, words, n=40):
 
 def finished_bilm_run(tmp_path) -> list[str]:
     """A finished ``train-bilm`` run in tmp_path/run (SMALL, with held-out evaluations); -> its command line."""
-    from tasks.cli import main
+    from elmo_tasks.cli import main
 
     corpus = _text(tmp_path / "a.txt", "the cat sat on a mat".split())
     (tmp_path / "held.txt").write_text("the cat sat\n")

@@ -89,7 +89,7 @@ def test_every_config_declares_each_key_once_with_its_spec():
     schema that checks a file is derived from them, so no key has a second declaration."""
     from elmo_features.model import options
     from elmo_features.training.config import TrainConfig
-    from tasks.experiment.config import TrainingConfig
+    from elmo_tasks.experiment.config import TrainingConfig
 
     for name in ("char_cnn", "lstm", "transformer", "token_vectors"):
         block = options.OPTIONS_SCHEMA.fields[name]

@@ -9,7 +9,7 @@ import torch
 import yaml
 
 from test_tasks_helpers import elmo_section, make_env, tagging_config
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 
 def test_compare_writes_summary_with_measured_numbers(tmp_path, capsys):
@@ -60,7 +60,7 @@ def test_compare_writes_summary_with_measured_numbers(tmp_path, capsys):
 
 
 def test_single_seed_has_no_spread():
-    from tasks.experiment.summary import _pm, mean_std
+    from elmo_tasks.experiment.summary import _pm, mean_std
 
     assert mean_std([0.25]) == (0.25, None)
     assert _pm(dict(zip(("mean", "std"), mean_std([0.25])))) == "25.00 (1 seed)"

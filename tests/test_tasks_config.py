@@ -9,9 +9,9 @@ import yaml
 
 from elmo_features.util.config_files import apply_set
 from elmo_features.util.errors import ConfigError
-from tasks.experiment.config import load_config, resolve
-from tasks.heads.crf_tagger import CrfTagger
-from tasks.registry import FEATURES, HEADS, Registry, RegistryError
+from elmo_tasks.experiment.config import load_config, resolve
+from elmo_tasks.heads.crf_tagger import CrfTagger
+from elmo_tasks.registry import FEATURES, HEADS, Registry, RegistryError
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,11 +11,11 @@ import torch
 import yaml
 
 from test_tasks_helpers import elmo_section, make_env
-from tasks import plugins, registry
-from tasks.experiment.config import resolve
-from tasks.data import get_reader
-from tasks.experiment.run import load_run, predict_examples, run_experiment
-from tasks.features.base import FeatureContext
+from elmo_tasks import plugins, registry
+from elmo_tasks.experiment.config import resolve
+from elmo_tasks.data import get_reader
+from elmo_tasks.experiment.run import load_run, predict_examples, run_experiment
+from elmo_tasks.features.base import FeatureContext
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "adding_a_head.md"

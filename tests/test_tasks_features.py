@@ -11,11 +11,11 @@ import torch
 
 from elmo_features import load_bilm
 from test_tasks_helpers import elmo_section, make_bilm, make_glove
-from tasks.components import resolve_component
-from tasks.data.tag_schemes import convert_tags, tags_to_spans
-from tasks.features.base import FeatureContext, build_features
-from tasks.metrics import classification_scores, span_f1, token_accuracy
-from tasks.registry import FEATURES
+from elmo_tasks.components import resolve_component
+from elmo_tasks.data.tag_schemes import convert_tags, tags_to_spans
+from elmo_tasks.features.base import FeatureContext, build_features
+from elmo_tasks.metrics import classification_scores, span_f1, token_accuracy
+from elmo_tasks.registry import FEATURES
 
 SENTS = [["John", "lives", "in", "Paris"], ["Acme", "rocks"], ["the"]]
 
@@ -161,7 +161,7 @@ def test_classification_scores():
 def test_pad_tokens_pads_and_is_64_byte_aligned_whatever_the_heap_did():
     """MKL's GEMM rounds differently for differently aligned inputs, so batches must not inherit NumPy's
     16-byte heap alignment (a run that computed its features trained differently from one reading the cache)."""
-    from tasks.features.base import pad_tokens
+    from elmo_tasks.features.base import pad_tokens
 
     rng = np.random.default_rng(0)
     for n in (1, 3, 70):

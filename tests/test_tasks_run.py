@@ -8,11 +8,11 @@ import torch
 import yaml
 
 from test_tasks_helpers import classification_config, elmo_section, make_env, tagging_config
-from tasks.cli import main
-from tasks.experiment.config import resolve
-from tasks.data.types import LabeledSentence, TaggedSentence
-from tasks.experiment.run import run_experiment
-from tasks.features.base import FeatureContext
+from elmo_tasks.cli import main
+from elmo_tasks.experiment.config import resolve
+from elmo_tasks.data.types import LabeledSentence, TaggedSentence
+from elmo_tasks.experiment.run import run_experiment
+from elmo_tasks.features.base import FeatureContext
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +135,7 @@ def test_run_folder_being_written_by_another_process_is_refused(env, tmp_path, c
 
 def test_run_records_the_commit_it_started_with(env, tmp_path, monkeypatch):
     """HEAD may move while a long run trains: metrics.json names the code that ran, read at the start."""
-    import tasks.experiment.run as experiment
+    import elmo_tasks.experiment.run as experiment
     head = ["aaaaaaa"]
     train = experiment.train
 
@@ -154,7 +154,7 @@ def test_run_records_the_commit_it_started_with(env, tmp_path, monkeypatch):
 
 
 def test_report_fingerprints_walks_nested_concat_reports():
-    from tasks.features.fingerprints import report_fingerprints
+    from elmo_tasks.features.fingerprints import report_fingerprints
     report = {"sources": [{"name": "static", "oov_rate": 0.1},
                           {"name": "concat", "sources": [{"name": "elmo", "bilm_fingerprint": "b"}]},
                           {"name": "elmo", "bilm_fingerprint": "c"}], "bilm_fingerprint": "a"}

@@ -16,10 +16,10 @@ import yaml
 from encoder_helpers import make_bert
 from test_tasks_helpers import make_env, tagging_config
 from elmo_features.encoders import TransformerEmbedder, load_encoder
-from tasks.cli import main
-from tasks.components import resolve_component
-from tasks.features.base import FeatureContext, build_features
-from tasks.registry import FEATURES
+from elmo_tasks.cli import main
+from elmo_tasks.components import resolve_component
+from elmo_tasks.features.base import FeatureContext, build_features
+from elmo_tasks.registry import FEATURES
 
 SENTS = [["John", "lives", "in", "Paris"], ["Acme", "rocks"], ["the"]]
 
@@ -113,7 +113,7 @@ def test_run_predict_and_compare_with_transformer_rows(env, tmp_path, capsys):
 
 
 def test_wsd_one_nn_gets_every_hidden_state(env):
-    from tasks.wsd.vectors import all_layers
+    from elmo_tasks.wsd.vectors import all_layers
 
     src = build(section(env, layer=1))  # whatever its own layer setting, WSD takes every layer
     arrays = all_layers(src, SENTS, "train")
@@ -170,7 +170,7 @@ def test_models_get_checks_the_sha256_and_writes_provenance(env, tmp_path, capsy
 
 
 def test_mix_weight_plot_takes_sources_with_different_layer_counts(tmp_path):
-    from tasks.experiment.plots import plot_mix_weights
+    from elmo_tasks.experiment.plots import plot_mix_weights
 
     summary = {"name": "x", "sources": [{"source": "elmo_mix", "mix_weights": [0.2, 0.5, 0.3], "gamma": 1.0},
                                         {"source": "minilm_mix", "mix_weights": [1 / 7] * 7, "gamma": 0.5},

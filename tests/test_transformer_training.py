@@ -73,7 +73,7 @@ def test_transformer_resume_is_bit_for_bit(tmp_path, monkeypatch):
     ("transformer_max_positions=2", "transformer_max_positions: must be >= 3, got 2"),
 ])
 def test_bad_backbone_config_is_one_line_exit_2(tmp_path, capsys, override, message):
-    from tasks.cli import main
+    from elmo_tasks.cli import main
 
     cfg = _cfg(tmp_path, **TRANSFORMER)
     path = tmp_path / "c.yaml"

@@ -8,8 +8,8 @@ import torch
 import yaml
 
 from elmo_features import BiLM, BiLMOptions, save_bilm
-from tasks.cli import main
-from tasks.wsd.data.reader import read_gold_keys
+from elmo_tasks.cli import main
+from elmo_tasks.wsd.data.reader import read_gold_keys
 from wsd_toy import ToyInstance as I
 from wsd_toy import write_dataset, write_index_sense
 
@@ -116,8 +116,8 @@ def test_rerun_is_deterministic(toy, tmp_path):
 
 
 def test_head_trained_on_its_target_rows_alone_is_the_head_trained_on_whole_arrays(toy, tmp_path, monkeypatch):
-    import tasks.wsd.run as wsd_run
-    from tasks.features.layered import FrozenLayerFeatures
+    import elmo_tasks.wsd.run as wsd_run
+    from elmo_tasks.features.layered import FrozenLayerFeatures
 
     kept = []
     original = wsd_run.subset_items
@@ -137,7 +137,7 @@ def test_head_trained_on_its_target_rows_alone_is_the_head_trained_on_whole_arra
 
 
 def test_head_alone_keeps_no_instance_vectors_and_trains_the_same_head(toy, tmp_path, monkeypatch):
-    import tasks.wsd.run as wsd_run
+    import elmo_tasks.wsd.run as wsd_run
 
     assert _run(toy, tmp_path / "a", "--features", "elmo", "--set", "probes=false") == 0
     calls = []

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tasks.cli import main
-from tasks.wsd.data import framework as fw
-from tasks.wsd.data.framework import FrameworkSet, fetch_framework
-from tasks.wsd.data.reader import load_dataset
+from elmo_tasks.cli import main
+from elmo_tasks.wsd.data import framework as fw
+from elmo_tasks.wsd.data.framework import FrameworkSet, fetch_framework
+from elmo_tasks.wsd.data.reader import load_dataset
 
 TOP = "WSD_Evaluation_Framework"
 KEYS = {"bank": ["bank%1:14:00::", "bank%1:17:01::"], "run": ["run%2:38:00::"], "fast": ["fast%3:00:01::"],

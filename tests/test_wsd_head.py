@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
-from tasks.wsd.data.examples import WsdSentence, WsdTarget
-from tasks.wsd.head import WsdLinear, WsdLinearConfig
-from tasks.registry import HEADS
+from elmo_tasks.wsd.data.examples import WsdSentence, WsdTarget
+from elmo_tasks.wsd.head import WsdLinear, WsdLinearConfig
+from elmo_tasks.registry import HEADS
 
 FIN, RIVER = "bank%1:14:00::", "bank%1:17:01::"
 

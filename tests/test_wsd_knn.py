@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.wsd.data.examples import WsdSentence, WsdTarget
-from tasks.wsd.data.reader import WsdFormatError
-from tasks.features.base import FeatureContext, FeatureSource
-from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
-from tasks.wsd.vectors import all_layers, instance_layers
-from tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
+from elmo_tasks.wsd.data.examples import WsdSentence, WsdTarget
+from elmo_tasks.wsd.data.reader import WsdFormatError
+from elmo_tasks.features.base import FeatureContext, FeatureSource
+from elmo_tasks.wsd.baselines import MostFrequentSense, first_sense_answers
+from elmo_tasks.wsd.vectors import all_layers, instance_layers
+from elmo_tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
 
 FIN, RIVER, TILT = "bank%1:14:00::", "bank%1:17:01::", "bank%2:38:00::"
 
@@ -121,8 +121,8 @@ def test_first_sense_and_most_frequent_sense_with_ties_and_backoff():
 def test_instance_layers_in_chunks_equal_one_pass_and_hold_one_chunk():
     """Chunked extraction (a source's per-word arrays asked for a few sentences at a time) gives the same (N, L, D)
     vectors as one pass, in example order, and never asks for more than ``chunk`` sentences at once."""
-    from tasks.wsd.data.examples import WsdSentence, WsdTarget
-    from tasks.wsd.vectors import instance_layers
+    from elmo_tasks.wsd.data.examples import WsdSentence, WsdTarget
+    from elmo_tasks.wsd.vectors import instance_layers
 
     rng = np.random.default_rng(0)
     table = {}

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.wsd.data.examples import to_examples
-from tasks.wsd.data.inventory import InventoryError, SenseInventory
-from tasks.wsd.data.reader import WsdFormatError, find_dataset_files, load_dataset, read_data_xml, read_gold_keys
+from elmo_tasks.wsd.data.examples import to_examples
+from elmo_tasks.wsd.data.inventory import InventoryError, SenseInventory
+from elmo_tasks.wsd.data.reader import WsdFormatError, find_dataset_files, load_dataset, read_data_xml, read_gold_keys
 from wsd_toy import ToyInstance, write_dataset, write_index_sense
 
 XML = """<?xml version="1.0" encoding="UTF-8"?>

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.wsd.data.reader import read_gold_keys
-from tasks.wsd.data.scorer import merge_scores, score, write_key_file
+from elmo_tasks.wsd.data.reader import read_gold_keys
+from elmo_tasks.wsd.data.scorer import merge_scores, score, write_key_file
 
 
 def test_counts_with_unanswered_and_multi_key_gold():

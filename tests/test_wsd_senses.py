@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.wsd.data.examples import WsdTarget
-from tasks.wsd.senses import Candidates, Graph, answer, candidate_cosines, propagate
-from tasks.wsd.data.wordnet import WordNet
+from elmo_tasks.wsd.data.examples import WsdTarget
+from elmo_tasks.wsd.senses import Candidates, Graph, answer, candidate_cosines, propagate
+from elmo_tasks.wsd.data.wordnet import WordNet
 
 # synsets (offset, lexfile, lemmas, hypernym pointers, gloss)
 NOUNS = [("00000010", "17", ["slope", "incline"], [], "an elevated geological formation"),
@@ -98,7 +98,7 @@ def test_the_wsd_command_adds_sense_vector_rows(tmp_path, monkeypatch, capsys):
 
     import yaml
 
-    from tasks.cli import main
+    from elmo_tasks.cli import main
 
     write_wordnet(tmp_path / "wn")
     words = "slope bank river money depository institution rock the of sat on".split()
@@ -154,7 +154,7 @@ def test_wsd_senses_and_tag_disambiguate_plain_text(tmp_path, monkeypatch, capsy
 
     import yaml
 
-    from tasks.cli import main
+    from elmo_tasks.cli import main
     from test_tasks_helpers import make_bilm
 
     write_wordnet(tmp_path / "wn")
@@ -204,9 +204,9 @@ def test_wsd_senses_and_tag_disambiguate_plain_text(tmp_path, monkeypatch, capsy
 def test_a_learned_mix_is_a_layer_candidate_chosen_on_held_out_sentences(graph):
     """Layer 1 is noise that layer 0 carries too: only the mix [1, -1] (a stand-in for a learned mix) separates the
     senses, so the plan must score it on the held-out instances and choose it over every single layer and sum."""
-    from tasks.features.base import FeatureContext
-    from tasks.wsd.knn import SenseSums
-    from tasks.wsd.sense_method import HeldOut, plan_senses
+    from elmo_tasks.features.base import FeatureContext
+    from elmo_tasks.wsd.knn import SenseSums
+    from elmo_tasks.wsd.sense_method import HeldOut, plan_senses
 
     rng = np.random.default_rng(0)
     cands = ["bank%1:17:01::", "bank%1:14:00::"]
@@ -249,8 +249,8 @@ class _Glosses:
 
 
 def test_gloss_layers_are_cached_as_computed_and_resume_after_a_stop(graph, tmp_path, monkeypatch):
-    from tasks.wsd import senses
-    from tasks.wsd.gloss_cache import GlossStore
+    from elmo_tasks.wsd import senses
+    from elmo_tasks.wsd.gloss_cache import GlossStore
 
     monkeypatch.setattr(senses, "GLOSS_CHUNK", 3)  # 8 senses: chunks of 3, 3, 2
     whole = senses.gloss_layers(graph, _Glosses(), "fp", None, progress=False)  # in memory, no cache
@@ -285,7 +285,7 @@ def test_gloss_layers_are_cached_as_computed_and_resume_after_a_stop(graph, tmp_
 
 
 def test_mix_in_row_chunks_equals_one_einsum(monkeypatch):
-    from tasks.wsd import senses
+    from elmo_tasks.wsd import senses
 
     layers = np.random.default_rng(0).standard_normal((50, 3, 4)).astype(np.float16)
     whole = senses.mix(layers, [0.5, 0.0, 1.0])
@@ -296,7 +296,7 @@ def test_mix_in_row_chunks_equals_one_einsum(monkeypatch):
 def test_wordnet_examples_tag_their_synsets_lemma_found_by_morphy(tmp_path):
     """A quoted example of a synset's gloss tags the synset's lemma where it occurs inflected ("banks" -> bank,
     "took place" -> take_place); an example without any of the synset's lemmas tags nothing."""
-    from tasks.wsd.data.wn_examples import example_texts, tagged_examples, tokenize
+    from elmo_tasks.wsd.data.wn_examples import example_texts, tagged_examples, tokenize
 
     folder = write_wordnet(tmp_path / "wn")
     text = (folder / "data.noun").read_text().replace('"the bank of the river"',
@@ -315,8 +315,8 @@ def test_wordnet_examples_tag_their_synsets_lemma_found_by_morphy(tmp_path):
 
 
 def test_example_only_senses_have_their_own_step_and_feed_the_synset_mean(graph):
-    from tasks.wsd.knn import SenseSums
-    from tasks.wsd.senses import STEPS, context_centroids
+    from elmo_tasks.wsd.knn import SenseSums
+    from elmo_tasks.wsd.senses import STEPS, context_centroids
 
     e = np.eye(3, dtype=np.float32)
     semcor = SenseSums.from_keys([["slope%1:17:00::"], ["slope%1:17:00::"]], np.stack([e[:1], e[:1] * 3]))
@@ -340,9 +340,9 @@ def test_example_only_senses_have_their_own_step_and_feed_the_synset_mean(graph)
 def test_held_out_sentences_choose_how_wordnet_examples_are_used(graph):
     """The held-out instances are of the river bank, a sense the fit sentences never tag: its example's vector
     answers them, so the plan must choose to use the examples (and "none" when the examples mislead)."""
-    from tasks.features.base import FeatureContext
-    from tasks.wsd.knn import SenseSums
-    from tasks.wsd.sense_method import HeldOut, plan_senses
+    from elmo_tasks.features.base import FeatureContext
+    from elmo_tasks.wsd.knn import SenseSums
+    from elmo_tasks.wsd.sense_method import HeldOut, plan_senses
 
     river, money = "bank%1:17:01::", "bank%1:14:00::"
     cands = [river, money]
@@ -362,8 +362,8 @@ def test_held_out_sentences_choose_how_wordnet_examples_are_used(graph):
 
 def test_held_out_documents_take_every_nth_document_whole():
     from elmo_features.util.errors import ConfigError
-    from tasks.wsd.data.examples import WsdSentence
-    from tasks.wsd.sense_method import check_hold_out, hold_out, held_out_sentences
+    from elmo_tasks.wsd.data.examples import WsdSentence
+    from elmo_tasks.wsd.sense_method import check_hold_out, hold_out, held_out_sentences
 
     docs = ["d000", "d000", "d001", "d002", "d002", "d002", "d001", "d003"]  # d001's sentences are not adjacent
     train = [WsdSentence(["bank"], [WsdTarget(f"{d}.s{i}.t0", 0, 1, "bank", "NOUN", ["a%1:00:00::", "b%1:00:00::"],

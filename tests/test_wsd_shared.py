@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from conftest import REPO, shared_path
 
-from tasks.wsd.data.examples import all_targets, load_inventory, to_examples
-from tasks.wsd.data.reader import load_dataset
-from tasks.wsd.data.scorer import score
-from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
+from elmo_tasks.wsd.data.examples import all_targets, load_inventory, to_examples
+from elmo_tasks.wsd.data.reader import load_dataset
+from elmo_tasks.wsd.data.scorer import score
+from elmo_tasks.wsd.baselines import MostFrequentSense, first_sense_answers
 
 # README "Baselines": (first-sense correct, SemCor-MFS correct, MFS back-offs, instances); F1 66.8 / 65.7 / 55.1
 EXPECTED = {"senseval2": (1526, 1527, 232, 2285), "senseval3": (1273, 1272, 97, 1937),
@@ -24,7 +24,7 @@ def _wordnet() -> Path:
     if (p / "index.sense").exists() or p.is_file():
         return p
     from elmo_features.util.errors import ElmoTasksError
-    from tasks.data.fetch import fetch
+    from elmo_tasks.data.fetch import fetch
 
     try:
         return fetch("wordnet-3.0", dest=p.parent)

@@ -14,8 +14,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 from elmo_features.util.provenance import write_text_atomic
 
-from tasks.wsd.data.inventory import split_key
-from tasks.wsd.data.reader import WsdDataset
+from elmo_tasks.wsd.data.inventory import split_key
+from elmo_tasks.wsd.data.reader import WsdDataset
 
 
 @dataclass

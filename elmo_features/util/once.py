@@ -36,7 +36,7 @@ def first_time(what: Hashable) -> bool:
 
 
 def new_command() -> None:
-    """Forget what was said: a command starts (``tasks.cli.main``; a worker process shares its parent's folder)."""
+    """Forget what was said: a command starts (``elmo_tasks.cli.main``; a worker process shares its parent's folder)."""
     if not os.environ.get(ENV):
         _SAID.clear()
 

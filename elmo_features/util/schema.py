@@ -12,7 +12,7 @@ it with one-line errors naming the key path. Reading files and ``--set`` are ``e
 A spec (``Int``, ``Num``, ``Bool``, ``Str``, ``List``, ``Map``, ``Obj``, ``Record``, ``OneOf``) checks one value; a
 dataclass is checked as a ``Record`` of its fields (each field's ``key`` spec, else the spec of its type hint).
 Every config uses this: the biLM ``options.json`` (elmo_features.model.options), the biLM training config
-(elmo_features.training.config), the task configs (tasks.experiment.config, tasks.components) and data reader options
+(elmo_features.training.config), the task configs (elmo_tasks.experiment.config, elmo_tasks.components) and data reader options
 (``check_options``); ``elmo_features.util.config_docs`` describes the keys for users. A string is never accepted
 for a number or a boolean, except that a float key reads a numeric string (YAML 1.1 reads ``1e-3`` as a string).
 Every problem is one ``ConfigError`` (``elmo_features.util.errors``) line; a caller gives the context, the file and

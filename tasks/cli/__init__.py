@@ -4,13 +4,13 @@ A module listed in COMMANDS exposes ``register(subparsers)`` that adds its parse
 ``func`` (called with the parsed args; returns an exit code or None).
 
 Plugins: ``--include MODULE`` (anywhere on the command line) and the ``elmo_tasks.plugins`` entry points are
-imported before the parsers are built (``tasks.plugins``), so a user's components can be named in configs and
+imported before the parsers are built (``elmo_tasks.plugins``), so a user's components can be named in configs and
 are listed by ``components``.
 
 Errors: every expected user error is an ``elmo_features.util.errors.ElmoTasksError``; it is caught here,
 once, and printed as ``error: <message>`` with exit code 2 (an OSError such as "permission denied" or
 "no space left on device" too; text a stream or file cannot encode, and a closed standard output for a command
-that prints its result: ``tasks.cli.streams``). ``--debug`` (anywhere on the command line) or ``ELMO_TASKS_DEBUG=1``
+that prints its result: ``elmo_tasks.cli.streams``). ``--debug`` (anywhere on the command line) or ``ELMO_TASKS_DEBUG=1``
 (or true/yes/on) shows the traceback instead.
 
 Interrupts: Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal) raise ``KeyboardInterrupt`` in the main
@@ -51,20 +51,20 @@ def _on_stop_while_loading(signum, _frame) -> None:
 
 
 def _is_the_command() -> bool:
-    """Whether this process runs ``elmo-tasks``: its console script, or ``python [options] -m tasks.cli``."""
+    """Whether this process runs ``elmo-tasks``: its console script, or ``python [options] -m elmo_tasks.cli``."""
     if sys.argv and os.path.basename(sys.argv[0]) in ("elmo-tasks", "elmo-tasks.exe"):
         return True
     orig = list(getattr(sys, "orig_argv", []))
-    for i, a in enumerate(orig):  # -m tasks.cli, -mtasks.cli, and flags joined before it: -um tasks.cli, -Bm ...
+    for i, a in enumerate(orig):  # -m elmo_tasks.cli, -melmo_tasks.cli, and flags joined before it: -um elmo_tasks.cli, -Bm ...
         m = re.fullmatch(r"-[A-Za-z]*m(.*)", a)
-        if m and (m.group(1) or (orig[i + 1] if i + 1 < len(orig) else "")) in ("tasks.cli", "tasks.cli.__main__"):
+        if m and (m.group(1) or (orig[i + 1] if i + 1 < len(orig) else "")) in ("elmo_tasks.cli", "elmo_tasks.cli.__main__"):
             return True
     return False
 
 
 def _stop_cleanly_while_loading() -> None:
     """Loading torch takes a second or two, before ``main`` installs its handlers: when this process is the command
-    (the console script, or ``python -m tasks.cli``), a stop signal then ends it with one line and 128 + its number,
+    (the console script, or ``python -m elmo_tasks.cli``), a stop signal then ends it with one line and 128 + its number,
     not an import traceback or a silent death. A program of a user's that imports this package keeps its own."""
     if not _is_the_command() or threading.current_thread() is not threading.main_thread():
         return
@@ -83,10 +83,10 @@ from elmo_features.util import distributed, stop
 from elmo_features.util.errors import ElmoTasksError, UsageError, first_line
 from elmo_features.util.once import new_command
 
-from tasks.experiment.config import find_config
-from tasks.plugins import includes_in, load_plugins
-from tasks.registry import forget_plugins_used, plugins_used
-from tasks.cli.streams import (check_stdout, debug_from_env, forgive_stderr, reader_went_away, reopen_closed_stderr,
+from elmo_tasks.experiment.config import find_config
+from elmo_tasks.plugins import includes_in, load_plugins
+from elmo_tasks.registry import forget_plugins_used, plugins_used
+from elmo_tasks.cli.streams import (check_stdout, debug_from_env, forgive_stderr, reader_went_away, reopen_closed_stderr,
                                soften_stderr, standard_output_failed, unicode_message)
 
 # sub-command module, in the order shown by --help
@@ -94,10 +94,10 @@ COMMANDS = [
     "elmo_features.cli_embed",  # embed
     "elmo_features.training.cli",  # train-bilm, eval-bilm
     "elmo_features.encoders.cli",  # models get, models list
-    "tasks.cli.run",  # run, compare, predict
-    "tasks.cli.components",  # components
-    "tasks.data.cli",  # data get
-    "tasks.wsd.cli",  # wsd
+    "elmo_tasks.cli.run",  # run, compare, predict
+    "elmo_tasks.cli.components",  # components
+    "elmo_tasks.data.cli",  # data get
+    "elmo_tasks.wsd.cli",  # wsd
 ]
 DEBUG_ENV = "ELMO_TASKS_DEBUG"
 USER_ERROR = 2  # exit code of every user error (argparse uses it too)

@@ -1,6 +1,6 @@
-"""``python -m tasks.cli``: the ``elmo-tasks`` command."""
+"""``python -m elmo_tasks.cli``: the ``elmo-tasks`` command."""
 import sys
 
-from tasks.cli import main
+from elmo_tasks.cli import main
 
 sys.exit(main())

@@ -16,10 +16,10 @@ from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_docs import describe_keys, spec_text
 from elmo_features.util.schema import option_specs
 
-import tasks.experiment.config  # noqa: F401  (fills the registries)
-from tasks.experiment.config import packaged_configs, packaged_name
-from tasks.plugins import add_include_argument
-from tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
+import elmo_tasks.experiment.config  # noqa: F401  (fills the registries)
+from elmo_tasks.experiment.config import packaged_configs, packaged_name
+from elmo_tasks.plugins import add_include_argument
+from elmo_tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
 
 KINDS = {"heads": HEADS, "features": FEATURES, "fusions": FUSIONS, "chars": CHAR_ENCODERS, "readers": READERS}
 SINGULAR = {"heads": "head", "features": "feature source", "fusions": "fusion", "chars": "char encoder",
@@ -60,7 +60,7 @@ def cmd_components(args) -> int:
             for name in KINDS[kind].names():
                 component = KINDS[kind].get(name)
                 module = getattr(component, "__module__", "")
-                origin = "" if module.startswith("tasks.") else f" [{module}]"  # a plugin's: where it comes from
+                origin = "" if module.startswith("elmo_tasks.") else f" [{module}]"  # a plugin's: where it comes from
                 print(f"  {name:<20} {_first_line(component)}{origin}")
         return 0
     try:

@@ -25,12 +25,12 @@ from elmo_features.util.schema import saved_config
 from elmo_features.util.text_input import read_sentences
 from elmo_features.util.threads import set_threads
 
-from tasks.experiment.config import check_seeds, load_config, load_raw
-from tasks.experiment.data_parallel import join
-from tasks.features.base import FeatureContext
-from tasks.plugins import add_include_argument
-from tasks.experiment.records import read_metrics
-from tasks.experiment.preflight import (check_given_once, check_output_dirs, check_run_folder, check_run_inputs,
+from elmo_tasks.experiment.config import check_seeds, load_config, load_raw
+from elmo_tasks.experiment.data_parallel import join
+from elmo_tasks.features.base import FeatureContext
+from elmo_tasks.plugins import add_include_argument
+from elmo_tasks.experiment.records import read_metrics
+from elmo_tasks.experiment.preflight import (check_given_once, check_output_dirs, check_run_folder, check_run_inputs,
                                        claim_results_folder, feature_input_paths, relative_paths)
 
 
@@ -107,8 +107,8 @@ def command_line(args) -> str:
 
 
 def cmd_run(args) -> int:
-    from tasks.experiment.run import run_experiment
-    from tasks.experiment.parallel import torchrun_ranks
+    from elmo_tasks.experiment.run import run_experiment
+    from elmo_tasks.experiment.parallel import torchrun_ranks
 
     check_flags_given(args, "out", "runs_dir")
     warn_unrepeatable(args.config)
@@ -152,7 +152,7 @@ def cmd_run(args) -> int:
 def run_folder(args, cfg) -> str:
     """``run``'s folder: ``--out`` (empty, new, or an unfinished run's folder, which the run clears, saying so), else
     a new RUNS_DIR/NAME/TIMESTAMP-HASH[-N] made now (rank 0's under torchrun: its time stamp)."""
-    from tasks.experiment.preflight import is_unfinished_run, new_run_dir
+    from elmo_tasks.experiment.preflight import is_unfinished_run, new_run_dir
 
     if not args.out:
         check_output_dirs(runs_dir=args.runs_dir)
@@ -176,8 +176,8 @@ def _inside(folder: str, parent: str) -> bool:
 
 
 def cmd_compare(args) -> int:
-    from tasks.experiment.compare import ComparisonInterrupted, run_comparison
-    from tasks.experiment.compare_checks import check_comparison_args
+    from elmo_tasks.experiment.compare import ComparisonInterrupted, run_comparison
+    from elmo_tasks.experiment.compare_checks import check_comparison_args
 
     check_flags_given(args, "results_dir", "runs_dir", "resume")
     warn_unrepeatable(args.config)
@@ -209,7 +209,7 @@ def cmd_compare(args) -> int:
                                                  if sources is None or k in sources})
     check_output_dirs(results_dir=results_dir, runs_dir=args.runs_dir, cache_dir=_cache_dir(args),
                       flags={"cache_dir": cache_dir_flag(args)})
-    from tasks.experiment.parallel import torchrun_ranks
+    from elmo_tasks.experiment.parallel import torchrun_ranks
 
     if (args.jobs > 1 or torchrun_ranks() > 1) and _cache_dir(args) is None:
         raise UsageError("--jobs / torchrun: parallel runs read the frozen features from the on-disk cache (computed once, "
@@ -241,7 +241,7 @@ def _same_comparison_on_ranks(cfg, results_dir: Path, sources, seeds, args) -> N
     """Under torchrun: join the group, and refuse ranks given another comparison (``check_same_config``): every rank
     runs its share of the same comparison."""
     from elmo_features.util import distributed
-    from tasks.experiment.parallel import torchrun_ranks
+    from elmo_tasks.experiment.parallel import torchrun_ranks
 
     if torchrun_ranks() <= 1:
         return
@@ -257,7 +257,7 @@ def _rank() -> int:
 
 def interrupted_compare_hint(args, e) -> str:
     """What finished, where the summary is, and the full command that continues the comparison (``e``: a
-    ``tasks.experiment.compare.ComparisonInterrupted``)."""
+    ``elmo_tasks.experiment.compare.ComparisonInterrupted``)."""
     saved = f"summary of the finished runs: {e.summary}" if e.summary else "no run finished, no summary written"
     args.resume = str(e.grid_dir)
     return (f"{e.finished} of {e.total} runs finished ({saved}); to continue (the finished runs are reused): "
@@ -340,8 +340,8 @@ def cmd_predict(args) -> int:
 
 def _predict(args) -> int:
     """``predict``'s work, once its inputs and output are checked (holding the output's lock)."""
-    from tasks.experiment.run import load_run, predict_examples
-    from tasks.data import get_reader
+    from elmo_tasks.experiment.run import load_run, predict_examples
+    from elmo_tasks.data import get_reader
 
     context, progress = _setup(args)
     try:

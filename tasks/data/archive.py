@@ -5,7 +5,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from tasks.data.types import DataFormatError
+from elmo_tasks.data.types import DataFormatError
 
 
 class Archive:

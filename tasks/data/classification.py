@@ -11,9 +11,9 @@ from elmo_features.util.errors import ConfigError
 from elmo_features.util.once import first_time
 from elmo_features.util.text_input import iter_lines
 
-from tasks.registry import READERS
-from tasks.data.tokenizer import get_tokenizer
-from tasks.data.types import DataFormatError, LabeledSentence, check_reader_file
+from elmo_tasks.registry import READERS
+from elmo_tasks.data.tokenizer import get_tokenizer
+from elmo_tasks.data.types import DataFormatError, LabeledSentence, check_reader_file
 
 LABEL_NAMES = {"label", "labels", "class", "category", "sentiment", "polarity", "target", "y", "gold"}
 TEXT_NAMES = {"text", "sentence", "sentences", "review", "content", "document", "x", "tokens", "phrase"}

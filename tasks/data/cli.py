@@ -9,9 +9,9 @@ from pathlib import Path
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_input_file, check_output_dir
 
-from tasks.data.fetch import default_data_dir, fetch, fetched_state
-from tasks.data.sources import SOURCES
-from tasks.wsd.data.framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK, URL as FRAMEWORK_URL, fetch_framework
+from elmo_tasks.data.fetch import default_data_dir, fetch, fetched_state
+from elmo_tasks.data.sources import SOURCES
+from elmo_tasks.wsd.data.framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK, URL as FRAMEWORK_URL, fetch_framework
 
 NAMES = [*SOURCES, FRAMEWORK]  # the framework comes last: its keys are checked against wordnet-3.0
 REQUIRES = {FRAMEWORK: "wordnet-3.0"}

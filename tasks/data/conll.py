@@ -7,9 +7,9 @@ from pathlib import Path
 from elmo_features.util.errors import ConfigError
 from elmo_features.util.text_input import iter_lines
 
-from tasks.registry import READERS
-from tasks.data.tag_schemes import TagSchemeError, check_scheme_name, convert_data
-from tasks.data.types import DataFormatError, TaggedSentence, check_reader_file
+from elmo_tasks.registry import READERS
+from elmo_tasks.data.tag_schemes import TagSchemeError, check_scheme_name, convert_data
+from elmo_tasks.data.types import DataFormatError, TaggedSentence, check_reader_file
 
 CONLL2003_COLUMNS = ("word", "pos", "chunk", "ner")
 SPAN_COLUMNS = ("chunk", "ner")  # columns holding span tags (scheme conversion applies)

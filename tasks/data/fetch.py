@@ -11,9 +11,9 @@ from elmo_features.encoders.packaged import folder_problem
 from elmo_features.formats.download import DownloadError, check_replaceable, checked_package, files_table, pip_download
 from elmo_features.util.errors import PathError
 
-from tasks.data.archive import Archive
-from tasks.data.sources import SOURCES, Source, get_source
-from tasks.wsd.data.framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK_NAME
+from elmo_tasks.data.archive import Archive
+from elmo_tasks.data.sources import SOURCES, Source, get_source
+from elmo_tasks.wsd.data.framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK_NAME
 
 
 def default_data_dir() -> Path:

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 
 from elmo_features.util.errors import ConfigError
 
-from tasks.registry import READERS
-from tasks.data.tag_schemes import TagSchemeError, check_scheme_name, convert_data, split_tag
-from tasks.data.tokenizer import get_tokenizer
-from tasks.data.types import DataFormatError, LabeledSentence, TaggedSentence
+from elmo_tasks.registry import READERS
+from elmo_tasks.data.tag_schemes import TagSchemeError, check_scheme_name, convert_data, split_tag
+from elmo_tasks.data.tokenizer import get_tokenizer
+from elmo_tasks.data.types import DataFormatError, LabeledSentence, TaggedSentence
 
 _LOCAL_BUILDERS = {".json": "json", ".jsonl": "json", ".csv": "csv", ".tsv": "csv", ".parquet": "parquet",
                    ".arrow": "arrow"}

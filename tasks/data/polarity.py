@@ -7,9 +7,9 @@ import io
 from collections import Counter
 from pathlib import Path
 
-from tasks.data.archive import Archive
-from tasks.data.tokenizer import tokenize
-from tasks.data.types import DataFormatError
+from elmo_tasks.data.archive import Archive
+from elmo_tasks.data.tokenizer import tokenize
+from elmo_tasks.data.types import DataFormatError
 
 MEMBER = "test/corpora/polarity-en-pang&lee2.csv"
 LABELS = {"1": "pos", "-1": "neg"}
@@ -55,7 +55,7 @@ def extract_polarity(archive: Archive, out: Path) -> tuple[list[str], list[str]]
         f"{sum(seen.values())} sentences ({seen['pos']} pos = label 1, {seen['neg']} neg = label -1), "
         f"{n_tokens} tokens after tokenization; {dups} duplicate sentences after tokenization.",
         "Source text is lower-cased and roughly pre-tokenized; it is kept lower-cased and re-tokenized "
-        "with the project tokenizer `tasks.data.tokenizer.tokenize` (PTB-like, the biLM corpus rules: "
+        "with the project tokenizer `elmo_tasks.data.tokenizer.tokenize` (PTB-like, the biLM corpus rules: "
         "`he's` -> `he 's`, `doesn't` -> `does n't`).",
         f"Split: {SPLIT_RULE}. Counts: " + "; ".join(
             f"{n} {sum(c.values())} (pos {c['pos']}, neg {c['neg']})" for n, c in counts.items()) + ".",

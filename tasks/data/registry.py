@@ -1,7 +1,7 @@
 """Reader lookup: configs name a reader ("conll2003", "tsv", "csv", "sst", "hf", "raganato") plus its options.
 
-Each reader registers itself in ``tasks.registry.READERS`` where it is defined (``@READERS.register(name)``);
-``tasks/data/__init__.py`` imports every reader module, so the registry is full once ``tasks.data`` is
+Each reader registers itself in ``elmo_tasks.registry.READERS`` where it is defined (``@READERS.register(name)``);
+``tasks/data/__init__.py`` imports every reader module, so the registry is full once ``elmo_tasks.data`` is
 imported.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from elmo_features.util.schema import check_options
 
-from tasks.registry import PLUGIN_HINT, READERS, RegistryError
-from tasks.data.types import LabeledSentence, TaggedSentence
+from elmo_tasks.registry import PLUGIN_HINT, READERS, RegistryError
+from elmo_tasks.data.types import LabeledSentence, TaggedSentence
 
 Reader = Callable[..., "list[TaggedSentence] | list[LabeledSentence]"]
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.data.archive import Archive
-from tasks.data.conll import read_conll2003
-from tasks.data.polarity import extract_polarity
-from tasks.data.tag_schemes import tags_to_spans
-from tasks.data.types import DataFormatError
+from elmo_tasks.data.archive import Archive
+from elmo_tasks.data.conll import read_conll2003
+from elmo_tasks.data.polarity import extract_polarity
+from elmo_tasks.data.tag_schemes import tags_to_spans
+from elmo_tasks.data.types import DataFormatError
 
 Extractor = Callable[[Archive, Path], "tuple[list[str], list[str]]"]  # -> (members used, notes)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from elmo_features.util.text_input import iter_lines
 
-from tasks.registry import READERS
-from tasks.data.types import DataFormatError, LabeledSentence, check_reader_file
+from elmo_tasks.registry import READERS
+from elmo_tasks.data.types import DataFormatError, LabeledSentence, check_reader_file
 
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",

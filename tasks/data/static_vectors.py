@@ -30,8 +30,8 @@ from tqdm.auto import tqdm
 from elmo_features.util.arguments import check_bool, check_int, check_optional_bool, check_sentences
 from elmo_features.util.text_input import GZIP_ERRORS, binary_kind, check_text, decompressed_kind, gz_checked
 
-from tasks.data.types import DataFormatError
-from tasks.data.vectors_sniff import gunzipped_head, not_text_message, reads_as_text
+from elmo_tasks.data.types import DataFormatError
+from elmo_tasks.data.vectors_sniff import gunzipped_head, not_text_message, reads_as_text
 
 FORMATS = ("auto", "text", "word2vec_bin", "npy")
 

@@ -14,10 +14,10 @@ from elmo_features.util.errors import CheckpointError
 from elmo_features.util.provenance import write_bytes_atomic
 from elmo_features.util.tensor_digest import update_with_tensor
 
-from tasks.experiment.preflight import CHECKPOINT_FORMAT
+from elmo_tasks.experiment.preflight import CHECKPOINT_FORMAT
 
 if TYPE_CHECKING:
-    from tasks.experiment.training import TaskModel
+    from elmo_tasks.experiment.training import TaskModel
 
 
 def vocab_digest(vocab: dict) -> str:

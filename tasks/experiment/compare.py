@@ -25,20 +25,20 @@ from elmo_features.util.errors import CheckpointError, ConfigError, ElmoTasksErr
 from elmo_features.util.provenance import git_commit, machine, timestamp
 from elmo_features.util.threads import cpu_cores, threads_per_job
 
-from tasks.experiment.records import read_metrics
-from tasks.experiment.config import RunConfig, load_raw
-from tasks.experiment.crossval import fold_indices, fold_split, pooled_splits
-from tasks.experiment.run import read_examples, run_experiment
-from tasks.experiment.data_record import check_data_unchanged
-from tasks.experiment.compare_checks import (check_comparison_args, check_distinct_inputs, check_results_replaceable,
+from elmo_tasks.experiment.records import read_metrics
+from elmo_tasks.experiment.config import RunConfig, load_raw
+from elmo_tasks.experiment.crossval import fold_indices, fold_split, pooled_splits
+from elmo_tasks.experiment.run import read_examples, run_experiment
+from elmo_tasks.experiment.data_record import check_data_unchanged
+from elmo_tasks.experiment.compare_checks import (check_comparison_args, check_distinct_inputs, check_results_replaceable,
                                              claim_results, comparison_identity)
-from tasks.features.base import FeatureContext, section_fingerprints
-from tasks.features.fingerprints import report_fingerprints
-from tasks.experiment.parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
-from tasks.experiment.plots import pyplot
-from tasks.experiment.summary import FROZEN_KINDS, find_in_report, summarize, write_summary
-from tasks.plugins import changed_plugin, plugin_digests
-from tasks.registry import HEADS
+from elmo_tasks.features.base import FeatureContext, section_fingerprints
+from elmo_tasks.features.fingerprints import report_fingerprints
+from elmo_tasks.experiment.parallel import precompute_sections, prepare_features, run_jobs, run_on_ranks, shared_value, torchrun_ranks
+from elmo_tasks.experiment.plots import pyplot
+from elmo_tasks.experiment.summary import FROZEN_KINDS, find_in_report, summarize, write_summary
+from elmo_tasks.plugins import changed_plugin, plugin_digests
+from elmo_tasks.registry import HEADS
 
 
 class ComparisonInterrupted(KeyboardInterrupt):
@@ -57,7 +57,7 @@ def run_comparison(cfg: RunConfig, results_dir: str | Path, runs_dir: str | Path
                    resume: str | Path | None = None) -> dict:
     """Run every (source, seed[, fold]) of ``cfg.compare`` and write the summary; returns the summary dict.
     ``folds`` (default ``cfg.compare.folds``): K-fold cross-validation over all labelled sentences.
-    ``jobs`` > 1: the runs go to a local process pool (``tasks.experiment.parallel``) with ``threads`` torch threads per
+    ``jobs`` > 1: the runs go to a local process pool (``elmo_tasks.experiment.parallel``) with ``threads`` torch threads per
     job (default: cores // jobs); the summary is the same as a serial run's. ``resume``: the compare-STAMP
     folder of an interrupted comparison (its finished runs are reused). Ctrl-C: ``ComparisonInterrupted``.
     The arguments and ``results_dir`` are checked first, as ``elmo-tasks compare`` does (``compare_checks``)."""

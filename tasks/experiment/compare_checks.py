@@ -12,9 +12,9 @@ from elmo_features.util.errors import ConfigError, OutputExistsError, PathError
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.paths import check_input_dir
 
-from tasks.experiment.config import RunConfig, check_seeds
-from tasks.features.base import section_lookup_fingerprints, section_storage_keys
-from tasks.experiment.preflight import RESULTS_LOCK, check_given_once, claim_results_folder
+from elmo_tasks.experiment.config import RunConfig, check_seeds
+from elmo_tasks.features.base import section_lookup_fingerprints, section_storage_keys
+from elmo_tasks.experiment.preflight import RESULTS_LOCK, check_given_once, claim_results_folder
 
 
 def check_comparison_args(cfg: RunConfig, sources: list[str] | None, seeds: list[int] | None, folds: int | None,

@@ -4,7 +4,7 @@ A config has the sections ``name``, ``data``, ``features``, ``head``, ``training
 A component section (``features``, ``head``, a mix, a concat member) is ``{name: REGISTERED_NAME, **hparams}``;
 the hyperparameters are checked against the component's ``Config`` dataclass. Unknown keys and unknown names
 are errors listing the valid ones. Configs hold hyperparameters only: dimensions and label sets come from code
-and data. The checking itself is ``tasks.components``; this module sits above data, features and heads and
+and data. The checking itself is ``elmo_tasks.components``; this module sits above data, features and heads and
 imports their packages, so the registries it looks names up in are full (docs/layers.md).
 """
 from __future__ import annotations
@@ -24,11 +24,11 @@ from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_files import apply_set, read_config_file
 from elmo_features.util.schema import Int, List, Map, Num, Str, build, check_options, key, settings_rule, to_dict
 
-from tasks import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
-from tasks.components import resolve_component
-from tasks.data import get_reader
-from tasks.data.registry import check_reader_values, reader_example_types
-from tasks.registry import FEATURES, HEADS, READERS
+from elmo_tasks import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
+from elmo_tasks.components import resolve_component
+from elmo_tasks.data import get_reader
+from elmo_tasks.data.registry import check_reader_values, reader_example_types
+from elmo_tasks.registry import FEATURES, HEADS, READERS
 
 
 # ---------------------------------------------------------------- the run config
@@ -274,7 +274,7 @@ def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] | None = (
 def _check_path_argument(path: Any) -> None:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"load_config: path must be a YAML file's path or a packaged config's name, got "
-                        f"{type(path).__name__}" + ("; for a dict, use tasks.experiment.config.resolve(dict)"
+                        f"{type(path).__name__}" + ("; for a dict, use elmo_tasks.experiment.config.resolve(dict)"
                                                     if isinstance(path, dict) else ""))
 
 

@@ -11,8 +11,8 @@ from elmo_features.formats.download import file_sha256
 from elmo_features.util.errors import ConfigError, PathError
 from elmo_features.util.provenance import write_text_atomic
 
-from tasks.data.registry import reader_path_kind
-from tasks.experiment.config import RunConfig
+from elmo_tasks.data.registry import reader_path_kind
+from elmo_tasks.experiment.config import RunConfig
 
 DATA_RECORD = ".data_sha256.json"  # in a comparison's runs folder: the data files its runs were trained on
 

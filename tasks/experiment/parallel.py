@@ -32,9 +32,9 @@ from elmo_features.util.errors import ElmoTasksError
 from elmo_features.util.once import shared_by_workers
 from elmo_features.util.threads import thread_tqdm_lock
 
-from tasks.features.base import FeatureContext, build_features
-from tasks.plugins import load_plugins, loaded_includes
-from tasks.registry import FEATURES
+from elmo_tasks.features.base import FeatureContext, build_features
+from elmo_tasks.plugins import load_plugins, loaded_includes
+from elmo_tasks.registry import FEATURES
 
 
 class JobFailedError(ElmoTasksError, RuntimeError):

@@ -27,12 +27,12 @@ from elmo_features.util.errors import CheckpointError, ConfigError, MissingPathE
 from elmo_features.util.locking import OutputLock, lock_holder
 from elmo_features.util.once import first_time
 
-from tasks.experiment.config import RunConfig, check_reader_fits_head
-from tasks.experiment.records import read_metrics
-from tasks.data.fetch import fetch_hint
-from tasks.data.registry import reader_path_kind
-from tasks.features.base import check_section_inputs, section_input_paths, section_storage_keys
-from tasks.plugins import changed_plugin, plugin_digests
+from elmo_tasks.experiment.config import RunConfig, check_reader_fits_head
+from elmo_tasks.experiment.records import read_metrics
+from elmo_tasks.data.fetch import fetch_hint
+from elmo_tasks.data.registry import reader_path_kind
+from elmo_tasks.features.base import check_section_inputs, section_input_paths, section_storage_keys
+from elmo_tasks.plugins import changed_plugin, plugin_digests
 
 CHECKPOINT_FORMAT = 1  # of a run's model.pt
 
@@ -182,7 +182,7 @@ def warn_training(cfg: RunConfig, source: str) -> None:
 
 # the config keys that decide what a trained model means: the reader and its options (the gold label set, e.g. the
 # tag scheme), the features section and the head; not the data paths, the training loop or a frozen input's path
-# (its content is fingerprinted: tasks.experiment.run.frozen_change)
+# (its content is fingerprinted: elmo_tasks.experiment.run.frozen_change)
 PATH_KEYS = frozenset({"path", "words_path", "options_file", "weights_file", "bilm", "model"})
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from elmo_features.util.errors import CheckpointError
 
-from tasks.features.fingerprints import is_fingerprint_key
+from elmo_tasks.features.fingerprints import is_fingerprint_key
 
 METRICS_MAPPINGS = ("features", "plugin_modules", "dev", "test")  # metrics.json keys whose values are objects
 

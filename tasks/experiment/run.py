@@ -24,25 +24,25 @@ from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine
 from elmo_features.util.schema import saved_config
 
-from tasks.components import component_config
-from tasks.experiment.records import data_locations, read_metrics
-from tasks.experiment.config import RunConfig, check_reader_fits_head, load_raw, resolve
-from tasks.data import get_reader
-from tasks.data.types import DataFormatError
-from tasks.experiment.checkpoint import check_vocab_digest, check_weights_digest
-from tasks.experiment.run_folder import RunFolder
-from tasks.features.base import (FeatureContext, build_features, check_items, section_fingerprints,
+from elmo_tasks.components import component_config
+from elmo_tasks.experiment.records import data_locations, read_metrics
+from elmo_tasks.experiment.config import RunConfig, check_reader_fits_head, load_raw, resolve
+from elmo_tasks.data import get_reader
+from elmo_tasks.data.types import DataFormatError
+from elmo_tasks.experiment.checkpoint import check_vocab_digest, check_weights_digest
+from elmo_tasks.experiment.run_folder import RunFolder
+from elmo_tasks.features.base import (FeatureContext, build_features, check_items, section_fingerprints,
                                  section_frozen_description)
-from tasks.plugins import plugin_digests
-from tasks.features.fingerprints import report_fingerprints
-from tasks.heads.base import Head
-from tasks.registry import HEADS
-from tasks.experiment.preflight import (CHECKPOINT_FORMAT, check_config_digest, check_plugin_versions,
+from elmo_tasks.plugins import plugin_digests
+from elmo_tasks.features.fingerprints import report_fingerprints
+from elmo_tasks.heads.base import Head
+from elmo_tasks.registry import HEADS
+from elmo_tasks.experiment.preflight import (CHECKPOINT_FORMAT, check_config_digest, check_plugin_versions,
                                        clear_unfinished_run, warn_shared_files)
-from tasks.experiment.training import Split, TaskModel, evaluate, predict, set_seed, train
+from elmo_tasks.experiment.training import Split, TaskModel, evaluate, predict, set_seed, train
 
 if TYPE_CHECKING:
-    from tasks.experiment.data_parallel import DataParallel
+    from elmo_tasks.experiment.data_parallel import DataParallel
 
 # ---------------------------------------------------------------- data
 
@@ -66,10 +66,10 @@ def _checked_read(reader: str, path: str | Path, options: dict) -> list:
     try:
         examples = list(fn(path, **options))
     except ElmoTasksError as e:  # a plugin reader's examples refused as they are made: where they came from
-        if module == "tasks" or module.startswith("tasks.") or str(path) in str(e):
+        if module == "elmo_tasks" or module.startswith("elmo_tasks.") or str(path) in str(e):
             raise
         raise DataFormatError(f"{path}: the reader {reader} (plugin module {module}): {first_line(e)}") from None
-    if not examples and not (module == "tasks" or module.startswith("tasks.")) and Path(path).is_file() \
+    if not examples and not (module == "elmo_tasks" or module.startswith("elmo_tasks.")) and Path(path).is_file() \
             and Path(path).stat().st_size:
         raise DataFormatError(f"{path}: the reader {reader} (plugin module {module}) gave no examples from this "
                               "non-empty file; check the reader")
@@ -140,7 +140,7 @@ def run_experiment(cfg: RunConfig, out_dir: str | Path, context: FeatureContext 
     (programmatic use and tests); they are checked and empty ones dropped the same way. ``features`` gives the
     frozen items of those examples per split, in their order, already computed (e.g. token subsets of a long data
     set, tasks/features/subset.py); a split whose examples lost an empty one computes its own.
-    With ``dist`` (torchrun): data-parallel training and evaluation (``tasks.experiment.data_parallel``); every rank
+    With ``dist`` (torchrun): data-parallel training and evaluation (``elmo_tasks.experiment.data_parallel``); every rank
     computes (or reads from the cache) the frozen features; rank 0 alone writes the run folder.
     """
     check_run_args(cfg, examples, features)
@@ -163,7 +163,7 @@ def check_run_args(cfg: RunConfig, examples: dict | None, features: dict | None)
     """``run_experiment``'s arguments, before any work: TypeError naming the argument (a config file's dict, a string
     for a split's examples, a misspelt split)."""
     if not isinstance(cfg, RunConfig):
-        raise TypeError(f"cfg: expected a RunConfig (tasks.experiment.config.load_config(path), or resolve(dict) for "
+        raise TypeError(f"cfg: expected a RunConfig (elmo_tasks.experiment.config.load_config(path), or resolve(dict) for "
                         f"a config dict), got {type(cfg).__name__}")
     for name, given in (("examples", examples), ("features", features)):
         if given is not None and not isinstance(given, dict):

@@ -13,12 +13,12 @@ from elmo_features.util.errors import PathError
 from elmo_features.util.once import first_time
 from elmo_features.util.provenance import write_text_atomic
 
-from tasks.experiment.checkpoint import save_state
-from tasks.experiment.config import RunConfig, dump_yaml
-from tasks.experiment.preflight import UNFINISHED, config_digests
+from elmo_tasks.experiment.checkpoint import save_state
+from elmo_tasks.experiment.config import RunConfig, dump_yaml
+from elmo_tasks.experiment.preflight import UNFINISHED, config_digests
 
 if TYPE_CHECKING:
-    from tasks.experiment.training import TaskModel
+    from elmo_tasks.experiment.training import TaskModel
 
 
 def save_json(obj: Any, path: Path) -> None:

@@ -13,9 +13,9 @@ import numpy as np
 
 from elmo_features.util.provenance import write_text_atomic
 
-from tasks.experiment.config import RunConfig
-from tasks.experiment.crossval import fold_indices, paired_tests
-from tasks.experiment.plots import plot_mix_weights, plot_scores
+from elmo_tasks.experiment.config import RunConfig
+from elmo_tasks.experiment.crossval import fold_indices, paired_tests
+from elmo_tasks.experiment.plots import plot_mix_weights, plot_scores
 
 
 # the frozen models a run's features report records, by the prefix of their report key (``FeatureSource.

@@ -24,15 +24,15 @@ from elmo_features.util import stop
 from elmo_features.util.devices import module_device, move_to
 from elmo_features.util.errors import DivergedError, ElmoTasksError, first_line
 
-from tasks.experiment.config import TrainingConfig
-from tasks.features.base import FeatureSource
-from tasks.features.subset import dense_items
-from tasks.heads.base import Head
-from tasks.plugins import PluginError
-from tasks.registry import plugins_used
+from elmo_tasks.experiment.config import TrainingConfig
+from elmo_tasks.features.base import FeatureSource
+from elmo_tasks.features.subset import dense_items
+from elmo_tasks.heads.base import Head
+from elmo_tasks.plugins import PluginError
+from elmo_tasks.registry import plugins_used
 
 if TYPE_CHECKING:  # under torchrun (elmo-tasks run): a slice of every batch per rank
-    from tasks.experiment.data_parallel import DataParallel
+    from elmo_tasks.experiment.data_parallel import DataParallel
 
 
 @dataclass
@@ -196,7 +196,7 @@ def train_step(model: TaskModel, split: Split, idx: list[int], opt: torch.optim.
             value = dist.train_step(model, split, idx, params)
     except RuntimeError as e:  # torch's shape errors inside a plugin head: one line naming it
         module = type(model.head).__module__ or "?"
-        if module == "tasks" or module.startswith("tasks.") or isinstance(e, ElmoTasksError):
+        if module == "elmo_tasks" or module.startswith("elmo_tasks.") or isinstance(e, ElmoTasksError):
             raise
         raise PluginError(f"plugin module {module}: head {type(model.head).__name__} failed computing the loss "
                           f"({first_line(e)}); check the shapes its logits and loss return; this is a bug in the "
@@ -293,7 +293,7 @@ def train(model: TaskModel, train_split: Split, dev_split: Split | None, cfg: Tr
     """Train ``model`` in place; keep the state with the best dev ``head.primary_metric`` (the last one
     without a dev split). ``on_improve(epoch, dev_metrics)`` is called after each improvement (checkpoint).
 
-    With ``dist`` (torchrun, ``tasks.experiment.data_parallel``): ``cfg.batch_size`` is per rank; every rank trains on
+    With ``dist`` (torchrun, ``elmo_tasks.experiment.data_parallel``): ``cfg.batch_size`` is per rank; every rank trains on
     its slice of each global batch and takes the same steps and decisions; only rank 0 logs."""
     if len(train_split) == 0:
         raise ValueError("no training examples")

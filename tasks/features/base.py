@@ -30,10 +30,10 @@ from elmo_features.formats.default_model import empty_spec_problem
 from elmo_features.util.errors import ConfigError, ElmoTasksError
 from elmo_features.util.paths import check_input_dir, check_input_file, check_input_path
 
-from tasks.components import component_config
-from tasks.data.fetch import fetch_hint
-from tasks.plugins import PluginError
-from tasks.registry import FEATURES, class_contract
+from elmo_tasks.components import component_config
+from elmo_tasks.data.fetch import fetch_hint
+from elmo_tasks.plugins import PluginError
+from elmo_tasks.registry import FEATURES, class_contract
 
 
 class Memo:
@@ -244,7 +244,7 @@ def plugin_call(section: dict, what: str, call: Callable[[type[FeatureSource]], 
         raise
     except Exception as e:
         module = getattr(cls, "__module__", "") or "?"
-        if module == "tasks" or module.startswith("tasks."):
+        if module == "elmo_tasks" or module.startswith("elmo_tasks."):
             raise
         first = (str(e).strip().splitlines() or [""])[0][:200]
         raise PluginError(f"plugin module {module}: feature source {section['name']} failed while {what} "

@@ -10,8 +10,8 @@ from elmo_features.util.errors import ConfigError
 from elmo_features.util.devices import module_device
 from elmo_features.util.schema import key
 
-from tasks.registry import FEATURES
-from tasks.features.base import (FeatureContext, FeatureSource, InputPath, Memo, build_features, check_section_inputs,
+from elmo_tasks.registry import FEATURES
+from elmo_tasks.features.base import (FeatureContext, FeatureSource, InputPath, Memo, build_features, check_section_inputs,
                    section_fingerprints, section_frozen_description, section_input_paths)
 
 

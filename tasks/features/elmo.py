@@ -21,9 +21,9 @@ from elmo_features.formats.presets import PRESETS
 from elmo_features.util.paths import check_input_dir, check_input_file
 from elmo_features.util.schema import key
 
-from tasks.registry import FEATURES
-from tasks.features.base import FeatureContext, InputPath, Memo
-from tasks.features.layered import FrozenLayerFeatures, check_layer_or_mix
+from elmo_tasks.registry import FEATURES
+from elmo_tasks.features.base import FeatureContext, InputPath, Memo
+from elmo_tasks.features.layered import FrozenLayerFeatures, check_layer_or_mix
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Layer fusions: L stacked layers (L, B, T, D) + mask (B, T) -> features (B, T, D'), trained with the head.
 
-Registered in ``tasks.registry.FUSIONS`` (configs name them under ``mix:``; see docs/fusion.md) and built by
+Registered in ``elmo_tasks.registry.FUSIONS`` (configs name them under ``mix:``; see docs/fusion.md) and built by
 ``build_fusion(section, num_layers, dim)``: the feature source that owns the layers gives L and D, the
 config gives the rest. Each learned fusion starts as the plain average of the layers (scalar: unless
 ``initial`` says otherwise; concat_project: when D' = D), and ``l2_coef`` is an L2 pull of its parameters
@@ -14,7 +14,7 @@ toward that uniform average (ELMo's lambda).
 * ``concat_project``: W [h_1; ...; h_L] + c, one linear map of the concatenated layers to D' (default D).
   L * D * D' + D' parameters.
 
-``scalar`` and ``average`` live in ``tasks.features.mix`` (unchanged ELMo scalar mix); the others here.
+``scalar`` and ``average`` live in ``elmo_tasks.features.mix`` (unchanged ELMo scalar mix); the others here.
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from elmo_features.util.devices import module_device
 from elmo_features.model.scalar_mix import _batch_norm, _token_norm
 from elmo_features.util.schema import Int, Num, key
 
-from tasks.components import MAX_UNITS, component_config
-from tasks.registry import FUSIONS, class_contract
+from elmo_tasks.components import MAX_UNITS, component_config
+from elmo_tasks.registry import FUSIONS, class_contract
 
 
 def normalize_layers(layers: torch.Tensor, mask: torch.Tensor, layer_norm: str | None) -> torch.Tensor:

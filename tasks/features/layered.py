@@ -19,8 +19,8 @@ from elmo_features.util.errors import ConfigError
 from elmo_features.util.devices import module_device
 from elmo_features.embedding.feature_cache import cache_key
 
-from tasks.features.base import FeatureSource, pad_tokens
-from tasks.features.fusion import build_fusion
+from elmo_tasks.features.base import FeatureSource, pad_tokens
+from elmo_tasks.features.fusion import build_fusion
 
 
 @runtime_checkable

@@ -1,4 +1,4 @@
-"""The ELMo scalar mix and the fixed average as fusions (see tasks.features.fusion for the others).
+"""The ELMo scalar mix and the fixed average as fusions (see elmo_tasks.features.fusion for the others).
 
 Both are ``elmo_features.ScalarMix`` (gamma * sum_k softmax(w)_k * h_k) built from a config dataclass; their
 parameters keep ScalarMix's names (``weights``, ``gamma``), so checkpoints saved before fusions existed load.
@@ -12,7 +12,7 @@ from elmo_features import ScalarMix
 from elmo_features.util.errors import ConfigError
 from elmo_features.util.schema import List, Num, key, settings_rule
 
-from tasks.registry import FUSIONS
+from elmo_tasks.registry import FUSIONS
 
 
 INITIAL_MAX = 100.0  # |raw weight|: a gap of 200 already puts all weight on one layer; huge ones overflow (NaN mix)

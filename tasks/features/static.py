@@ -13,10 +13,10 @@ from elmo_features.util.arguments import uninformative_rows
 from elmo_features.util.once import first_time
 from elmo_features.util.schema import Int, key
 
-from tasks.data.static_vectors import load_static_vectors
-from tasks.data.types import DataFormatError
-from tasks.registry import FEATURES
-from tasks.features.base import FeatureContext, FeatureSource, InputPath, Memo, pad_tokens
+from elmo_tasks.data.static_vectors import load_static_vectors
+from elmo_tasks.data.types import DataFormatError
+from elmo_tasks.registry import FEATURES
+from elmo_tasks.features.base import FeatureContext, FeatureSource, InputPath, Memo, pad_tokens
 
 OOV_WARN_RATE = 0.5  # a training OOV rate above it is warned about
 
@@ -26,7 +26,7 @@ class StaticConfig:
     path: str  # vectors file (text / word2vec binary / .npy matrix)
     format: Literal["auto", "text", "word2vec_bin", "npy"] = "auto"
     words_path: str | None = key(default=None, doc="word list for the .npy format")
-    lowercase: bool | None = key(default=None, doc="None = auto (see tasks.data.static_vectors)")
+    lowercase: bool | None = key(default=None, doc="None = auto (see elmo_tasks.data.static_vectors)")
     max_vectors: int | None = key(Int(min=1, nullable=True), None, doc="keep only the first N vectors")
 
 
@@ -52,7 +52,7 @@ def _informative(config: StaticConfig, args: dict):
 
 @FEATURES.register("static")
 class StaticFeatures(FeatureSource):
-    """One frozen vector per token (OOV policy: tasks.data.static_vectors). Output (B, T, d)."""
+    """One frozen vector per token (OOV policy: elmo_tasks.data.static_vectors). Output (B, T, d)."""
 
     Config = StaticConfig
     fingerprint_key = "vectors_fingerprint"

@@ -1,6 +1,6 @@
 """The task-head contract shared by every head, and a BiLSTM encoder heads can reuse.
 
-A head is an ``nn.Module`` with a ``Config`` dataclass (its hyperparameters, checked by tasks.experiment.config) that
+A head is an ``nn.Module`` with a ``Config`` dataclass (its hyperparameters, checked by elmo_tasks.experiment.config) that
 turns features (B, T, D) + mask (B, T) into a loss and predictions. Everything that depends on the data set
 (the label set, a tag scheme) is the head's ``vocab``: a JSON-able dict built from the training data by
 ``build_vocab`` and saved next to the checkpoint, so a reloaded head is rebuilt exactly.
@@ -19,9 +19,9 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from elmo_features.util.devices import module_device
 from elmo_features.util.once import first_time
 
-from tasks.data.types import DataFormatError
-from tasks.metrics import unseen_labels
-from tasks.registry import HEADS, class_contract
+from elmo_tasks.data.types import DataFormatError
+from elmo_tasks.metrics import unseen_labels
+from elmo_tasks.registry import HEADS, class_contract
 
 
 class Head(nn.Module, abc.ABC):

@@ -23,8 +23,8 @@ from torch.nn.utils.rnn import pack_padded_sequence
 from elmo_features.util.errors import ConfigError
 from elmo_features.util.schema import Int, Num, key
 
-from tasks.components import MAX_UNITS
-from tasks.registry import CHAR_ENCODERS, class_contract
+from elmo_tasks.components import MAX_UNITS
+from elmo_tasks.registry import CHAR_ENCODERS, class_contract
 
 PAD, UNK = 0, 1
 

@@ -1,7 +1,7 @@
 """A linear-chain conditional random field: forward algorithm, gold-path score, constrained Viterbi.
 
 The tag-scheme constraints (which tag may follow which, and which may start/end a sentence) are
-``tasks.data.tag_schemes.allowed_transitions`` (as AllenNLP's, for BIO, IOB1 and BIOES), given to the CRF as
+``elmo_tasks.data.tag_schemes.allowed_transitions`` (as AllenNLP's, for BIO, IOB1 and BIOES), given to the CRF as
 (i, j) pairs. They are applied when decoding (as AllenNLP does); training maximises the unconstrained
 log-likelihood.
 """

@@ -9,16 +9,16 @@ from torch import nn
 
 from elmo_features.util.schema import Int, Num, key
 
-from tasks.components import MAX_LAYERS, MAX_UNITS
-from tasks.data.tag_schemes import (END, START, TagSchemeError, allowed_transitions, check_scheme_name,
+from elmo_tasks.components import MAX_LAYERS, MAX_UNITS
+from elmo_tasks.data.tag_schemes import (END, START, TagSchemeError, allowed_transitions, check_scheme_name,
                                 detect_scheme, is_transition_allowed, scheme_tag, split_tag, tags_to_spans)
-from tasks.data.types import DataFormatError, TaggedSentence
-from tasks.metrics import span_f1, token_accuracy
-from tasks.registry import HEADS
-from tasks.heads.base import TaggingHead
-from tasks.heads.crf import ConditionalRandomField
-from tasks.heads.output_mix import OutputMixOption
-from tasks.heads.token_input import TokenInputOptions, input_and_encoder, token_input_vocab
+from elmo_tasks.data.types import DataFormatError, TaggedSentence
+from elmo_tasks.metrics import span_f1, token_accuracy
+from elmo_tasks.registry import HEADS
+from elmo_tasks.heads.base import TaggingHead
+from elmo_tasks.heads.crf import ConditionalRandomField
+from elmo_tasks.heads.output_mix import OutputMixOption
+from elmo_tasks.heads.token_input import TokenInputOptions, input_and_encoder, token_input_vocab
 
 
 @dataclass

@@ -15,8 +15,8 @@ from torch import nn
 from elmo_features.util.errors import ConfigError
 from elmo_features.util.devices import module_device
 
-from tasks.features.base import FeatureSource
-from tasks.features.fusion import build_fusion
+from elmo_tasks.features.base import FeatureSource
+from elmo_tasks.features.fusion import build_fusion
 
 
 class OutputMix(nn.Module):

@@ -10,13 +10,13 @@ from torch.nn import functional as F
 
 from elmo_features.util.schema import Int, Num, key
 
-from tasks.components import MAX_LAYERS, MAX_UNITS
-from tasks.data.types import DataFormatError, LabeledSentence
-from tasks.metrics import classification_scores
-from tasks.registry import HEADS
-from tasks.heads.base import Head
-from tasks.heads.output_mix import OutputMixOption
-from tasks.heads.token_input import TokenInputOptions, input_and_encoder, token_input_vocab
+from elmo_tasks.components import MAX_LAYERS, MAX_UNITS
+from elmo_tasks.data.types import DataFormatError, LabeledSentence
+from elmo_tasks.metrics import classification_scores
+from elmo_tasks.registry import HEADS
+from elmo_tasks.heads.base import Head
+from elmo_tasks.heads.output_mix import OutputMixOption
+from elmo_tasks.heads.token_input import TokenInputOptions, input_and_encoder, token_input_vocab
 
 
 @dataclass

@@ -24,9 +24,9 @@ from torch import nn
 
 from elmo_features.util.schema import Int, Num, key
 
-from tasks.registry import CHAR_ENCODERS
-from tasks.heads.chars import CharIndexer, build_char_vocab
-from tasks.heads.variational import make_encoder
+from elmo_tasks.registry import CHAR_ENCODERS
+from elmo_tasks.heads.chars import CharIndexer, build_char_vocab
+from elmo_tasks.heads.variational import make_encoder
 
 CASING_CLASSES = ("padding", "numeric", "mainly_numeric", "all_lower", "all_upper", "initial_upper",
                   "contains_digit", "other")

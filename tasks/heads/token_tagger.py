@@ -9,11 +9,11 @@ from torch.nn import functional as F
 
 from elmo_features.util.schema import Int, Num, key
 
-from tasks.components import MAX_UNITS
-from tasks.data.types import TaggedSentence
-from tasks.metrics import token_accuracy
-from tasks.registry import HEADS
-from tasks.heads.base import BiLSTMEncoder, TaggingHead
+from elmo_tasks.components import MAX_UNITS
+from elmo_tasks.data.types import TaggedSentence
+from elmo_tasks.metrics import token_accuracy
+from elmo_tasks.registry import HEADS
+from elmo_tasks.heads.base import BiLSTMEncoder, TaggingHead
 
 
 @dataclass

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from tasks.heads.base import BiLSTMEncoder
+from elmo_tasks.heads.base import BiLSTMEncoder
 
 
 class LockedDropout(nn.Module):

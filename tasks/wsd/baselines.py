@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from tasks.wsd.data.examples import WsdTarget
+from elmo_tasks.wsd.data.examples import WsdTarget
 
 
 def first_sense_answers(targets: Sequence[WsdTarget]) -> dict[str, str | None]:

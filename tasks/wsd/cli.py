@@ -16,7 +16,7 @@ from elmo_features.util.devices import add_device_argument, parse_device
 
 from elmo_features.util.errors import UsageError
 
-from tasks.plugins import add_include_argument
+from elmo_tasks.plugins import add_include_argument
 
 
 
@@ -106,12 +106,12 @@ def cmd_senses(args) -> int:
                                           check_own_output)
     from elmo_features.util.threads import set_threads
 
-    from tasks.data.fetch import fetch_hint
-    from tasks.features.base import FeatureContext
+    from elmo_tasks.data.fetch import fetch_hint
+    from elmo_tasks.features.base import FeatureContext
     from elmo_features.util.paths import beside_config_hint
-    from tasks.experiment.preflight import check_feature_paths, check_output_dirs, feature_input_paths
-    from tasks.wsd.config import load_wsd_config, warn_senses_inert
-    from tasks.wsd.tagging import build_sense_file, is_sense_file
+    from elmo_tasks.experiment.preflight import check_feature_paths, check_output_dirs, feature_input_paths
+    from elmo_tasks.wsd.config import load_wsd_config, warn_senses_inert
+    from elmo_tasks.wsd.tagging import build_sense_file, is_sense_file
 
     check_flags_given(args, "out", "train", "wordnet", "config")
     if args.config:
@@ -152,8 +152,8 @@ def cmd_tag(args) -> int:
     from elmo_features.embedding.embed_input import read_sentence_lines
     from elmo_features.util.threads import set_threads
 
-    from tasks.features.base import FeatureContext
-    from tasks.wsd.tagging import SenseTagger, check_sense_path, prior_weight, read_sense_meta
+    from elmo_tasks.features.base import FeatureContext
+    from elmo_tasks.wsd.tagging import SenseTagger, check_sense_path, prior_weight, read_sense_meta
 
     check_flags_given(args, "out", "wordnet", "senses")
     args.out = None if args.out == "-" else args.out  # ("-": standard output, the default)
@@ -202,7 +202,7 @@ def _check_tag_output(args, meta: dict) -> None:
     """``wsd tag --out`` is none of the files the command reads: the text, the sense file, WordNet, the model."""
     from elmo_features.util.paths import check_not_an_input
 
-    from tasks.experiment.preflight import feature_input_paths
+    from elmo_tasks.experiment.preflight import feature_input_paths
 
     section = meta.get("section") if isinstance(meta.get("section"), dict) else None
     inputs = [args.input, args.senses, *wordnet_inputs(args.wordnet or meta.get("wordnet")),
@@ -229,7 +229,7 @@ def interrupted_wsd_hint(args, out: Path, runs_dir: Path) -> str:
 
 def check_bilm_used(bilm: str | None, cfg) -> None:
     """``--bilm`` sets the biLM of the elmo sources: refused when none of the selected feature sources is one."""
-    from tasks.wsd.config import bilm_sources
+    from elmo_tasks.wsd.config import bilm_sources
 
     if bilm is not None and not set(bilm_sources(cfg.sources)) & set(cfg.features):
         raise UsageError(f"--bilm applies to elmo sources; none of the selected features "
@@ -262,13 +262,13 @@ def cmd_wsd(args) -> int:
     from elmo_features.util.paths import check_flags_given, check_input_dir, check_input_path
     from elmo_features.util.threads import set_threads
 
-    from tasks.data.fetch import fetch_hint, fetch_if_missing
-    from tasks.features.base import FeatureContext, section_input_paths
+    from elmo_tasks.data.fetch import fetch_hint, fetch_if_missing
+    from elmo_tasks.features.base import FeatureContext, section_input_paths
     from elmo_features.util.paths import beside_config_hint
-    from tasks.experiment.preflight import (check_feature_paths, check_given_once, check_no_finished_runs,
+    from elmo_tasks.experiment.preflight import (check_feature_paths, check_given_once, check_no_finished_runs,
                                            check_output_dirs, claim_results_folder)
-    from tasks.wsd.config import load_wsd_config
-    from tasks.wsd.run import run_wsd, wsd_identity
+    from elmo_tasks.wsd.config import load_wsd_config
+    from elmo_tasks.wsd.run import run_wsd, wsd_identity
 
     check_flags_given(args, "train", "test", "config", "features", "bilm", "wordnet", "out", "runs_dir")
     if args.config:

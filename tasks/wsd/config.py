@@ -1,6 +1,6 @@
 """The WSD comparison config (``configs/wsd_semcor.yaml``): feature sources, 1-NN rows, the trained head.
 
-Unknown keys and unknown component names are errors listing the valid ones (tasks.experiment.config).
+Unknown keys and unknown component names are errors listing the valid ones (elmo_tasks.experiment.config).
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from elmo_features.util.config_files import apply_set
 from elmo_features.util.errors import ConfigError
 from elmo_features.util.schema import List, Str, build, join_key, key, to_dict
 
-from tasks.components import resolve_component
-from tasks.experiment.config import TrainingConfig, find_config, load_raw
-from tasks.registry import FEATURES, HEADS
-from tasks.wsd.data.wordnet import GLOSS_TEXTS
+from elmo_tasks.components import resolve_component
+from elmo_tasks.experiment.config import TrainingConfig, find_config, load_raw
+from elmo_tasks.registry import FEATURES, HEADS
+from elmo_tasks.wsd.data.wordnet import GLOSS_TEXTS
 
 KNN_ROWS = ("layers", "average", "learned_mix", "fixed_mix", "dev_layer", "senses", "senses_glosses", "senses_prior")
 FRAMEWORK_TESTS = ("senseval2", "senseval3", "semeval2007", "semeval2013", "semeval2015")  # their union is ALL

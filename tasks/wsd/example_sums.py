@@ -11,10 +11,10 @@ import json
 from dataclasses import replace
 
 
-from tasks.features.base import FeatureContext, build_features, section_fingerprints
-from tasks.wsd.data.wn_examples import tagged_examples
-from tasks.wsd.knn import SenseSums
-from tasks.wsd.senses import Graph, pooled_layers, wordnet_fingerprint
+from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints
+from elmo_tasks.wsd.data.wn_examples import tagged_examples
+from elmo_tasks.wsd.knn import SenseSums
+from elmo_tasks.wsd.senses import Graph, pooled_layers, wordnet_fingerprint
 
 
 def example_sums(section: dict, graph: Graph, context: FeatureContext, progress: bool | None) -> SenseSums | None:

@@ -3,7 +3,7 @@
 Every sense key seen in training has a weight vector and a bias. A target (a span of tokens; a
 multiword target is the mean of its token features) is scored against the WordNet candidates of its
 lemma+pos that have weights; with none, the prediction is the WordNet first sense. Examples are
-``tasks.wsd.data.examples.WsdSentence`` (reader ``raganato``). Metrics follow the framework's scorer:
+``elmo_tasks.wsd.data.examples.WsdSentence`` (reader ``raganato``). Metrics follow the framework's scorer:
 precision, recall and F1 over targets (one answer each; targets without an answer are unanswered).
 """
 from __future__ import annotations
@@ -15,11 +15,11 @@ from torch import nn
 
 from elmo_features.util.schema import Num, key
 
-from tasks.data.types import DataFormatError
-from tasks.wsd.data.examples import WsdSentence, WsdTarget
-from tasks.wsd.data.scorer import score
-from tasks.registry import HEADS
-from tasks.heads.base import Head
+from elmo_tasks.data.types import DataFormatError
+from elmo_tasks.wsd.data.examples import WsdSentence, WsdTarget
+from elmo_tasks.wsd.data.scorer import score
+from elmo_tasks.registry import HEADS
+from elmo_tasks.heads.base import Head
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 from scipy import sparse
 
-from tasks.wsd.data.examples import WsdTarget
+from elmo_tasks.wsd.data.examples import WsdTarget
 
 
 def mix_layers(vectors: np.ndarray, weights: Sequence[float]) -> np.ndarray:

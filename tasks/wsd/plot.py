@@ -6,8 +6,8 @@ from pathlib import Path
 
 from elmo_features.util.provenance import write_bytes_atomic
 
-from tasks.wsd.table import PUBLISHED
-from tasks.experiment.plots import pyplot
+from elmo_tasks.wsd.table import PUBLISHED
+from elmo_tasks.experiment.plots import pyplot
 
 
 def plot_f1_per_layer(summary: dict, path: str | Path) -> None:

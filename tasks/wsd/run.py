@@ -17,28 +17,28 @@ import numpy as np
 from elmo_features.util.provenance import git_commit, machine
 from elmo_features.util.errors import ConfigError
 
-from tasks.experiment.config import DataConfig, RunConfig
-from tasks.wsd.data.examples import (WsdSentence, all_targets, check_candidates, check_training_set,
+from elmo_tasks.experiment.config import DataConfig, RunConfig
+from elmo_tasks.wsd.data.examples import (WsdSentence, all_targets, check_candidates, check_training_set,
                                      load_inventory, to_examples, warn_unknown_keys)
-from tasks.wsd.data.reader import POS_TAGS, WsdFormatError, find_dataset_files, load_dataset
-from tasks.wsd.data.scorer import Score, merge_scores, score, write_key_file
-from tasks.experiment.preflight import same_content
-from tasks.experiment.run import load_run, make_split, run_experiment
-from tasks.experiment.run_folder import save_json
-from tasks.features.base import FeatureContext, FeatureSource, build_features
-from tasks.features.subset import subset_items
-from tasks.registry import HEADS
-from tasks.experiment.training import predict
-from tasks.wsd.baselines import MostFrequentSense, first_sense_answers
-from tasks.wsd.config import WsdConfig
-from tasks.wsd.vectors import CHUNK, instance_layers
-from tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
-from tasks.wsd.plot import plot_f1_per_layer
-from tasks.wsd.example_sums import example_sums
-from tasks.wsd.sense_method import (ROWS as SENSE_ROWS, HeldOut, check_hold_out, hold_out, load_graph, plan_senses,
+from elmo_tasks.wsd.data.reader import POS_TAGS, WsdFormatError, find_dataset_files, load_dataset
+from elmo_tasks.wsd.data.scorer import Score, merge_scores, score, write_key_file
+from elmo_tasks.experiment.preflight import same_content
+from elmo_tasks.experiment.run import load_run, make_split, run_experiment
+from elmo_tasks.experiment.run_folder import save_json
+from elmo_tasks.features.base import FeatureContext, FeatureSource, build_features
+from elmo_tasks.features.subset import subset_items
+from elmo_tasks.registry import HEADS
+from elmo_tasks.experiment.training import predict
+from elmo_tasks.wsd.baselines import MostFrequentSense, first_sense_answers
+from elmo_tasks.wsd.config import WsdConfig
+from elmo_tasks.wsd.vectors import CHUNK, instance_layers
+from elmo_tasks.wsd.knn import SenseSums, mix_layers, nearest_sense
+from elmo_tasks.wsd.plot import plot_f1_per_layer
+from elmo_tasks.wsd.example_sums import example_sums
+from elmo_tasks.wsd.sense_method import (ROWS as SENSE_ROWS, HeldOut, check_hold_out, hold_out, load_graph, plan_senses,
                                     sense_rows)
-from tasks.wsd.senses import Graph
-from tasks.wsd.table import write_table
+from elmo_tasks.wsd.senses import Graph
+from elmo_tasks.wsd.table import write_table
 
 ALL = "ALL"
 

@@ -12,13 +12,13 @@ import numpy as np
 
 from elmo_features.util.errors import ConfigError
 
-from tasks.wsd.data.examples import WsdSentence, all_targets
-from tasks.features.base import FeatureContext, build_features, section_fingerprints
-from tasks.wsd.knn import SenseSums
-from tasks.wsd.senses import (EXAMPLE_MODES, POOLINGS, POS, PRIOR_GRID, STEPS, W_GRID, Candidates, Graph, accuracy,
+from elmo_tasks.wsd.data.examples import WsdSentence, all_targets
+from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints
+from elmo_tasks.wsd.knn import SenseSums
+from elmo_tasks.wsd.senses import (EXAMPLE_MODES, POOLINGS, POS, PRIOR_GRID, STEPS, W_GRID, Candidates, Graph, accuracy,
                               answer, candidate_cosines, context_centroids, gloss_layers, mix, propagate,
                               wordnet_fingerprint)
-from tasks.wsd.data.wordnet import WordNet
+from elmo_tasks.wsd.data.wordnet import WordNet
 
 ROWS = ("senses", "senses_glosses", "senses_prior")
 

@@ -25,10 +25,10 @@ from typing import Sequence
 
 import numpy as np
 
-from tasks.wsd.data.examples import WsdTarget
-from tasks.wsd.knn import _unit
-from tasks.wsd.data.wordnet import WordNet
-from tasks.wsd.gloss_cache import GlossStore, wait_note
+from elmo_tasks.wsd.data.examples import WsdTarget
+from elmo_tasks.wsd.knn import _unit
+from elmo_tasks.wsd.data.wordnet import WordNet
+from elmo_tasks.wsd.gloss_cache import GlossStore, wait_note
 
 STEPS = ("semcor", "synset", "hypernym", "lexfile", "examples")  # where a sense's context vector came from (-1:
 # nowhere); "examples": WordNet's usage examples only (``example_sums``), SemCor never tags the sense
@@ -145,7 +145,7 @@ def pooled_layers(sentences, pool, poolings: tuple[str, ...], n: int, source, fi
     """``n`` sentences (``sentences()`` makes them) embedded by ``source`` and pooled per layer:
     {pooling: (n, L, D) float16}, ``pool(i, (L, n_i, D)) -> {pooling: (L, D)}``. Computed in chunks
     (``source.word_layers``); with ``cache_dir``, written to ``cache_dir/glosses/`` as they come
-    (``tasks.wsd.gloss_cache``: memory-mapped, resumed at the next chunk after a stop) and keyed by
+    (``elmo_tasks.wsd.gloss_cache``: memory-mapped, resumed at the next chunk after a stop) and keyed by
     ``fingerprint`` (the source's and WordNet's)."""
     store = GlossStore(cache_dir, fingerprint, poolings, n, GLOSS_CHUNK) if cache_dir is not None else None
     with store.lock.acquire(wait=True, on_wait=wait_note) if store is not None else contextlib.nullcontext():

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from elmo_features.util.provenance import write_text_atomic
 
-from tasks.wsd.config import bilm_sources
+from elmo_tasks.wsd.config import bilm_sources
 
 # Peters et al. (2018), Table 5: all-words fine-grained WSD F1 on the union of the four test sets of
 # Raganato et al. (2017a) (Senseval-2, Senseval-3, SemEval-2013, SemEval-2015), framework release.

@@ -29,17 +29,17 @@ from elmo_features.util.once import first_time
 from elmo_features.util.paths import check_input_file
 from elmo_features.util.provenance import atomic_path, git_commit
 
-from tasks.components import resolve_component
-from tasks.wsd.data.examples import all_targets, load_inventory, require_known_keys, to_examples, warn_unknown_keys
-from tasks.wsd.data.reader import POS_TAGS, load_dataset
-from tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
-from tasks.registry import FEATURES
-from tasks.wsd.vectors import CHUNK, all_layers, instance_layers
-from tasks.wsd.knn import SenseSums, _unit
-from tasks.wsd.data.morphy import Morphy
-from tasks.wsd.example_sums import example_sums
-from tasks.wsd.sense_method import check_hold_out, hold_out, load_graph, plan_senses, sense_context
-from tasks.wsd.senses import STEPS, wordnet_fingerprint
+from elmo_tasks.components import resolve_component
+from elmo_tasks.wsd.data.examples import all_targets, load_inventory, require_known_keys, to_examples, warn_unknown_keys
+from elmo_tasks.wsd.data.reader import POS_TAGS, load_dataset
+from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
+from elmo_tasks.registry import FEATURES
+from elmo_tasks.wsd.vectors import CHUNK, all_layers, instance_layers
+from elmo_tasks.wsd.knn import SenseSums, _unit
+from elmo_tasks.wsd.data.morphy import Morphy
+from elmo_tasks.wsd.example_sums import example_sums
+from elmo_tasks.wsd.sense_method import check_hold_out, hold_out, load_graph, plan_senses, sense_context
+from elmo_tasks.wsd.senses import STEPS, wordnet_fingerprint
 
 FORMAT = "elmo-tasks-senses-1"
 

@@ -1,7 +1,7 @@
 """Instance vectors for WSD: every layer of a feature source at each target (a multiword target is
 the mean over its tokens).
 
-Feature sources are the project's (``tasks.features``) or a plugin's: each gives its per-word arrays through
+Feature sources are the project's (``elmo_tasks.features``) or a plugin's: each gives its per-word arrays through
 ``FeatureSource.word_layers``: every layer (L, n, D) for a source that ``offers_layers`` (biLMs, Transformer
 encoders, through their disk cache), one layer (n, d) -> (1, n, d) for the others (static vectors).
 """
@@ -11,8 +11,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from tasks.wsd.data.examples import WsdSentence
-from tasks.wsd.data.reader import WsdFormatError
+from elmo_tasks.wsd.data.examples import WsdSentence
+from elmo_tasks.wsd.data.reader import WsdFormatError
 
 CHUNK = 1024  # sentences embedded at a time where no per-word array is needed again (13 x 768 floats per token)
 

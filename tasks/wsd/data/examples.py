@@ -9,9 +9,9 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from tasks.registry import READERS
-from tasks.wsd.data.inventory import SenseInventory
-from tasks.wsd.data.reader import WsdDataset, WsdFormatError, find_dataset_files, load_dataset
+from elmo_tasks.registry import READERS
+from elmo_tasks.wsd.data.inventory import SenseInventory
+from elmo_tasks.wsd.data.reader import WsdDataset, WsdFormatError, find_dataset_files, load_dataset
 
 DEFAULT_WORDNET = os.environ.get("ELMO_TASKS_WORDNET", "data/wordnet-3.0")
 

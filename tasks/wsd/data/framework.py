@@ -23,8 +23,8 @@ from elmo_features.formats.download import (DownloadError, check_replaceable, de
                                             file_sha256, files_table)
 from elmo_features.util.errors import MissingPathError
 
-from tasks.wsd.data.inventory import InventoryError, SenseInventory, find_index_sense
-from tasks.wsd.data.reader import WsdFormatError, load_dataset
+from elmo_tasks.wsd.data.inventory import InventoryError, SenseInventory, find_index_sense
+from elmo_tasks.wsd.data.reader import WsdFormatError, load_dataset
 
 URL = "http://lcl.uniroma1.it/wsdeval/data/WSD_Evaluation_Framework.zip"
 URL_ENV = "ELMO_TASKS_WSD_FRAMEWORK_URL"  # a mirror (or a loopback server in tests)

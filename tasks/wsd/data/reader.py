@@ -15,7 +15,7 @@ from pathlib import Path
 
 from elmo_features.util.text_input import iter_lines
 
-from tasks.data.types import DataFormatError
+from elmo_tasks.data.types import DataFormatError
 
 POS_TAGS = ("NOUN", "VERB", "ADJ", "ADV")
 

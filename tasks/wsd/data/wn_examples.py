@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tasks.wsd.data.morphy import Morphy
-from tasks.wsd.data.wordnet import POS_NAMES, WordNet
+from elmo_tasks.wsd.data.morphy import Morphy
+from elmo_tasks.wsd.data.wordnet import POS_NAMES, WordNet
 
 TOKEN = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*|\S")  # words (with inner hyphens and apostrophes), else one character
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from elmo_features.util.text_input import iter_lines
 
-from tasks.wsd.data.inventory import InventoryError, find_index_sense
+from elmo_tasks.wsd.data.inventory import InventoryError, find_index_sense
 
 FILES = {"n": "data.noun", "v": "data.verb", "a": "data.adj", "r": "data.adv"}
 SS_TYPE_POS = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}  # a sense key's ss_type -> data file
