@@ -38,14 +38,36 @@ from elmo_features.util.paths import (check_flags_given, check_input_file, check
 
 def _transformer_embedder(args: argparse.Namespace):
     """A TransformerEmbedder for ``--transformer`` (refuses biLM flags beside it)."""
-    if args.model or args.options or args.weights or args.precision != "fp32":
-        raise UsageError("give either --transformer or a biLM (--model, --options/--weights, --precision), not both")
+    if args.model or args.options or args.weights:
+        raise UsageError("give either --transformer or a biLM (--model, --options/--weights), not both")
     from elmo_features.encoders import TransformerEmbedder, load_encoder
 
     encoder = load_encoder(args.transformer, cache_dir=args.download_dir)
     encoder.model.to(parse_device(args.device))
-    return TransformerEmbedder(encoder, subword_pooling=args.subword_pooling or "mean", batch_size=args.batch_size,
-                               max_pieces_per_batch=args.max_tokens_per_batch, progress=False)
+    embedder = TransformerEmbedder(encoder, subword_pooling=args.subword_pooling or "mean", batch_size=args.batch_size,
+                                   max_pieces_per_batch=args.max_tokens_per_batch, progress=False,
+                                   precision=args.precision)
+    if args.precision != "fp32":
+        print(f"embed: precision {args.precision}: {embedder.precision}"
+              + (f" ({embedder.bf16_hardware})" if embedder.bf16_hardware else " (no native bf16 here)"),
+              file=sys.stderr)
+    return embedder
+
+
+def _check_precision_early(args: argparse.Namespace, device) -> None:
+    """--precision for the model kind given, refused before a model is loaded (the embedders check again)."""
+    if args.transformer:
+        from elmo_features.encoders.precision import ENCODER_PRECISIONS, resolve_encoder_precision
+
+        if args.precision not in ENCODER_PRECISIONS:
+            raise UsageError(f"--precision {args.precision} applies to a biLM; with --transformer give "
+                             f"{', '.join(ENCODER_PRECISIONS)}")
+        resolve_encoder_precision(args.precision, device)
+    elif args.precision not in PRECISIONS:  # (auto)
+        raise UsageError(f"--precision {args.precision} applies to --transformer; for a biLM give "
+                         f"{', '.join(PRECISIONS)}")
+    elif device.type == "cpu":
+        check_precision(args.precision, "cpu")
 
 
 def _load_bilm(args: argparse.Namespace):
@@ -129,8 +151,7 @@ def _run(args: argparse.Namespace) -> int:
             check_input_file(getattr(args, flag), f"--{flag}")
     device = parse_device(args.device)  # (an unavailable device is an error before any work)
     set_threads(args.threads)
-    if device.type == "cpu":
-        check_precision(args.precision, "cpu")  # refuse before a model is loaded (Embedder checks again)
+    _check_precision_early(args, device)
     if args.transformer:
         embedder = _transformer_embedder(args)
     else:
@@ -194,7 +215,9 @@ def register(subparsers) -> None:
     p.add_argument("--forget-sentences", action="store_true", help="do not write the sentence_to_index dataset")
     p.add_argument("--restart", action="store_true", help="ignore OUTPUT.partial from an interrupted run")
     add_device_argument(p)
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+    p.add_argument("--precision", choices=(*PRECISIONS, "auto"), default="fp32",
                    help="fp32 (default) or bf16: bf16 matmuls with fp32 accumulation and cell state; needs a CUDA "
-                        "device or a CPU with AVX512-BF16/AMX (docs/precision.md)")
+                        "device or a CPU with AVX512-BF16/AMX (docs/precision.md). With --transformer: fp32, bf16 "
+                        "(autocast, fp32 outputs) or auto (bf16 where the CPU has AVX512-BF16/AMX, else fp32; "
+                        "docs/transformers.md); reference: a biLM only")
     p.set_defaults(func=run, output_format="all")

@@ -7,8 +7,10 @@ piece length (longest first) with at most ``batch_size`` windows and ``max_piece
 per batch. A sentence gets the same vectors whatever batch it is in, up to float rounding of the padded
 matrix products (tests check 1e-5 absolute; MiniLM alone vs in a batch of 64: at most 7e-6).
 
-``fingerprint`` (the cache key of the features) covers the model files' content hash, the pooling, the
-layers, the window settings and the transformers version.
+``precision`` (fp32, bf16 or auto; ``elmo_features.encoders.precision``) is the forward pass's arithmetic, resolved
+when the embedder is built. ``fingerprint`` (the cache key of the features) covers the model files' content hash,
+the pooling, the layers, the window settings, the transformers version and, for bf16, the precision and the
+hardware's bf16 flags.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from elmo_features.embedding.embedder import SentenceEmbedder, plan_batches
 from elmo_features.embedding.feature_cache import hash_tensor, tensors_state
 from elmo_features.encoders.loading import EncoderError, LoadedEncoder, load_encoder
 from elmo_features.encoders.pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
+from elmo_features.encoders.precision import bf16_hardware, forward_precision, resolve_encoder_precision
 from elmo_features.util import stop
 from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
 
@@ -78,7 +81,7 @@ class TransformerEmbedder(SentenceEmbedder):
     def __init__(self, encoder: LoadedEncoder | str | os.PathLike, subword_pooling: str = "mean",
                  layers: str | Sequence[int] = "all", window_pieces: int | None = None,
                  window_stride: int | None = None, batch_size: int = 64, max_pieces_per_batch: int = 8192,
-                 progress: bool | None = None):
+                 progress: bool | None = None, precision: str = "fp32"):
         if isinstance(encoder, (str, os.PathLike)):  # a folder, a packaged name or a hub id, as load_encoder takes
             encoder = load_encoder(os.fspath(encoder))
         elif not isinstance(encoder, LoadedEncoder):
@@ -129,6 +132,10 @@ class TransformerEmbedder(SentenceEmbedder):
         self.max_pieces_per_batch = int(max_pieces_per_batch)
         self.progress = check_optional_bool(progress, "progress")
         self.stats = PieceStats()
+        device = next(encoder.model.parameters()).device
+        self.requested_precision = precision
+        self.precision = resolve_encoder_precision(precision, device)  # "fp32" or "bf16", fixed from here on
+        self.bf16_hardware = bf16_hardware(device) if self.precision == "bf16" else None
 
     @property
     def num_output_layers(self) -> int:
@@ -147,6 +154,8 @@ class TransformerEmbedder(SentenceEmbedder):
                     "layers": self.layers, "window": self.window, "stride": self.stride,
                     "transformers": transformers.__version__,
                     "attention": getattr(self.encoder.model.config, "_attn_implementation", None)}
+        if self.precision != "fp32":  # (fp32 adds nothing: caches made before the option existed stay valid)
+            settings.update(precision=self.precision, bf16_hardware=self.bf16_hardware)
         moved = _moved_weights(self.encoder)
         if moved is not None:  # weights edited in memory since they were loaded: they are what counts
             settings["weights_sha256"] = moved
@@ -218,7 +227,8 @@ class TransformerEmbedder(SentenceEmbedder):
             slot[b, :n] = torch.where(w >= 0, w + n_slots, torch.full_like(w, -1))
             offsets.append(n_slots)
             n_slots += p.window.end - p.window.start
-        out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+        with forward_precision(self.precision, device):  # bf16: autocast; the hidden states are cast back below
+            out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
         D = out.hidden_states[0].shape[-1]
         pooled = torch.empty(len(self.layers), n_slots, D, device=device)  # (L, S, D), one layer at a time (no stack)
         flat_slot = slot.reshape(-1)  # (B * P,)

@@ -42,6 +42,10 @@ class TransformerConfig:
     batch_size: int = key(Int(min=1), 64, doc="windows per forward pass")
     max_pieces_per_batch: int = key(Int(min=1), 8192, doc="padded pieces per forward pass")
     cache_dtype: Literal["float32", "float16"] = key(default="float32", doc="on-disk precision of cached features")
+    precision: Literal["fp32", "bf16", "auto"] = key(
+        default="fp32", doc="the forward pass's arithmetic: fp32; bf16 (autocast: bf16 matrix products, fp32 outputs; "
+                            "a CPU with AVX512-BF16/AMX or CUDA, else one error line); auto: bf16 where the hardware "
+                            "has it, else fp32 (docs/transformers.md)")
     trust_remote_code: bool = key(default=False,
                                   doc="run the model folder's own Python code (off: never; on: with a warning)")
     allow_pickle_weights: bool = key(default=False,
@@ -71,7 +75,8 @@ def build_embedder(config: TransformerConfig, memo: Memo, progress: bool | None 
     return TransformerEmbedder(load_frozen_encoder(config, memo), subword_pooling=config.subword_pooling,
                                layers=config.layers, window_pieces=config.window_pieces,
                                window_stride=config.window_stride, batch_size=config.batch_size,
-                               max_pieces_per_batch=config.max_pieces_per_batch, progress=progress)
+                               max_pieces_per_batch=config.max_pieces_per_batch, progress=progress,
+                               precision=config.precision)
 
 
 @FEATURES.register("transformer")
@@ -134,4 +139,6 @@ class TransformerFeatures(FrozenLayerFeatures):
                 "model_type": getattr(enc.model.config, "model_type", None), "files_sha256": enc.files_sha256,
                 "subword_pooling": self.config.subword_pooling, "hidden_states": self._embedder.layers,
                 "window_pieces": self._embedder.window, "window_stride": self._embedder.stride,
+                "precision": self._embedder.precision, "precision_setting": self.config.precision,
+                "bf16_hardware": self._embedder.bf16_hardware,
                 "num_layers": self.num_layers, "dim": self.dim, "pieces": self.pieces, **self.fusion_report()}
