@@ -105,7 +105,7 @@ def packaged_folder(name: str, cache_dir: str | Path | None = None) -> Path:
 VERIFIED = ".verified.json"  # {file: [size, mtime_ns]} of the files last found equal to SOURCE.md's sha256
 
 
-def _recorded_files(folder: Path) -> dict[str, tuple[int, str]]:
+def recorded_files(folder: Path) -> dict[str, tuple[int, str]]:
     """SOURCE.md's Files table: relative path -> (bytes, sha256)."""
     out = {}
     for line in (folder / "SOURCE.md").read_text(encoding="utf-8").splitlines():
@@ -119,7 +119,7 @@ def folder_problem(folder: Path) -> str:
     """'' when every file of a fetched encoder folder is the one its SOURCE.md records (sha256; files unchanged in
     size and modification time since the last check are not hashed again), else what differs."""
     try:
-        recorded = _recorded_files(folder)
+        recorded = recorded_files(folder)
     except UnicodeDecodeError as e:
         return f"SOURCE.md is not UTF-8 text: byte {e.start} is invalid"
     if not recorded:

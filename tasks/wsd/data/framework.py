@@ -12,6 +12,8 @@ and WordNet licences).
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import tempfile
 import zipfile
@@ -19,10 +21,10 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from elmo_features.formats.download import (DownloadError, check_replaceable, default_cache_dir, download_url,
-                                            file_sha256, files_table)
-from elmo_features.util.errors import MissingPathError
+from elmo_features.formats.download import DownloadError, default_cache_dir, download_url, file_sha256, files_table
+from elmo_features.util.errors import ElmoTasksError, MissingPathError
 
+from elmo_tasks.data.fetched import already_fetched, claim, put_in_place
 from elmo_tasks.wsd.data.inventory import InventoryError, SenseInventory, find_index_sense
 from elmo_tasks.wsd.data.reader import WsdFormatError, load_dataset
 
@@ -61,6 +63,26 @@ MANIFEST: tuple[FrameworkSet, ...] = (
 TOP_FOLDERS = ("Evaluation_Datasets/", "Training_Corpora/")
 
 
+def layout(manifest: tuple[FrameworkSet, ...]) -> str:
+    """The framework's layout in words: each folder of data sets with the files one holds."""
+    groups: dict[str, list[FrameworkSet]] = {}
+    for s in manifest:
+        groups.setdefault(s.inner.rsplit("/", 1)[0], []).append(s)
+    parts = []
+    for top, sets in groups.items():
+        if len(sets) == 1:
+            s = sets[0]
+            parts.append(f"{s.inner}/{s.name}.data.xml + {s.name}.gold.key.txt")
+        else:
+            parts.append(f"{top}/<name>/<name>.data.xml + <name>.gold.key.txt for {', '.join(s.name for s in sets)}")
+    return "; ".join(parts)
+
+
+class NotPublished(WsdFormatError):
+    """A data set that reads and checks as a data set, but differs from the published release (its counts, or gold
+    keys that are not WordNet 3.0's): ``wsd --train/--test`` can use it as it is."""
+
+
 class Framework:
     """Read access to the framework's files in its zip or its unpacked folder, by path under its root folder
     (``Evaluation_Datasets/...``), whatever folder the zip or the user put around it."""
@@ -72,7 +94,8 @@ class Framework:
             roots = [p for p in (path, path / "WSD_Evaluation_Framework") if (p / "Evaluation_Datasets").is_dir()]
             if not roots:
                 raise WsdFormatError(f"{path}: no Evaluation_Datasets folder in it or in its WSD_Evaluation_Framework "
-                                     "folder; give the framework's zip or the folder it unpacks to")
+                                     f"folder; give the framework's zip or the folder it unpacks to (layout: "
+                                     f"{layout(MANIFEST)})")
             self._root = roots[0]
             return
         try:
@@ -83,12 +106,33 @@ class Framework:
         prefixes = {n[: n.index(top)] for n in self._zip.namelist() for top in TOP_FOLDERS if top in n}
         if len(prefixes) != 1:
             raise WsdFormatError(f"{path}: expected one folder holding Evaluation_Datasets/ and Training_Corpora/, "
-                                 f"found {len(prefixes)}; is this the WSD Evaluation Framework zip?")
+                                 f"found {len(prefixes)}; is this the WSD Evaluation Framework zip? (layout: "
+                                 f"{layout(MANIFEST)})")
         self._prefix = prefixes.pop()
 
+    @property
+    def is_zip(self) -> bool:
+        return self._zip is not None
+
     def label(self, inner: str) -> str:
-        """How messages name a file: ``ZIP!member`` or its path."""
+        """How messages name a file: ``ZIP!member`` or its path, as the user gave the zip or folder."""
         return f"{self.path}!{self._prefix}{inner}" if self._zip is not None else str(self._root / inner)
+
+    def use_as_is(self, train: FrameworkSet, tests: list[FrameworkSet], wordnet: Path) -> str:
+        """The command that runs the WSD table on this copy's own folders (a zip is unpacked beside itself first)."""
+        root, unpack = self._root if self._zip is None else None, ""
+        if self._zip is not None:
+            target = self.path.with_suffix("")
+            n = 1
+            while target.exists():
+                target, n = self.path.with_name(f"{self.path.stem}-{n}"), n + 1
+            unpack = shlex.join(["python", "-m", "zipfile", "-e", str(self.path), str(target)]) + " && "
+            root = target / self._prefix
+        command = ["elmo-tasks", "wsd", "--config", "wsd_semcor", "--train", str(root / train.inner),
+                   "--test", *[str(root / s.inner) for s in tests]]
+        if wordnet != Path("data", "wordnet-3.0"):
+            command += ["--wordnet", str(wordnet)]
+        return unpack + shlex.join(command)
 
     def has(self, inner: str) -> bool:
         if self._zip is not None:
@@ -132,28 +176,64 @@ class Framework:
 
 def verify_set(fw: Framework, s: FrameworkSet, folder: Path, inventory: SenseInventory) -> dict:
     """Extract one data set into ``folder`` and check it; returns its counts. Any difference: one line naming the
-    file and what differs."""
+    file as the user gave it and what differs (NotPublished when the set reads whole but is not the release's)."""
     folder.mkdir(parents=True)
     data_member, key_member = s.members()
     fw.copy(data_member, folder / f"{s.name}.data.xml")
     fw.copy(key_member, folder / f"{s.name}.gold.key.txt")
     try:
         ds = load_dataset(folder)  # the XML parses; instance ids and gold keys match one to one
-    except WsdFormatError as e:
-        msg = str(e).replace(str(folder / f"{s.name}.data.xml"), fw.label(data_member))
-        raise WsdFormatError(msg.replace(str(folder / f"{s.name}.gold.key.txt"), fw.label(key_member))) from None
+    except ElmoTasksError as e:  # (the reader's and the text policy's words name the temporary copy)
+        msg = str(e)
+        for path, label in ((folder / f"{s.name}.data.xml", fw.label(data_member)),
+                            (folder / f"{s.name}.gold.key.txt", fw.label(key_member)), (folder, fw.label(s.inner))):
+            msg = msg.replace(str(path.resolve()), label).replace(str(path), label)
+        if fw.is_zip:  # a command on a zip member does not run: the way to one that does
+            msg = re.sub(r"\(e\.g\. iconv [^)]*\)", "(unpack the zip, convert that file, e.g. with iconv, and give "
+                         "the unpacked folder with --from)", msg)
+        raise WsdFormatError(msg) from None
     n = len(ds.instances)
     if n != s.instances:
-        raise WsdFormatError(f"{fw.label(data_member)}: {n:,} instances, but the framework's {s.name} has "
-                             f"{s.instances:,}; this copy is not the published release")
+        raise NotPublished(f"{fw.label(data_member)}: {n:,} instances, but the framework's {s.name} has "
+                           f"{s.instances:,}; this copy is not the published release")
     bad = [(iid, k) for iid, keys in ds.gold.items() for k in keys if k not in inventory]
     if bad:
-        raise WsdFormatError(f"{fw.label(key_member)}: {len(bad)} gold key(s) are not WordNet 3.0 sense keys (first: "
-                             f"{bad[0][0]} {bad[0][1]}); the framework's keys are all WordNet 3.0")
+        raise NotPublished(f"{fw.label(key_member)}: {len(bad)} gold key(s) are not WordNet 3.0 sense keys (first: "
+                           f"{bad[0][0]} {bad[0][1]}); the framework's keys are all WordNet 3.0")
     pos: dict[str, int] = {}
     for inst in ds.instances:
         pos[inst.pos] = pos.get(inst.pos, 0) + 1
     return {"name": s.name, "instances": n, "sentences": len(ds.sentences), "pos": pos}
+
+
+def verify_sets(fw: Framework, manifest: tuple[FrameworkSet, ...], out: Path, inventory: SenseInventory,
+                wordnet: Path) -> list[dict]:
+    """Extract and check every data set of ``manifest`` into ``out/<name>``; returns their counts. One refusal
+    (WsdFormatError) names every data set that is missing or differs, the layout expected, and, when this copy
+    has a usable training set and test sets, the ``wsd`` command that uses them as they are."""
+    sets, problems, usable = [], [], []
+    for s in manifest:
+        try:
+            sets.append(verify_set(fw, s, out / s.name, inventory))
+        except NotPublished as e:
+            problems.append(str(e))
+            usable.append(s)
+            continue
+        except WsdFormatError as e:
+            problems.append(str(e))
+            continue
+        usable.append(s)
+        print(f"{NAME}: {s.name}: {sets[-1]['instances']:,} instances verified", flush=True)
+    if not problems:
+        return sets
+    differ = "is missing or differs" if len(problems) == 1 else "are missing or differ"
+    msg = (f"{fw.path}: {len(problems)} of the framework's {len(manifest)} data sets {differ} from the published "
+           f"release: {'; '.join(problems)}. The layout expected: {layout(manifest)}")
+    train = [s for s in usable if s.inner.startswith("Training_Corpora/")]
+    tests = [s for s in usable if s.inner.startswith("Evaluation_Datasets/") and s.name != "ALL"]
+    if train and tests:
+        msg += f". To use this copy as it is: {fw.use_as_is(train[0], tests, wordnet)}"
+    raise WsdFormatError(msg)
 
 
 def _zip_path(from_path: Path | None, progress: bool | None, backoff: float) -> Path:
@@ -217,15 +297,15 @@ def fetch_framework(dest: str | Path, from_path: str | Path | None = None, force
                     backoff: float = 1.0) -> Path:
     """Fetch (or take ``from_path``), verify and write the framework's data sets into DEST/wsd/<name>/.
 
-    Skipped when DEST/wsd/SOURCE.md exists, unless ``force``. WordNet 3.0 must be in DEST/wordnet-3.0 (``data get
-    wordnet-3.0``) to check the keys. Nothing is written in place unless every data set passes."""
+    Skipped when DEST/wsd/SOURCE.md exists, unless ``force`` (a damaged folder is refused); ``force`` replaces only
+    what a fetch wrote (tasks/data/fetched.py). WordNet 3.0 must be in DEST/wordnet-3.0 (``data get wordnet-3.0``)
+    to check the keys. Nothing is written in place unless every data set passes."""
     manifest = MANIFEST if manifest is None else manifest
     dest = Path(dest)
     final = dest / FOLDER
-    if (final / "SOURCE.md").is_file() and not force:
-        print(f"{NAME}: already present in {final} (use --force to fetch again)")
+    if already_fetched(NAME, final, force):  # (a damaged folder is refused, as `data list` shows it)
         return final
-    check_replaceable(final, "data get", "fetch into another folder with --download-dir")
+    verified = claim(NAME, final, from_path)  # what may be replaced: this, and nothing that appears meanwhile
     try:
         inventory = SenseInventory.from_path(find_index_sense(dest / "wordnet-3.0"))
     except InventoryError:
@@ -240,10 +320,7 @@ def fetch_framework(dest: str | Path, from_path: str | Path | None = None, force
         with tempfile.TemporaryDirectory(prefix=f".{FOLDER}.", dir=dest) as tmp:
             out = Path(tmp) / FOLDER
             out.mkdir()
-            sets = []
-            for s in manifest:
-                sets.append(verify_set(fw, s, out / s.name, inventory))
-                print(f"{NAME}: {s.name}: {sets[-1]['instances']:,} instances verified", flush=True)
+            sets = verify_sets(fw, manifest, out, inventory, dest / "wordnet-3.0")
             licence = dest / "wordnet-3.0" / "LICENSE"
             if licence.is_file():
                 shutil.copyfile(licence, out / "LICENSE-WordNet.txt")
@@ -251,9 +328,7 @@ def fetch_framework(dest: str | Path, from_path: str | Path | None = None, force
             (out / "SOURCE.md").write_text(_source_md(url if from_path is None else f"{url} (copy given with --from)",
                                                       origin, digest, sets, readme, dest / "wordnet-3.0", out),
                                            encoding="utf-8")
-            if final.exists():
-                os.replace(final, Path(tmp) / "previous")  # removed with the temporary folder
-            os.replace(out, final)
+            put_in_place(out, final, Path(tmp) / "previous", verified)  # (previous: removed with tmp)
     finally:
         fw.close()
     print(f"{NAME}: wrote {final} ({', '.join(s.name for s in manifest)})")

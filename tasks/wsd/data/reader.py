@@ -182,9 +182,11 @@ class _DataXml:
 def read_gold_keys(path: str | os.PathLike, check_keys: bool = True) -> dict[str, list[str]]:
     """Parse a key file (``instance_id key1 [key2 ...]`` per line) into id -> keys (file order, no repeats).
 
+    Each instance has one line (all its keys on it): an id listed again is refused, naming both lines.
     check_keys: every key must look like a WordNet sense key (``lemma%...``)."""
     path = Path(path)
     gold: dict[str, list[str]] = {}
+    first_line: dict[str, int] = {}
     for lineno, line in iter_lines(path):  # the text policy of elmo_features.util.text_input
         parts = line.split()
         if not parts:
@@ -194,7 +196,12 @@ def read_gold_keys(path: str | os.PathLike, check_keys: bool = True) -> dict[str
         for key in parts[1:] if check_keys else ():
             if "%" not in key:
                 raise WsdFormatError(f"{path}:{lineno}: {key!r} is not a WordNet sense key (lemma%ss_type:...)")
-        keys = gold.setdefault(parts[0], [])
+        if parts[0] in first_line:
+            raise WsdFormatError(f"{path}:{lineno}: instance {parts[0]} is listed again (first on line "
+                                 f"{first_line[parts[0]]}); a key file gives each instance one line holding all its "
+                                 "keys: merge the two lines or remove one")
+        first_line[parts[0]] = lineno
+        keys = gold[parts[0]] = []
         keys.extend(k for k in parts[1:] if k not in keys)
     if not gold:
         raise WsdFormatError(f"{path}: empty key file")
