@@ -44,8 +44,7 @@ def test_j02_include_a_module_that_raises_or_is_missing(tmp_path, monkeypatch, c
 
 
 @pytest.mark.parametrize("given, message", [
-    ("the bank of the river", "sentences is a str"),
-    (["the bank of the river"], "sentence 0 is a str"),
+    (["the bank of the river"], "sentence 0 is a str"),  # (a str is raw text: test_wsd_tag_text)
     ([["bank", None]], "sentence 0 has a token of type NoneType"),
 ])
 def test_f06_sense_tagger_api_checks_its_sentences(senses, given, message):  # noqa: F811 (the fixture)

@@ -22,7 +22,7 @@ from typing import BinaryIO, Iterator
 
 from elmo_features.util.errors import PathError, TextInputError
 from elmo_features.util.paths import check_input_file
-from elmo_features.util.text_input import BinaryFileError, decode_line, nul_kind, raw_lines, read_sentences
+from elmo_features.util.text_input import BinaryFileError, decode_line, iter_lines, nul_kind, raw_lines, read_sentences
 
 
 def needs_spooling(path: str) -> bool:
@@ -189,18 +189,22 @@ class EmbedInput:
         return json.dumps(index)
 
 
-def read_sentence_lines(path: str) -> list[list[str]]:
+def read_sentence_lines(path: str, whole_lines: bool = False) -> list[list[str]] | list[str]:
     """One sentence per line of a text file under the text policy, a blank line an error (outputs follow input lines:
     ``predict``, ``wsd tag``); ``-``: standard input, copied once to a temporary file (removed after) as ``embed -``
-    copies it, so the same rules apply."""
+    copies it, so the same rules apply. ``whole_lines``: each line's text, for a tokenizer of the caller's own."""
+    def read(p) -> list:
+        sentences = read_sentences(p, blank_lines="error")  # (the checks; then the lines, as many)
+        return [text for _, text in iter_lines(p)] if whole_lines else sentences
+
     if path != "-":
-        return read_sentences(path, blank_lines="error")
+        return read(path)
     fd, name = tempfile.mkstemp(prefix=".elmo-tasks-predict.", suffix=".stdin")
     os.close(fd)
     spooled = Path(name)
     try:
         spool_input("-", spooled)
-        return read_sentences(spooled, blank_lines="error")
+        return read(spooled)
     except TextInputError as e:  # named by the input, not by its (removed) copy
         raise TextInputError(str(e).replace(str(spooled), "stdin")) from None
     finally:

@@ -106,34 +106,115 @@ def _word(chunk: str) -> list[str]:
     return pre + [w for w in words if w] + post
 
 
-def tokenize(text: str) -> list[str]:
-    """Split raw text into tokens (see the module docstring for the rules). Never returns ""."""
-    tokens: list[str] = []
-    for raw in normalize(text).split(" "):
+def _tokens_of(norm: str) -> list[tuple[str, int, int]]:
+    """Tokens of normalized text with their (start, end) in it; the period PTB adds after a final abbreviation
+    spans the abbreviation's own period."""
+    tokens: list[tuple[str, int, int]] = []
+    at = 0
+    for raw in norm.split(" "):
+        start, at = at, at + len(raw) + 1
         if not raw:
             continue
         if _URL.match(raw):
-            tokens.append(raw)
+            tokens.append((raw, start, start + len(raw)))
             continue
-        raw = raw.replace(". . .", "...")
         for sym_chunk in _symbols(raw):
             for piece in _SPLIT.split(sym_chunk):
-                if piece and _SPLIT.fullmatch(piece):
-                    tokens.append(piece)
-                elif piece:
-                    tokens.extend(_word(piece))
+                words = [piece] if piece and _SPLIT.fullmatch(piece) else _word(piece) if piece else []
+                for w in words:  # (the pieces and words of a chunk are consecutive substrings of it)
+                    tokens.append((w, start, start + len(w)))
+                    start += len(w)
     # PTB: a sentence ending in an abbreviation gets its own final period
     last = len(tokens) - 1
-    while last >= 0 and tokens[last] in ('"', "'", ")", "]"):
+    while last >= 0 and tokens[last][0] in ('"', "'", ")", "]"):
         last -= 1
-    if last >= 0 and tokens[last].endswith(".") and re.search(r"[A-Za-z0-9]", tokens[last]):
-        tokens.insert(last + 1, ".")
+    if last >= 0 and tokens[last][0].endswith(".") and re.search(r"[A-Za-z0-9]", tokens[last][0]):
+        end = tokens[last][2]
+        tokens.insert(last + 1, (".", end - 1, end))
     return tokens
+
+
+def tokenize(text: str) -> list[str]:
+    """Split raw text into tokens (see the module docstring for the rules). Never returns ""."""
+    return [t for t, _, _ in _tokens_of(normalize(text))]
+
+
+def tokenize_spans(text: str) -> list[tuple[str, int, int]]:
+    """``tokenize(text)`` with each token's character offsets in ``text`` (start, end: ``text[start:end]`` is what
+    the token was read from, e.g. "“" for the token '"', "don" for "do"; a final abbreviation's added period
+    spans that abbreviation's own)."""
+    norm, spans = _normalize_spans(text)
+    return [(t, spans[s][0], spans[e - 1][1]) for t, s, e in _tokens_of(norm)]
+
+
+def _normalize_spans(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """``normalize(text)`` and, per character of it, the (start, end) of the characters of ``text`` it came from."""
+    norm = normalize(text)  # (first: a text that is no str is its error)
+    chars = [(o, i, i + 1) for i, c in enumerate(text) for o in c.translate(_CHAR_MAP)]
+    nfkc, group = [], []  # NFKC per run of a starter and its combining marks
+    for item in chars + [(" ", len(text), len(text))]:
+        if group and not unicodedata.combining(item[0]):
+            out = unicodedata.normalize("NFKC", "".join(c for c, _, _ in group))
+            nfkc += [(o, group[0][1], group[-1][2]) for o in out]
+            group = []
+        group.append(item)
+    chars = [(o, s, e) for c, s, e in nfkc for o in c.translate(_CHAR_MAP)]
+    chars = _merge(chars, re.compile("''"), '"')
+    chars = _merge(chars, re.compile(r"(?<=\d) -- (?=\d)"), "-")
+    chars = [(" " if unicodedata.category(c) in ("Cc", "Cs") or c == "\ufffd" else c, s, e) for c, s, e in chars]
+    squeezed: list[tuple[str, int, int]] = []
+    for c, s, e in chars:
+        if not c.isspace():
+            squeezed.append((c, s, e))
+        elif squeezed and squeezed[-1][0] != " ":
+            squeezed.append((" ", s, e))
+    if squeezed and squeezed[-1][0] == " ":
+        squeezed.pop()
+    mine = "".join(c for c, _, _ in squeezed)
+    spans = [(s, e) for _, s, e in squeezed]
+    if mine != norm:  # (NFKC across a run boundary, e.g. Hangul jamo: align the two strings)
+        spans = _align(mine, norm, spans, len(text))
+    return norm, spans
+
+
+def _merge(chars: list[tuple[str, int, int]], pattern: re.Pattern, by: str) -> list[tuple[str, int, int]]:
+    """``pattern.sub(by, text)`` on (char, start, end) triples: a replaced run becomes ``by`` spanning the run."""
+    text = "".join(c for c, _, _ in chars)
+    out, at = [], 0
+    for m in pattern.finditer(text):
+        out += chars[at:m.start()] + [(by, chars[m.start()][1], chars[m.end() - 1][2])]
+        at = m.end()
+    return out + chars[at:]
+
+
+def _align(mine: str, norm: str, spans: list[tuple[int, int]], n: int) -> list[tuple[int, int]]:
+    """Spans for ``norm`` from those of ``mine`` (nearly the same string): equal runs map one to one, a changed run
+    takes the span of what it replaced."""
+    from difflib import SequenceMatcher
+
+    out: list[tuple[int, int]] = []
+    for op, a0, a1, b0, b1 in SequenceMatcher(None, mine, norm, autojunk=False).get_opcodes():
+        if op == "equal":
+            out += spans[a0:a1]
+        elif b1 > b0:
+            src = spans[a0:a1] or [spans[min(a0, len(spans) - 1)] if spans else (0, n)]
+            out += [(src[0][0], src[-1][1])] * (b1 - b0)
+    return out
 
 
 def whitespace_tokenize(text: str) -> list[str]:
     """Split on runs of whitespace."""
     return text.split()
+
+
+def whitespace_spans(text: str) -> list[tuple[str, int, int]]:
+    """``whitespace_tokenize(text)`` with each token's (start, end) in ``text``."""
+    spans, at = [], 0
+    for tok in text.split():
+        at = text.index(tok, at)
+        spans.append((tok, at, at + len(tok)))
+        at += len(tok)
+    return spans
 
 
 TOKENIZERS = {"whitespace": whitespace_tokenize, "ptb": tokenize}

@@ -17,6 +17,7 @@ from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.errors import UsageError
 
 from elmo_tasks.plugins import add_include_argument
+from elmo_tasks.wsd.tag_output import FORMATS
 
 
 
@@ -76,20 +77,36 @@ def _register_senses(sub) -> None:
 
 
 def _register_tag(sub) -> None:
-    t = sub.add_parser("tag", help="disambiguate plain text (one whitespace-tokenized sentence per line) with a sense "
-                                   "file", description="Tag every token that has WordNet senses with the nearest one "
-                                                       "(word/NOUN, /VERB, /ADJ or /ADV limits a token to that part "
-                                                       "of speech); writes JSON lines, one per sentence.")
+    t = sub.add_parser("tag", help="disambiguate plain text (one sentence per line) with a sense file",
+                       description="Tag every content word that has WordNet senses with the sense of the highest score "
+                                   "(word/NOUN, /VERB, /ADJ or /ADV limits a word to that part of speech). Each line "
+                                   "is split by the package's PTB-style tokenizer (--pretokenized: on whitespace); "
+                                   "each token keeps its character offsets in the line. SCORE = cos(word, sense's "
+                                   "context vector) + w x cos(word, sense's gloss vector), w the gloss weight the "
+                                   "sense file chose per part of speech on held-out SemCor (0 to 2, so a score can "
+                                   "pass 1); --prior adds the file's prior weight / the WordNet sense number. MARGIN "
+                                   "= the best score minus the second best among the word's candidate senses: near 0 "
+                                   "the tagger is unsure; null in jsonl (blank in tsv, 'one candidate' in text) when "
+                                   "the word has a single candidate.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("input", help="text file, or - for stdin")
     t.add_argument("--senses", required=True, help="a file written by `elmo-tasks wsd senses`")
     t.add_argument("--wordnet", help="the WordNet folder (default: the one the sense file names)")
-    t.add_argument("--out", help="JSON lines file (default: stdout)")
+    t.add_argument("--out", help="the output file (default: stdout); its extension sets the format: .jsonl, .tsv, "
+                                 ".txt")
+    t.add_argument("--format", choices=FORMATS, help="text: each tagged word with its sense key, synset lemmas and a "
+                                                     "short gloss; jsonl: a JSON array per line, every token with "
+                                                     "offsets, lemma, pos, key, synset, gloss, score, margin (an "
+                                                     "untagged one with its reason); tsv: a row per tagged word "
+                                                     "(default: text on a terminal, jsonl when piped, else by --out)")
+    t.add_argument("--pretokenized", action="store_true",
+                   help="the input is already tokenized: split each line on whitespace only")
     t.add_argument("--prior", action="store_true",
                    help="add the first-sense prior the sense file chose on held-out SemCor (off: the vectors alone)")
     add_include_argument(t)
     add_threads_argument(t)
     add_device_argument(t)
-    t.set_defaults(func=cmd_tag)
+    t.set_defaults(func=cmd_tag, format=None)
 
 
 def wordnet_inputs(wordnet) -> list:
@@ -144,8 +161,6 @@ def cmd_senses(args) -> int:
 
 
 def cmd_tag(args) -> int:
-    import json
-
     from elmo_features.util.locking import lock_output_file
     from elmo_features.util.paths import check_flags_given, check_text_output
     from elmo_features.util.provenance import write_text_atomic
@@ -153,6 +168,7 @@ def cmd_tag(args) -> int:
     from elmo_features.util.threads import set_threads
 
     from elmo_tasks.features.base import FeatureContext
+    from elmo_tasks.wsd.tag_output import format_for, render
     from elmo_tasks.wsd.tagging import SenseTagger, check_sense_path, prior_weight, read_sense_meta
 
     check_flags_given(args, "out", "wordnet", "senses")
@@ -170,11 +186,12 @@ def cmd_tag(args) -> int:
     args.interrupt_hint = (f"{args.out} was not written (it is written at the end); " if args.out else "") + \
         f"to run again: {rerun}" + (" (with the same standard input)" if args.input == "-" else "")
     with lock_output_file(args.out, "--out"):  # one writer per output file, from before any work
-        sentences = read_sentence_lines(args.input)  # a file, or - (standard input): the same text rules
-        _check_plain_text(sentences, args.input)
+        lines = read_sentence_lines(args.input, whole_lines=True)  # a file, or - (standard input): the same text rules
+        _check_plain_text([line.split() for line in lines], args.input)
         tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))),
                              prior=args.prior)
-        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in tagger.tag(sentences))
+        tagged = tagger.tag("\n".join(lines), pretokenized=args.pretokenized)
+        text = render(tagged, format_for(args.out, args.format, sys.stdout.isatty()))
         if args.out:
             write_text_atomic(args.out, text)
         else:

@@ -30,6 +30,7 @@ from elmo_features.util.paths import check_input_file
 from elmo_features.util.provenance import atomic_path, git_commit
 
 from elmo_tasks.components import resolve_component
+from elmo_tasks.data.tokenizer import tokenize_spans, whitespace_spans
 from elmo_tasks.wsd.data.examples import all_targets, load_inventory, require_known_keys, to_examples, warn_unknown_keys
 from elmo_tasks.wsd.data.reader import POS_TAGS, load_dataset
 from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
@@ -40,6 +41,10 @@ from elmo_tasks.wsd.data.morphy import Morphy
 from elmo_tasks.wsd.example_sums import example_sums
 from elmo_tasks.wsd.sense_method import check_hold_out, hold_out, load_graph, plan_senses, sense_context
 from elmo_tasks.wsd.senses import STEPS, wordnet_fingerprint
+from elmo_tasks.wsd.config import WsdConfig
+from elmo_tasks.wsd.data.inventory import InventoryError
+from elmo_tasks.wsd.tag_output import (FUNCTION_WORD, NO_CONTEXT, NO_VECTOR, NOT_IN_WORDNET, PUNCTUATION, TaggedSentence,
+                                       TaggedText, TaggedToken, synset_name)
 
 FORMAT = "elmo-tasks-senses-1"
 
@@ -219,11 +224,12 @@ def prior_weight(meta: dict, path: str | Path, flag: str = "--prior") -> float:
 
 
 class SenseTagger:
-    """Disambiguates whitespace-tokenized text with a sense file: every content word whose form (by WordNet's morphy)
-    has senses gets the one nearest its context vector (``context + w * gloss`` cosine, ``prior``: + the first-sense
-    prior the file chose). A token can name its part of speech (``bank/NOUN``); otherwise the part of speech whose
-    senses SemCor tags most often for that word is used (its candidates over every part of speech when SemCor has
-    none), and function words are left untagged."""
+    """Disambiguates text with a sense file: every content word whose form (by WordNet's morphy) has senses gets the
+    one with the highest score, ``cos(v, context) + w_pos * cos(v, gloss)`` (``prior``: + the first-sense prior the
+    file chose / the sense number). A token can name its part of speech (``bank/NOUN``); otherwise the part of speech
+    whose senses SemCor tags most often for that word is used (its candidates over every part of speech when SemCor
+    has none), and function words are left untagged. ``wordnet``: the WordNet folder (default: the one the file
+    names, else data/wordnet-3.0)."""
 
     def __init__(self, path: str | Path, wordnet: str | Path | None = None, context: FeatureContext | None = None,
                  prior: bool = False):
@@ -239,7 +245,7 @@ class SenseTagger:
             raise StaleCacheError(f"{path}: its meta attribute (layers, w, prior, source) does not match the checksum "
                                   "written with it (edited or damaged); make it again with `elmo-tasks wsd senses`")
         self.prior = prior_weight(self.meta, path, "SenseTagger(prior=True)") if prior else 0.0
-        folder = Path(wordnet or self.meta["wordnet"])
+        folder = _wordnet_folder(path, self.meta, wordnet)
         self.graph = load_graph(folder)
         now = wordnet_fingerprint(self.graph.wn)
         if now != self.meta["wordnet_fingerprint"]:
@@ -278,6 +284,10 @@ class SenseTagger:
     def candidates(self, word: str, pos: str | None) -> list[str]:
         """Every sense key of the word's base forms for ``pos``; without one, of the part of speech SemCor tags most
         often for the word (every part of speech when it tags none), and none for a function word."""
+        return self._lookup(word, pos)[0]
+
+    def _lookup(self, word: str, pos: str | None) -> tuple[list[str], str | None]:
+        """``candidates`` and, when there are none, why (``tag_output``'s reasons)."""
         if not isinstance(word, str) or not word.strip():
             raise TypeError(f"SenseTagger.candidates: word must be a non-empty str, got {type(word).__name__} "
                             f"{word!r:.40}")
@@ -287,46 +297,89 @@ class SenseTagger:
                                  "case) or None")
             pos = pos.upper()
         if pos is None and word.lower() in FUNCTION_WORDS:
-            return []
-        by_pos = {}
+            return [], FUNCTION_WORD
+        by_pos, known = {}, False
         for p in ([pos] if pos else POS_TAGS):
-            keys = [k for base in self.morphy.base_forms(word, p) for k in self.by_lemma.get((base, p), [])
-                    if self.has[self.index[k]]]
+            every = [k for base in self.morphy.base_forms(word, p) for k in self.by_lemma.get((base, p), [])]
+            keys = [k for k in every if self.has[self.index[k]]]
+            known = known or bool(every)
             if keys:
                 by_pos[p] = keys
+        if not by_pos:
+            return [], (NO_VECTOR if known else NOT_IN_WORDNET + (f" as {pos}" if pos else "")
+                        if any(c.isalnum() for c in word) else PUNCTUATION)
         if pos is not None or len(by_pos) < 2:
-            return [k for keys in by_pos.values() for k in keys]
+            return [k for keys in by_pos.values() for k in keys], None
         tagged = {p: int(sum(self.counts[self.index[k]] for k in keys)) for p, keys in by_pos.items()}
         best = max(tagged, key=tagged.get)  # the first of equals: nouns, verbs, adjectives, adverbs
-        return by_pos[best] if tagged[best] > 0 else [k for keys in by_pos.values() for k in keys]
+        return (by_pos[best] if tagged[best] > 0 else [k for keys in by_pos.values() for k in keys]), None
 
-    def tag(self, sentences: list[list[str]]) -> list[list[dict]]:
-        """Per sentence, per token: {"token", "key", "synset", "gloss", "score"} (key None: no WordNet sense)."""
-        sentences = check_sentences(sentences)  # a str, a sentence as one string, a None token: one clear error
-        parsed = [[_split_pos(t) for t in s] for s in sentences]
-        _warn_unknown_tags(parsed)
-        arrays = all_layers(self.source, [[w for w, _ in s] for s in parsed], "tag")  # [(L, n, D)]
+    def tag(self, text: str | list[list[str]], pretokenized: bool = False) -> TaggedText:
+        """Tag ``text``: a str, each line a sentence, split by the package's PTB-style tokenizer (``pretokenized``:
+        on whitespace; blank lines are skipped), or a list of sentences as token lists (offsets then count in the
+        tokens joined by single spaces). Returns a ``TaggedSentence`` per sentence, a ``TaggedToken`` per token
+        (``tag_output``: ``print`` shows the text format, ``token["key"]`` reads a field)."""
+        lines = _spans_of(text, check_bool(pretokenized, "SenseTagger.tag: pretokenized"))
+        parsed = [[_split_pos_span(*t) for t in toks] for _, _, toks in lines]  # [[(word, pos, start, end)]]
+        _warn_unknown_tags([[(w, p) for w, p, _, _ in s] for s in parsed])
+        todo = [[w for w, *_ in s] for s in parsed if s]  # (a line without a token, e.g. a soft hyphen: not embedded)
+        arrays = iter(all_layers(self.source, todo, "tag") if todo else [])  # [(L, n, D)]
         weights = np.asarray(self.meta["layers"], dtype=np.float64)
-        out = []
-        for s, a in zip(parsed, arrays):
-            vecs = _unit(np.einsum("lnd,l->nd", a.astype(np.float64), weights))  # (n, D)
-            row = []
-            for (word, pos), v in zip(s, vecs):
-                cands = self.candidates(word, pos)
-                item = {"token": word, "key": None, "synset": None, "gloss": None, "score": None}
-                if cands and v.any():
-                    rows = np.array([self.index[k] for k in cands])
-                    w = np.array([self.meta["w"].get(self.graph.wn.pos_of(k), 0.0) for k in cands])
-                    rank = np.array([self.graph.wn.sense_number.get(k, 10 ** 6) for k in cands], dtype=np.float64)
-                    score = self.context[rows] @ v + w * (self.gloss[rows] @ v) + self.prior / rank
-                    best = int(np.argmax(score))
-                    key = cands[best]
-                    syn = self.graph.wn.synsets[self.graph.wn.synset_of[key]]
-                    item.update(key=key, synset=f"{syn.id[1:]}-{syn.id[0]}", gloss=syn.gloss,
-                                score=round(float(score[best]), 6))
-                row.append(item)
-            out.append(row)
+        out = TaggedText()
+        for (line_text, number, _), s in zip(lines, parsed):
+            vecs = _unit(np.einsum("lnd,l->nd", next(arrays).astype(np.float64), weights)) if s else []  # (n, D)
+            out.append(TaggedSentence(line_text, [self._tag_token(*t, v) for t, v in zip(s, vecs)], number))
         return out
+
+    def _tag_token(self, word: str, pos: str | None, start: int, end: int, v: np.ndarray) -> TaggedToken:
+        """The sense of ``word`` (part of speech ``pos`` or None) whose score for its vector ``v`` (D,) is highest."""
+        cands, reason = self._lookup(word, pos)
+        if not cands or not v.any():
+            return TaggedToken(word, start, end, pos=pos, reason=reason or NO_CONTEXT)
+        rows = np.array([self.index[k] for k in cands])
+        w = np.array([self.meta["w"].get(self.graph.wn.pos_of(k), 0.0) for k in cands])
+        rank = np.array([self.graph.wn.sense_number.get(k, 10 ** 6) for k in cands], dtype=np.float64)
+        score = self.context[rows] @ v + w * (self.gloss[rows] @ v) + self.prior / rank  # (C,)
+        best = int(np.argmax(score))
+        margin = float(score[best] - np.delete(score, best).max()) if len(cands) > 1 else None
+        key, wn = cands[best], self.graph.wn
+        syn = wn.synsets[wn.synset_of[key]]
+        return TaggedToken(word, start, end, key=key, lemma=key.partition("%")[0], pos=wn.pos_of(key),
+                           synset=f"{syn.id[1:]}-{syn.id[0]}", synset_name=synset_name(wn, syn.id),
+                           lemmas=tuple(x.replace("_", " ") for x in syn.lemmas), gloss=syn.gloss,
+                           score=round(float(score[best]), 6), margin=None if margin is None else round(margin, 6))
+
+
+def _spans_of(text, pretokenized: bool) -> list[tuple[str, int, list[tuple[str, int, int]]]]:
+    """(line text, line number, [(token, start, end)]) per sentence of ``SenseTagger.tag``'s input."""
+    if isinstance(text, str):
+        split = whitespace_spans if pretokenized else tokenize_spans
+        lines = [(t, i, split(t)) for i, t in enumerate(text.split("\n"), 1) if t.strip()]
+        if not lines:
+            raise UsageError("SenseTagger.tag: text is empty or blank; give one sentence per line")
+        return lines
+    sentences = check_sentences(text)  # a sentence as one string, a None token: one clear error
+    out = []
+    for i, tokens in enumerate(sentences, 1):
+        spans, at = [], 0
+        for t in tokens:  # (offsets in the tokens joined by single spaces)
+            spans.append((t, at, at + len(t)))
+            at += len(t) + 1
+        out.append((" ".join(tokens), i, spans))
+    return out
+
+
+def _wordnet_folder(path, meta: dict, wordnet) -> Path:
+    """The WordNet a sense file is read with: ``wordnet`` when given, else the folder the file names, else the
+    default (``$ELMO_TASKS_WORDNET``, data/wordnet-3.0); none found: one error saying how to get it."""
+    if wordnet:
+        return Path(wordnet).expanduser()
+    recorded, default = Path(str(meta.get("wordnet") or "")), Path(WsdConfig().wordnet).expanduser()
+    for folder in (recorded, default):
+        if str(folder) not in ("", ".") and folder.exists():
+            return folder
+    raise InventoryError(f"{path}: no WordNet 3.0 at {recorded} (where the sense file was made) nor at {default}; run "
+                         "`elmo-tasks data get wordnet-3.0`, or give the WordNet folder (--wordnet DIR)")
 
 
 def _check_recipe(path, meta: dict, source) -> None:
@@ -354,6 +407,12 @@ def _warn_unknown_tags(parsed: list[list[tuple[str, str | None]]]) -> None:
         print(f"warning: {len(odd)} token(s) end in /CAPITALS that are not a part of speech ({', '.join(odd[:3])}"
               f"{', ...' if len(odd) > 3 else ''}): they are looked up whole; the tags are {', '.join(POS_TAGS)}",
               file=sys.stderr)
+
+
+def _split_pos_span(token: str, start: int, end: int) -> tuple[str, str | None, int, int]:
+    """``_split_pos`` with the token's offsets: a mark's ``/NOUN`` is left out of the word's span."""
+    word, pos = _split_pos(token)
+    return word, pos, start, max(start + 1, end - (len(token) - len(word)))
 
 
 def _split_pos(token: str) -> tuple[str, str | None]:
