@@ -5,6 +5,7 @@ import argparse
 import os
 import re
 import sys
+import textwrap
 import time
 from datetime import datetime
 from pathlib import Path
@@ -76,22 +77,25 @@ def _register_senses(sub) -> None:
     s.set_defaults(func=cmd_senses)
 
 
+TAG_DESCRIPTION = (
+    "Tag every content word that has WordNet senses with the sense of the highest score (word/NOUN, /VERB, /ADJ or "
+    "/ADV limits a word to that part of speech). Each line is one sentence, split by the package's PTB-style "
+    "tokenizer (--pretokenized: on whitespace); each token keeps its character offsets in the line.",
+    "score = cos(word, sense's context vector) + w x cos(word, sense's gloss vector), w the gloss weight the sense "
+    "file chose per part of speech on held-out SemCor (0 to 2, so a score can pass 1); --prior adds the file's prior "
+    "weight / the WordNet sense number.",
+    "margin = the best score minus the second best among the word's candidate senses (near 0: unsure); null in "
+    "jsonl, blank in tsv, 'one candidate' in text when the word has a single candidate.")
+
+
 def _register_tag(sub) -> None:
     t = sub.add_parser("tag", help="disambiguate plain text (one sentence per line) with a sense file",
-                       description="Tag every content word that has WordNet senses with the sense of the highest score "
-                                   "(word/NOUN, /VERB, /ADJ or /ADV limits a word to that part of speech). Each line "
-                                   "is split by the package's PTB-style tokenizer (--pretokenized: on whitespace); "
-                                   "each token keeps its character offsets in the line. SCORE = cos(word, sense's "
-                                   "context vector) + w x cos(word, sense's gloss vector), w the gloss weight the "
-                                   "sense file chose per part of speech on held-out SemCor (0 to 2, so a score can "
-                                   "pass 1); --prior adds the file's prior weight / the WordNet sense number. MARGIN "
-                                   "= the best score minus the second best among the word's candidate senses: near 0 "
-                                   "the tagger is unsure; null in jsonl (blank in tsv, 'one candidate' in text) when "
-                                   "the word has a single candidate.",
+                       description="\n\n".join(textwrap.fill(p, 79) for p in TAG_DESCRIPTION),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("input", help="text file, or - for stdin")
     t.add_argument("--senses", required=True, help="a file written by `elmo-tasks wsd senses`")
-    t.add_argument("--wordnet", help="the WordNet folder (default: the one the sense file names)")
+    t.add_argument("--wordnet", help="the WordNet folder (default: the one the sense file names, else "
+                                     "data/wordnet-3.0)")
     t.add_argument("--out", help="the output file (default: stdout); its extension sets the format: .jsonl, .tsv, "
                                  ".txt")
     t.add_argument("--format", choices=FORMATS, help="text: each tagged word with its sense key, synset lemmas and a "
