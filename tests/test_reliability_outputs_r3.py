@@ -168,6 +168,7 @@ def test_wsd_refuses_a_source_or_a_test_folder_given_twice(toy, tmp_path, capsys
 def test_an_interrupted_wsd_command_says_what_was_kept_and_how_to_rerun(toy, senses, tmp_path, capsys,  # noqa: F811
                                                                          monkeypatch, command):
     import elmo_tasks.wsd.run
+    import elmo_tasks.wsd.sense_build
     import elmo_tasks.wsd.tagging
 
     def stop(*a, **k):
@@ -179,7 +180,7 @@ def test_an_interrupted_wsd_command_says_what_was_kept_and_how_to_rerun(toy, sen
         argv = _wsd(toy, out, "--test", str(toy / "test"), "--runs-dir", str(tmp_path / "heads"))
         needles = [f"the table in {out} was not written", "to run it again: elmo-tasks wsd"]
     elif command == "senses":
-        monkeypatch.setattr(elmo_tasks.wsd.tagging, "build_sense_file", stop)
+        monkeypatch.setattr(elmo_tasks.wsd.sense_build, "build_sense_file", stop)
         argv = ["wsd", "senses", "--config", str(senses / "c.yaml"), "--source", "elmo", "--out", str(out),
                 "--cache-dir", "none", "--progress", "off"]
         needles = [f"{out} was not written", "to run again: elmo-tasks wsd senses"]

@@ -132,7 +132,7 @@ def test_the_wsd_command_adds_sense_vector_rows(tmp_path, monkeypatch, capsys):
     assert held["tagged"] == 1 and held["senses"] == 1 and set(held["accuracy"]) == {"none", "unseen", "all"}
     examples = int(full["senses"]["examples"] != "none")  # bank%1:17:01:: from its example, not its hypernym
     assert full["senses"]["coverage"] == {"semcor": 3, "synset": 1, "hypernym": 1 - examples, "lexfile": 2,
-                                          "examples": examples, "none": 1}
+                                          "examples": examples, "gloss": 0, "none": 1}
     assert set(glosses["senses"]["w"]) == {"NOUN"} and glosses["senses"]["pooling"] in ("sentence", "lemma")
     assert "sense vectors, + glosses" in (tmp_path / "o" / "table5.md").read_text()
     assert glosses["senses"]["gloss_text"] in ("definition", "full")
@@ -181,6 +181,10 @@ def test_wsd_senses_and_tag_disambiguate_plain_text(tmp_path, monkeypatch, capsy
     monkeypatch.chdir(tmp_path)
     assert main(["wsd", "senses", "--config", "c.yaml", "--source", "elmo", "--out", "senses.h5", "--cache-dir",
                  "none", "--progress", "off"]) == 0
+    from elmo_tasks import __version__
+    from elmo_tasks.wsd.tagging import read_sense_meta
+
+    assert read_sense_meta(tmp_path / "senses.h5")["version"] == __version__  # beside its git_commit
     (tmp_path / "in.txt").write_text("I sat on the bank of the river\nthe bank raised its interest rates\n")
     assert main(["wsd", "tag", "in.txt", "--senses", "senses.h5", "--out", "tags.jsonl"]) == 0
     first, second = [json.loads(line) for line in (tmp_path / "tags.jsonl").read_text().splitlines()]

@@ -73,6 +73,9 @@ def _register_senses(sub) -> None:
     s.add_argument("--wordnet", help="WordNet 3.0 dict folder (default: the config's)")
     s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE")
     s.add_argument("--out", required=True, help="the HDF5 file to write (e.g. senses.h5)")
+    s.add_argument("--lemmas", metavar="LEMMA,...",
+                   help="only the senses of these lemmas (e.g. bank,plant): their SemCor instances and glosses, a "
+                        "build of seconds for trying it; without SemCor, from their glosses alone")
     _run_options(s)
     s.set_defaults(func=cmd_senses)
 
@@ -132,9 +135,11 @@ def cmd_senses(args) -> int:
     from elmo_features.util.paths import beside_config_hint
     from elmo_tasks.experiment.preflight import check_feature_paths, check_output_dirs, feature_input_paths
     from elmo_tasks.wsd.config import load_wsd_config, warn_senses_inert
-    from elmo_tasks.wsd.tagging import build_sense_file, is_sense_file
+    from elmo_tasks.wsd.sense_build import build_sense_file
+    from elmo_tasks.wsd.tagging import is_sense_file
 
-    check_flags_given(args, "out", "train", "wordnet", "config")
+    check_flags_given(args, "out", "train", "wordnet", "config", "lemmas")
+    lemmas = [w for w in (args.lemmas or "").split(",") if w.strip()] or None
     if args.config:
         warn_unrepeatable(args.config)  # its command goes into the sense file's meta
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])
@@ -143,11 +148,18 @@ def cmd_senses(args) -> int:
     if args.source not in cfg.sources:
         raise UsageError(f"--source {args.source}: not a source of {args.config}; its sources: "
                          f"{', '.join(cfg.sources)}")
-    check_input_dir(cfg.train, "--train" if args.train else "train (the config's; --train overrides)",
-                    hint=fetch_hint(cfg.train) or beside_config_hint(cfg.train, args.config))
+    train = cfg.train
+    if lemmas and not args.train and not Path(cfg.train).expanduser().is_dir():
+        train = None  # a few lemmas without SemCor: from their glosses alone (said when built)
+    elif not args.train and not Path(cfg.train).expanduser().exists():
+        raise UsageError(f"wsd senses: SemCor ({cfg.train}) not found; get it with `elmo-tasks data get "
+                         "wsd-framework` (or give --train FOLDER; --lemmas LEMMA,... builds a few lemmas without it)")
+    else:
+        check_input_dir(cfg.train, "--train" if args.train else "train (the config's; --train overrides)",
+                        hint=fetch_hint(cfg.train) or beside_config_hint(cfg.train, args.config))
     check_feature_paths(cfg.sources[args.source], f"sources.{args.source}", args.config)
     check_output_file(args.out, "--out", "senses.h5")
-    check_not_an_input(args.out, [*wordnet_inputs(cfg.wordnet), cfg.train,
+    check_not_an_input(args.out, [*wordnet_inputs(cfg.wordnet), *([train] if train else []),
                                   *feature_input_paths(cfg.sources[args.source])], "--out")
     check_own_output(args.out, "--out", "a sense file written by `elmo-tasks wsd senses`", is_sense_file)
     set_threads(args.threads)
@@ -158,7 +170,8 @@ def cmd_senses(args) -> int:
     command = command_line(args, "senses")
     args.interrupt_hint = f"{args.out} was not written (it is written at the end); to run again: {command}"
     with lock_output_file(args.out, "--out"):  # one writer per output file
-        meta = build_sense_file(cfg, args.source, cfg.train, args.out, context, context.progress, command=command)
+        meta = build_sense_file(cfg, args.source, train, args.out, context, context.progress, command=command,
+                                lemmas=lemmas)
     print(f"wrote {args.out}: {sum(meta['steps'].values()):,} senses ({meta['steps']}), layers "
           f"{meta['layer_choice']}, glosses pooled by {meta['pooling']}, w {meta['w']}")
     return 0

@@ -14,19 +14,20 @@ from dataclasses import replace
 from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints
 from elmo_tasks.wsd.data.wn_examples import tagged_examples
 from elmo_tasks.wsd.knn import SenseSums
-from elmo_tasks.wsd.senses import Graph, pooled_layers, wordnet_fingerprint
+from elmo_tasks.wsd.senses import Graph, pooled_layers, subset_key, wordnet_fingerprint
 
 
 def example_sums(section: dict, graph: Graph, context: FeatureContext, progress: bool | None) -> SenseSums | None:
     """Per-layer sums (K, L, D) of WordNet's tagged examples by the source ``section``, per sense key; None when
     WordNet has no tagged example. The pooled vectors are cached in ``context.cache_dir`` like the glosses, keyed
     by the section, its models' fingerprints and WordNet's."""
-    examples = tagged_examples(graph.wn)
+    examples = [e for e in tagged_examples(graph.wn) if e.key in graph.index]  # (a subset graph: its senses' only)
     if not examples:
         return None
     source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
     fingerprint = json.dumps({"section": section, "models": section_fingerprints(section, context.memo),
-                              "wordnet": wordnet_fingerprint(graph.wn), "what": "wordnet examples", "version": 1},
+                              "wordnet": wordnet_fingerprint(graph.wn), "what": "wordnet examples", "version": 1,
+                              **subset_key(graph)},
                              sort_keys=True)
     spans = [(e.start, e.end) for e in examples]
     layers = pooled_layers(lambda: [list(e.tokens) for e in examples],

@@ -17,7 +17,7 @@ from elmo_tasks.features.base import FeatureContext, build_features, section_fin
 from elmo_tasks.wsd.knn import SenseSums
 from elmo_tasks.wsd.senses import (EXAMPLE_MODES, POOLINGS, POS, PRIOR_GRID, STEPS, W_GRID, Candidates, Graph, accuracy,
                               answer, candidate_cosines, context_centroids, gloss_layers, mix, propagate,
-                              wordnet_fingerprint)
+                              subset_key, wordnet_fingerprint)
 from elmo_tasks.wsd.data.wordnet import WordNet
 
 ROWS = ("senses", "senses_glosses", "senses_prior")
@@ -172,6 +172,7 @@ def sense_glosses(section: dict, graph: Graph, context: FeatureContext, progress
             "wordnet": wordnet_fingerprint(graph.wn), "version": 1}
     if text != "full":  # (the full gloss field was the only text once: its caches keep their key)
         what["text"] = text
+    what.update(subset_key(graph))  # (the senses of a few lemmas: a cache of their own)
     return gloss_layers(graph, source, json.dumps(what, sort_keys=True), context.cache_dir, progress, text)
 
 

@@ -30,8 +30,9 @@ from elmo_tasks.wsd.knn import _unit
 from elmo_tasks.wsd.data.wordnet import WordNet
 from elmo_tasks.wsd.gloss_cache import GlossStore, wait_note
 
-STEPS = ("semcor", "synset", "hypernym", "lexfile", "examples")  # where a sense's context vector came from (-1:
-# nowhere); "examples": WordNet's usage examples only (``example_sums``), SemCor never tags the sense
+STEPS = ("semcor", "synset", "hypernym", "lexfile", "examples", "gloss")  # where a sense's context vector came from
+# (-1: nowhere); "examples": WordNet's usage examples only (``example_sums``), SemCor never tags the sense; "gloss":
+# its own gloss (a sense file built without SemCor)
 EXAMPLE_MODES = ("none", "unseen", "all")  # WordNet's examples: unused, for senses SemCor never tags, for every sense
 W_GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)  # gloss weights tried on the held-out sentences
 PRIOR_GRID = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)  # weights of a first-sense prior (1 / sense number)
@@ -41,13 +42,15 @@ GLOSS_CHUNK = 2048  # gloss sentences embedded at a time (then pooled: the array
 
 
 class Graph:
-    """WordNet as index arrays over its S sense keys and Y synsets, for vectorised propagation."""
+    """WordNet as index arrays over its S sense keys and Y synsets, for vectorised propagation; with ``keys``, over
+    those senses only (``subset``: e.g. the senses of a few lemmas) and their synsets."""
 
-    def __init__(self, wn: WordNet):
+    def __init__(self, wn: WordNet, keys: Sequence[str] | None = None):
         self.wn = wn
-        self.keys = wn.keys()  # (S,)
+        self.subset = keys is not None
+        self.keys = sorted(set(keys)) if keys is not None else wn.keys()  # (S,)
         self.index = {k: i for i, k in enumerate(self.keys)}
-        synsets = sorted(wn.synsets)
+        synsets = sorted({wn.synset_of[k] for k in self.keys}) if self.subset else sorted(wn.synsets)
         y = {s: i for i, s in enumerate(synsets)}
         self.synset = np.array([y[wn.synset_of[k]] for k in self.keys])  # (S,) synset of each key
         edges = [(y[s], y[h]) for s in synsets for h in wn.synsets[s].hypernyms if h in y]
@@ -127,6 +130,11 @@ def wordnet_fingerprint(wn: WordNet) -> str:
     return h.hexdigest()
 
 
+def subset_key(graph: Graph) -> dict[str, str]:
+    """What keys a cache of a subset graph's senses apart (nothing for all of WordNet: its caches keep their key)."""
+    return {"senses": hashlib.sha256("\n".join(graph.keys).encode()).hexdigest()} if graph.subset else {}
+
+
 def gloss_layers(graph: Graph, source, fingerprint: str, cache_dir: Path | None,
                  progress: bool | None = None, text: str = "definition") -> dict[str, np.ndarray]:
     """Every sense's augmented gloss (``WordNet.gloss_sentence``'s ``text``) embedded by ``source`` and pooled per
@@ -164,7 +172,7 @@ def _embed_pooled(sentences: list[list[str]], pool, poolings: tuple[str, ...], s
     if done:
         print(f"{what}: resuming at {min(done * GLOSS_CHUNK, len(order)):,} of {len(order):,} (cached in "
               f"{store.folder})", file=sys.stderr, flush=True)
-    t0 = time.perf_counter()
+    t0, first = time.perf_counter(), min(done * GLOSS_CHUNK, len(order))
     for c, start in enumerate(starts):
         if c < done:
             continue
@@ -179,14 +187,23 @@ def _embed_pooled(sentences: list[list[str]], pool, poolings: tuple[str, ...], s
                 out[name][i] = value
         if store is not None:
             store.mark(out, c + 1)
-        if progress is not False and c % 10 == 0:
-            print(f"{what}: {start + len(idx):,} of {len(order):,} embedded ({time.perf_counter() - t0:.0f}s)",
+        if progress is not False and (c % 10 == 0 or c == len(starts) - 1):
+            print(f"{what}: {start + len(idx):,} of {len(order):,} embedded "
+                  f"{eta(time.perf_counter() - t0, start + len(idx) - first, len(order) - first)}",
                   file=sys.stderr, flush=True)
     if store is None:
         return out
     store.mark(out, len(starts), complete=True)
     del out
     return store.open()
+
+
+def eta(seconds: float, done: int, total: int) -> str:
+    """"(12s, about 3 min left)": the time so far and, at the rate so far, the time left for ``total`` items."""
+    if done <= 0 or done >= total:
+        return f"({seconds:.0f}s)"
+    left = seconds * (total - done) / done
+    return f"({seconds:.0f}s, about {left / 60:.0f} min left)" if left >= 90 else f"({seconds:.0f}s, about {left:.0f}s left)"
 
 
 MIX_ROWS = 16384  # senses mixed at a time (a float32 copy of all layers of every sense would be gigabytes)

@@ -27,71 +27,23 @@ from elmo_features.util.arguments import check_bool, check_sentences
 from elmo_features.util.errors import ElmoTasksError, PathError, StaleCacheError, UsageError
 from elmo_features.util.once import first_time
 from elmo_features.util.paths import check_input_file
-from elmo_features.util.provenance import atomic_path, git_commit
 
 from elmo_tasks.components import resolve_component
 from elmo_tasks.data.tokenizer import tokenize_spans, whitespace_spans
-from elmo_tasks.wsd.data.examples import all_targets, load_inventory, require_known_keys, to_examples, warn_unknown_keys
-from elmo_tasks.wsd.data.reader import POS_TAGS, load_dataset
+from elmo_tasks.wsd.data.reader import POS_TAGS
 from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
 from elmo_tasks.registry import FEATURES
-from elmo_tasks.wsd.vectors import CHUNK, all_layers, instance_layers
-from elmo_tasks.wsd.knn import SenseSums, _unit
+from elmo_tasks.wsd.vectors import all_layers
+from elmo_tasks.wsd.knn import _unit
 from elmo_tasks.wsd.data.morphy import Morphy
-from elmo_tasks.wsd.example_sums import example_sums
-from elmo_tasks.wsd.sense_method import check_hold_out, hold_out, load_graph, plan_senses, sense_context
-from elmo_tasks.wsd.senses import STEPS, wordnet_fingerprint
+from elmo_tasks.wsd.sense_method import load_graph
+from elmo_tasks.wsd.senses import wordnet_fingerprint
 from elmo_tasks.wsd.config import WsdConfig
 from elmo_tasks.wsd.data.inventory import InventoryError
 from elmo_tasks.wsd.tag_output import (FUNCTION_WORD, NO_CONTEXT, NO_VECTOR, NOT_IN_WORDNET, PUNCTUATION, TaggedSentence,
                                        TaggedText, TaggedToken, synset_name)
 
 FORMAT = "elmo-tasks-senses-1"
-
-
-def build_sense_file(cfg, name: str, train_dir: str, out: str | Path, context: FeatureContext,
-                     progress: bool | None = None, command: str = "") -> dict:
-    """Sense vectors of every WordNet sense from source ``name`` of ``cfg`` trained on ``train_dir``, written to
-    ``out`` (atomically); returns the meta dict."""
-    section = cfg.sources[name]
-    inventory = load_inventory(cfg.wordnet)
-    train_ds = load_dataset(train_dir)
-    require_known_keys(train_ds, inventory, cfg.wordnet)  # keys of another WordNet: no sense at all, refused
-    warn_unknown_keys(train_ds, inventory, f"training set {train_ds.name}")
-    source = build_features(section, replace(context, memo=context.memo.streaming()))  # keeps no per-word arrays
-    train_ex = to_examples(train_ds, inventory)
-    check_hold_out(train_ex, cfg.head_dev_every, cfg.dev_split)  # (before the training set is embedded)
-    train_vecs = instance_layers(source, train_ex, "train", CHUNK)
-    graph = load_graph(cfg.wordnet)
-    held_out = hold_out(train_ex, train_vecs, cfg.head_dev_every, cfg.dev_split)
-    plan = plan_senses(section, graph, held_out, context, cfg.gloss_texts, progress,
-                       examples=example_sums(section, graph, context, progress))
-    sums = SenseSums.from_targets(all_targets(train_ex), train_vecs)
-    del train_vecs
-    context_vecs, step = sense_context(graph, sums, plan)
-    counts = np.zeros(len(graph.keys), dtype=np.int64)
-    for k, c in zip(sums.keys, sums.counts):
-        if k in graph.index:
-            counts[graph.index[k]] = c
-    meta = {"format": FORMAT, "source": name, "section": section,
-            "fingerprints": section_fingerprints(section, context.memo), "layers": plan.weights,
-            "layer_choice": plan.layer_label, "gloss_text": plan.gloss_text, "pooling": plan.pooling, "gloss_layers": plan.gloss_weights, "w": plan.w, "prior": plan.prior,
-            "held_out": plan.held_out,
-            "wordnet": str(Path(cfg.wordnet).resolve()), "wordnet_fingerprint": wordnet_fingerprint(graph.wn),
-            "train": {"folder": str(train_dir), "instances": int(sum(len(ex.targets) for ex in train_ex)),
-                      "senses": len(sums.keys)},
-            "steps": {s: int((step == i).sum()) for i, s in enumerate(STEPS)}, "examples": plan.examples,
-            "command": command, "cwd": os.getcwd(), "git_commit": git_commit()}
-    with atomic_path(out) as tmp, h5py.File(tmp, "w") as f:
-        f.create_dataset("keys", data=np.array(graph.keys, dtype=object), dtype=h5py.string_dtype("utf-8"))
-        f.create_dataset("context", data=context_vecs)
-        f.create_dataset("gloss", data=plan.gloss)
-        f.create_dataset("step", data=step)
-        f.create_dataset("counts", data=counts)
-        f.attrs["meta"] = json.dumps(meta)
-        f.attrs["sha256"] = sense_digest(graph.keys, *(f[n][()] for n in SENSE_ARRAYS))
-        f.attrs["meta_sha256"] = hashlib.sha256(f.attrs["meta"].encode("utf-8")).hexdigest()
-    return meta
 
 
 # closed-class words: not tagged unless the token names a part of speech (WordNet lists a few of them as rare nouns or

@@ -1,0 +1,150 @@
+"""``elmo-tasks wsd senses``: the sense vectors of every WordNet sense (or of a few lemmas' senses) written to a
+sense file (``tagging``'s format) with their provenance.
+
+SemCor's instances are streamed into per-sense sums (``semcor_sums``), the settings are chosen on its held-out
+documents (``sense_method.plan_senses``), the glosses are embedded in chunks written to the cache as they come
+(``senses.pooled_layers``: a rerun after a stop resumes). ``lemmas``: only those lemmas' senses, their SemCor
+instances and their glosses (a build of seconds, for trying it); without SemCor (``train_dir`` None) only with
+``lemmas``, from the glosses alone.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+import h5py
+import numpy as np
+
+from elmo_features.util.errors import ConfigError, UsageError
+from elmo_features.util.provenance import atomic_path, git_commit, package_version
+
+from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints
+from elmo_tasks.wsd.data.examples import (WsdSentence, load_inventory, require_known_keys, to_examples,
+                                          warn_unknown_keys)
+from elmo_tasks.wsd.data.reader import load_dataset
+from elmo_tasks.wsd.data.wordnet import WordNet
+from elmo_tasks.wsd.example_sums import example_sums
+from elmo_tasks.wsd.semcor_sums import all_sums, held_out_of, stream_sums
+from elmo_tasks.wsd.sense_method import SensePlan, check_hold_out, layer_candidates, plan_senses, sense_context, \
+    sense_glosses
+from elmo_tasks.wsd.senses import POS, STEPS, Graph, mix, wordnet_fingerprint
+from elmo_tasks.wsd.tagging import FORMAT, SENSE_ARRAYS, sense_digest
+
+DEFAULT_TOP = 4  # without held-out SemCor instances: the sum of the top 4 layers (LMMS's choice), w 1, sentence pooling
+
+
+def lemma_keys(wn: WordNet, lemmas: Sequence[str]) -> list[str]:
+    """The sense keys of ``lemmas`` (any letter case, spaces or underscores), or UsageError naming those WordNet
+    lacks."""
+    by_lemma: dict[str, list[str]] = {}
+    for k in wn.synset_of:
+        by_lemma.setdefault(k.partition("%")[0], []).append(k)
+    wanted = [lemma.strip().lower().replace(" ", "_") for lemma in lemmas if lemma.strip()]
+    missing = [lemma for lemma in wanted if lemma not in by_lemma]
+    if not wanted or missing:
+        raise UsageError(f"--lemmas: {', '.join(missing) or 'no lemma given'}: " +
+                         ("not a lemma of WordNet " + str(wn.folder) if missing else "give lemmas, e.g. bank,plant"))
+    return sorted({k for lemma in wanted for k in by_lemma[lemma]})
+
+
+def _only_senses(train_ex: list[WsdSentence], graph: Graph) -> list[WsdSentence]:
+    """The training sentences with an instance of the graph's senses, with only those instances."""
+    out = []
+    for ex in train_ex:
+        targets = [t for t in ex.targets if any(k in graph.index for k in t.gold)]
+        if targets:
+            out.append(replace(ex, targets=targets))
+    return out
+
+
+def default_plan(L: int, gloss: dict[str, np.ndarray] | None, why: str) -> SensePlan:
+    """The settings without held-out instances to choose them: the sum of the top ``DEFAULT_TOP`` layers for the
+    context and the gloss, the definition with sentence pooling, w 1 per part of speech, no prior."""
+    label, weights = layer_candidates(L)[L + min(DEFAULT_TOP, L) - 2] if L > 1 else ("layer 0", [1.0])
+    plan = SensePlan(weights, label, "sentence", "definition", label, weights, {p: 1.0 for p in POS},
+                     held_out={"default": why})
+    if gloss is not None:
+        plan.gloss = mix(gloss["sentence"], weights)  # (S, D)
+    return plan
+
+
+def build_sense_file(cfg, name: str, train_dir: str | None, out: str | Path, context: FeatureContext,
+                     progress: bool | None = None, command: str = "", lemmas: Sequence[str] | None = None) -> dict:
+    """Sense vectors of every WordNet sense (``lemmas``: of those lemmas' senses) from source ``name`` of ``cfg``
+    trained on ``train_dir`` (None: from the glosses alone, only with ``lemmas``), written to ``out``
+    (atomically); returns the meta dict."""
+    section = cfg.sources[name]
+    wn = WordNet(cfg.wordnet)
+    graph = Graph(wn, lemma_keys(wn, lemmas)) if lemmas else Graph(wn)
+    if train_dir is None and not lemmas:
+        raise UsageError("wsd senses needs SemCor for all of WordNet: get it with `elmo-tasks data get wsd-framework`")
+    source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
+    train_ex: list[WsdSentence] = []
+    if train_dir is not None:
+        inventory = load_inventory(cfg.wordnet)
+        train_ds = load_dataset(train_dir)
+        require_known_keys(train_ds, inventory, cfg.wordnet)  # keys of another WordNet: no sense at all, refused
+        warn_unknown_keys(train_ds, inventory, f"training set {train_ds.name}")
+        train_ex = to_examples(train_ds, inventory)
+        if lemmas:
+            train_ex = _only_senses(train_ex, graph)
+    why = None
+    if lemmas:
+        try:
+            check_hold_out(train_ex, cfg.head_dev_every, cfg.dev_split)
+        except ConfigError:
+            why = (f"no held-out SemCor instance of {', '.join(lemmas)}" if train_ex else
+                   "no SemCor instance of " + ", ".join(lemmas) if train_dir is not None else "no SemCor")
+    else:
+        check_hold_out(train_ex, cfg.head_dev_every, cfg.dev_split)  # (before the training set is embedded)
+    streamed = stream_sums(source, train_ex, cfg.head_dev_every, cfg.dev_split, progress) if train_ex else None
+    if why is None:
+        held_out = held_out_of(streamed, train_ex, cfg.head_dev_every, cfg.dev_split)
+        plan = plan_senses(section, graph, held_out, context, cfg.gloss_texts, progress,
+                           examples=example_sums(section, graph, context, progress))
+    else:
+        L = source.word_layers([["the"]], "check")[0].shape[0]
+        plan = default_plan(L, sense_glosses(section, graph, context, progress), why)
+        settings = f"{plan.layer_label}, sentence pooling of the definition"
+        print(f"wsd senses: {why}: " + (f"each sense's vector is its gloss's ({settings})" if streamed is None else
+                                        f"default settings ({settings}, gloss weight w 1)"), file=sys.stderr)
+    if streamed is not None:
+        sums = all_sums(streamed)
+        context_vecs, step = sense_context(graph, sums, plan)
+        if graph.subset and plan.gloss is not None:  # a few lemmas: a sense that nothing reaches (no instance in its lexicographer file among
+            lone = step < 0  # them) takes its gloss, as all of WordNet's propagation would have given it a vector
+            context_vecs[lone], step[lone] = plan.gloss[lone], STEPS.index("gloss")
+        counts = np.zeros(len(graph.keys), dtype=np.int64)
+        for k, c in zip(sums.keys, sums.counts):
+            if k in graph.index:
+                counts[graph.index[k]] = c
+        train = {"folder": str(train_dir), "instances": int(sum(len(ex.targets) for ex in train_ex)),
+                 "senses": len(sums.keys)}
+    else:  # the glosses alone: each sense's gloss is its context vector (scores are gloss cosines: w 0)
+        context_vecs, step = plan.gloss.copy(), np.full(len(graph.keys), STEPS.index("gloss"), dtype=np.int8)
+        counts, train, plan.w = np.zeros(len(graph.keys), dtype=np.int64), None, {p: 0.0 for p in POS}
+    meta = {"format": FORMAT, "source": name, "section": section,
+            "fingerprints": section_fingerprints(section, context.memo), "layers": plan.weights,
+            "layer_choice": plan.layer_label, "gloss_text": plan.gloss_text, "pooling": plan.pooling,
+            "gloss_layers": plan.gloss_weights, "w": plan.w, "prior": plan.prior, "held_out": plan.held_out,
+            "wordnet": str(Path(cfg.wordnet).resolve()), "wordnet_fingerprint": wordnet_fingerprint(graph.wn),
+            "train": train, "steps": {s: int((step == i).sum()) for i, s in enumerate(STEPS)},
+            "examples": plan.examples, "command": command, "cwd": os.getcwd(),
+            "version": package_version(), "git_commit": git_commit()}
+    if lemmas:
+        meta["lemmas"] = sorted({k.partition("%")[0] for k in graph.keys})
+    with atomic_path(out) as tmp, h5py.File(tmp, "w") as f:
+        f.create_dataset("keys", data=np.array(graph.keys, dtype=object), dtype=h5py.string_dtype("utf-8"))
+        f.create_dataset("context", data=context_vecs)
+        f.create_dataset("gloss", data=plan.gloss)
+        f.create_dataset("step", data=step)
+        f.create_dataset("counts", data=counts)
+        f.attrs["meta"] = json.dumps(meta)
+        f.attrs["sha256"] = sense_digest(graph.keys, *(f[n][()] for n in SENSE_ARRAYS))
+        f.attrs["meta_sha256"] = hashlib.sha256(f.attrs["meta"].encode("utf-8")).hexdigest()
+    return meta
