@@ -228,7 +228,7 @@ def _check_plain_text(sentences: list[list[str]], path: str) -> None:
     if xml or keys:
         what = "XML (.data.xml)" if xml else "gold key file (instance ids and sense keys)"
         raise UsageError(f"{path}: a WSD framework {what}, not sentences; wsd tag takes plain text, one "
-                         "whitespace-tokenized sentence per line; to score a test set, give its folder to "
+                         "sentence per line; to score a test set, give its folder to "
                          "`elmo-tasks wsd --test FOLDER`")
 
 
