@@ -186,7 +186,9 @@ def test_a_utf16_key_file_is_named_as_the_user_gave_it(data, tmp_path, capsys):
 
 def _run_hint(err: str, tmp_path: Path, capsys) -> None:
     """Run the `To use this copy as it is:` command of ``err`` (baselines only: no feature download)."""
-    line = err.split("To use this copy as it is: ", 1)[1]
+    line = err.split("To use this copy as it is: `", 1)[1]
+    assert line.endswith("`"), err
+    line = line[:-1]
     *unpack, command = line.split(" && ")
     for step in unpack:
         subprocess.run([sys.executable, *shlex.split(step)[1:]], check=True)
@@ -208,7 +210,7 @@ def test_one_refusal_names_every_data_set_that_differs_and_the_command_for_the_c
                          "The layout expected: Evaluation_Datasets/<name>/<name>.data.xml + <name>.gold.key.txt for "
                          "senseval2, senseval3, semeval2007, semeval2013, semeval2015, ALL; "
                          "Training_Corpora/SemCor/semcor.data.xml + semcor.gold.key.txt",
-                         f"To use this copy as it is: python -m zipfile -e {z} {tmp_path / 'mine'} && elmo-tasks wsd "
+                         f"To use this copy as it is: `python -m zipfile -e {z} {tmp_path / 'mine'} && elmo-tasks wsd "
                          f"--config wsd_semcor --train {tmp_path / 'mine' / TOP / 'Training_Corpora/SemCor'} --test ")
     assert "semeval2015" not in err.split("To use this copy as it is: ")[1]  # only the folders it has
     assert not (data / "wsd").exists()
@@ -222,8 +224,9 @@ def test_an_unpacked_copy_that_is_not_the_release_gets_the_command_on_its_own_fo
         (root / name).write_text(text)
     assert main(["data", "get", "wsd-framework", "--from", str(root)]) == 2
     err = one_line_error(capsys, "1 of the framework's 7 data sets is missing or differs",
-                         f"To use this copy as it is: elmo-tasks wsd --config wsd_semcor --train "
-                         f"{root / TOP / 'Training_Corpora/SemCor'} --test {root / TOP / 'Evaluation_Datasets/senseval2'}")
+                         f"To use this copy as it is: `elmo-tasks wsd --config wsd_semcor --train "
+                         f"{root / TOP / 'Training_Corpora/SemCor'} --test "
+                         f"{root / TOP / 'Evaluation_Datasets/senseval2'}")
     _run_hint(err, tmp_path, capsys)
 
 
@@ -245,7 +248,7 @@ def test_a_host_name_that_does_not_resolve_is_said_once(data, tmp_path, monkeypa
     started = time.monotonic()
     assert main(["data", "get", "wsd-framework"]) == 2
     assert time.monotonic() - started < 10
-    err = one_line_error(capsys, "could not download http://nonexistent.invalid/x.zip: cannot reach nonexistent.invalid "
-                                 "(its name does not resolve", "give it with `elmo-tasks data get wsd-framework --from")
+    err = one_line_error(capsys, "could not download http://nonexistent.invalid/x.zip: cannot reach "
+                                 "nonexistent.invalid (its name does not resolve", "give it with `elmo-tasks data get wsd-framework --from")
     assert "retrying" not in err and "interrupted" not in err
     assert not (data / "wsd").exists()

@@ -147,9 +147,14 @@ def test_k09_a_source_md_that_is_not_utf8_is_damaged(tmp_path, capsys, monkeypat
     (folder / "SOURCE.md").write_bytes(b"\xff\xfe garbage \x00")
     monkeypatch.setenv("ELMO_TASKS_DATA", str(tmp_path / "D"))
     assert main(["data", "list"]) == 0
-    assert "damaged: use --force (SOURCE.md is not UTF-8 text" in capsys.readouterr().out
-    assert main(["data", "get", "conll2003", "--download-dir", str(tmp_path / "D")]) == 2
-    one_line_error(capsys, "conll2003 in", "is damaged (SOURCE.md is not UTF-8 text", "--force")
+    assert "damaged: its files cannot be told from yours: move the folder away and fetch again (SOURCE.md is not " \
+        "UTF-8 text" in capsys.readouterr().out  # (--force cannot tell what the fetch wrote: it is refused too)
+    assert main(["data", "get", "conll2003", "--data-dir", str(tmp_path / "D")]) == 2
+    one_line_error(capsys, "conll2003 in", "is damaged (SOURCE.md is not UTF-8 text", "move the folder away")
+    assert main(["data", "get", "conll2003", "--force", "--data-dir", str(tmp_path / "D")]) == 2
+    one_line_error(capsys, "conll2003: SOURCE.md is not UTF-8 text: byte 0 is invalid, so `data get conll2003` "
+                           "cannot tell what it fetched from your own files; move the folder away")
+    assert (folder / "train.txt").read_text() == "x\n"
 
 
 # ---------------------------------------------------------------- H02: the rerun command of wsd tag

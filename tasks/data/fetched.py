@@ -101,8 +101,8 @@ def claim(name: str, final: Path, given: str | Path | None = None, given_flag: s
     if (final / "SOURCE.md").is_file():
         extra = not_fetched(final)
         if extra is None:
-            raise PathError(f"{final}: its SOURCE.md lists no files, so `data get {name}` cannot tell what it "
-                            "fetched from your own files; move the folder away and rerun")
+            raise PathError(f"{final}: {folder_problem(final) or 'SOURCE.md lists no files'}, so `data get {name}` "
+                            "cannot tell what it fetched from your own files; move the folder away and rerun")
         if extra:
             raise PathError(f"{final} holds {len(extra)} file(s) or folder(s) that `data get` did not fetch: "
                             f"{_shown(extra)}; --force replaces the whole folder, so move them out of it and rerun")

@@ -232,7 +232,7 @@ def verify_sets(fw: Framework, manifest: tuple[FrameworkSet, ...], out: Path, in
     train = [s for s in usable if s.inner.startswith("Training_Corpora/")]
     tests = [s for s in usable if s.inner.startswith("Evaluation_Datasets/") and s.name != "ALL"]
     if train and tests:
-        msg += f". To use this copy as it is: {fw.use_as_is(train[0], tests, wordnet)}"
+        msg += f". To use this copy as it is: `{fw.use_as_is(train[0], tests, wordnet)}`"
     raise WsdFormatError(msg)
 
 
