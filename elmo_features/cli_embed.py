@@ -19,6 +19,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import h5py
@@ -152,12 +153,14 @@ def _run(args: argparse.Namespace) -> int:
     device = parse_device(args.device)  # (an unavailable device is an error before any work)
     set_threads(args.threads)
     _check_precision_early(args, device)
+    t_load = time.perf_counter()
     if args.transformer:
         embedder = _transformer_embedder(args)
     else:
         bilm = _load_bilm(args).to(device)
         embedder = Embedder(bilm, batch_size=args.batch_size, max_tokens_per_batch=args.max_tokens_per_batch,
                             progress=False, precision=args.precision)
+    load_seconds = time.perf_counter() - t_load
     from elmo_features.util import distributed
 
     if distributed.torchrun_world() > 1:  # launched by torchrun: this rank's shard (rank 0 also merges)
@@ -178,8 +181,8 @@ def _run(args: argparse.Namespace) -> int:
     s = embed_file(args.input, args.output, embedder, args.output_format, chunk_size=args.chunk_size,
                    forget_sentences=args.forget_sentences, resume=not args.restart,
                    progress=progress_setting(args.progress))
-    print(f"wrote {s['sentences']} sentences ({s['tokens']} tokens) to {s['output']} in {s['seconds']:.1f} s",
-          file=sys.stderr)
+    print(f"wrote {s['sentences']} sentences ({s['tokens']} tokens) to {s['output']}: embedded in {s['seconds']:.1f} s, "
+          f"after loading the model in {load_seconds:.1f} s", file=sys.stderr)
     return 0
 
 

@@ -28,6 +28,12 @@ def span_f1(gold: list[list[str]], pred: list[list[str]], scheme: str) -> dict[s
     return {"precision": float(precision), "recall": float(recall), "f1": float(f1)}
 
 
+def scores_text(scores: dict) -> str:
+    """Scores as one line for people, rounded the same way by every command: ``precision 0.8912, f1 0.8899, ...``
+    (fractions to 4 decimals, counts as they are)."""
+    return ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}" for k, v in scores.items())
+
+
 def token_accuracy(gold: list[list[str]], pred: list[list[str]]) -> float:
     """Fraction of tokens whose predicted tag equals the gold tag."""
     n = sum(len(g) for g in gold)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.wording import did_you_mean
 
 PLUGIN_HINT = ("a component of your own package: load it with --include MODULE, or install a package that declares "
                "it in the entry-point group elmo_tasks.plugins (docs/adding_a_head.md)")
@@ -98,7 +99,8 @@ class Registry:
         """The component called ``name``; an unknown name raises RegistryError listing the valid ones."""
         if not isinstance(name, str) or name not in self._entries:
             raise RegistryError(
-                f"unknown {self.kind} {name!r}; valid {self.kind} names: {', '.join(self.names()) or '(none)'}; "
+                f"unknown {self.kind} {name!r}{did_you_mean(name, self.names())}; valid {self.kind} names: "
+                f"{', '.join(self.names()) or '(none)'}; "
                 f"{PLUGIN_HINT}"
             )
         obj = self._entries[name]

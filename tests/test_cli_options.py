@@ -64,5 +64,5 @@ def test_components_lists_names_and_the_declared_keys(capsys):
     assert len(keys) == len(set(keys))
     assert main(["components", "readers", "conll2003"]) == 0 and "  tag_column: string, default \"ner\"" in capsys.readouterr().out
     assert main(["components", "heads", "crf"]) == 2
-    assert "unknown head 'crf'; valid head names: crf_tagger" in capsys.readouterr().err
+    assert "unknown head 'crf' (did you mean crf_tagger?); valid head names: crf_tagger" in capsys.readouterr().err
     assert main(["components", "layers"]) == 2 and "valid kinds: heads, features" in capsys.readouterr().err

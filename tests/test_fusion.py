@@ -185,9 +185,9 @@ def tiny_config(env, features=None, head=None):
 
 def test_unknown_fusion_names_list_the_valid_ones(env):
     valid = "valid fusion names: average, concat_project, gated, layer_attention, scalar"
-    with pytest.raises(ConfigError, match=f"features.mix.name: unknown fusion 'attention'; {valid}"):
+    with pytest.raises(ConfigError, match=f"features.mix.name: unknown fusion 'attention' \\(did you mean layer_attention\\?\\); {valid}"):
         resolve(tiny_config(env, features=elmo_section(env, mix={"name": "attention"})))
-    with pytest.raises(ConfigError, match=f"head.output_mix.name: unknown fusion 'gate'; {valid}"):
+    with pytest.raises(ConfigError, match=f"head.output_mix.name: unknown fusion 'gate' \\(did you mean gated\\?\\); {valid}"):
         resolve(tiny_config(env, head={"name": "crf_tagger", "output_mix": {"name": "gate"}}))
     with pytest.raises(ConfigError, match="unknown key 'outdim'; valid keys: layer_norm, output_dim, l2_coef"):
         resolve(tiny_config(env, features=elmo_section(env, mix={"name": "concat_project", "outdim": 4})))

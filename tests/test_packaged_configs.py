@@ -43,7 +43,7 @@ def test_configs_list_and_show(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main(["configs", "list"]) == 0
     out = capsys.readouterr().out
-    assert any(line.startswith("ner_conll2003 ") and "CoNLL-2003 English NER" in line for line in out.splitlines())
+    assert any(line.startswith("  ner_conll2003 ") and "CoNLL-2003 English NER" in line for line in out.splitlines())
     assert main(["configs", "show", "sentiment_polarity"]) == 0
     assert yaml.safe_load(capsys.readouterr().out)["name"] == "sentiment_polarity"
     assert main(["configs", "show", "sentiment_polarity", "--out", "mine.yaml"]) == 0

@@ -31,6 +31,11 @@ def test_compare_writes_summary_with_measured_numbers(tmp_path, capsys):
     s = json.loads((results / "summary.json").read_text())
     assert [r["source"] for r in s["sources"]] == ["glove", "layer1", "glove+mix"]
     assert len(s["runs"]) == 6
+    out = capsys.readouterr().out  # the result table on the terminal, then where the files are
+    table = out[out.index("tiny_ner: f1 x100, mean ± sample std over seeds 1, 2"):].splitlines()
+    assert table[1].split() == ["source", "test", "f1", "dev", "f1", "runs"]
+    assert [line.split()[0] for line in table[2:5]] == ["glove", "layer1", "glove+mix"]
+    assert "±" in table[2] and table[5] == f"wrote {results / 'summary.md'} ({s['wall_seconds']:.0f}s)"
     for row in s["sources"]:  # mean and sample std recomputed from the per-run numbers
         f1 = [r["test"]["f1"] for r in s["runs"] if r["source"] == row["source"]]
         assert abs(row["test"]["f1"]["mean"] - statistics.fmean(f1)) < 1e-12

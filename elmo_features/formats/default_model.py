@@ -10,6 +10,7 @@ from elmo_features.model.bilm import BiLM
 from elmo_features.model.precision import check_float32
 from elmo_features.formats import download
 from elmo_features.util.errors import MissingPathError, UsageError
+from elmo_features.util.wording import did_you_mean
 from elmo_features.formats.presets import PRESETS
 from elmo_features.formats.weights import load_bilm
 
@@ -102,8 +103,9 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         unknown = sorted(set(spec) - set(SPEC_KEYS))
         absent = [k for k in SPEC_KEYS if k not in spec]
         if unknown or absent:
-            raise UsageError(f"biLM spec {dict(spec)!r}: needs exactly the keys {SPEC_KEYS}"
-                             + (f"; unknown: {unknown}" if unknown else "") + (f"; missing: {absent}" if absent else ""))
+            raise UsageError(f"biLM spec with the keys {', '.join(map(str, spec)) or '(none)'}: needs exactly the keys "
+                             f"{' and '.join(SPEC_KEYS)}" + (f"; unknown: {', '.join(map(str, unknown))}" if unknown else "")
+                             + (f"; missing: {', '.join(absent)}" if absent else ""))
         _refuse_url(*(spec[k] for k in SPEC_KEYS))
         return load_bilm(spec["options"], spec["weights"], **kw)
     if isinstance(spec, (str, Path)):
@@ -130,6 +132,6 @@ def resolve_bilm(spec: Any, cache_dir: str | Path | None = None, **kw: Any) -> B
         if "/" in s or "\\" in s:
             raise MissingPathError(f"biLM folder {folder} not found (a folder with {OPTIONS_NAME} + {WEIGHTS_NAME})")
     raise UsageError(
-        f"unknown biLM spec {spec!r}; valid: an embedded model ({', '.join(embedded_models()) or 'none'}), a preset ({', '.join(PRESETS)}), a folder with "
+        f"unknown biLM spec {spec!r}{did_you_mean(spec, [*embedded_models(), *PRESETS])}; valid: an embedded model ({', '.join(embedded_models()) or 'none'}), a preset ({', '.join(PRESETS)}), a folder with "
         f"{OPTIONS_NAME} + {WEIGHTS_NAME}, or {{'options': path, 'weights': path}}"
     )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elmo_features.util.errors import UsageError
+from elmo_features.util.wording import did_you_mean
 
 BASE_URL = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo"
 
@@ -81,4 +82,5 @@ def get_preset(name: str) -> Preset:
     try:
         return PRESETS[name]
     except KeyError:
-        raise UsageError(f"unknown ELMo preset {name!r}; valid presets: {', '.join(PRESETS)}") from None
+        raise UsageError(f"unknown ELMo preset {name!r}{did_you_mean(name, PRESETS)}; valid presets: "
+                         f"{', '.join(PRESETS)}") from None

@@ -210,7 +210,7 @@ def cmd_eval(args) -> int:
 def register(sub) -> None:
     p = sub.add_parser("train-bilm", help="train a biLM (bilm-tf architecture) on tokenized text")
     p.add_argument("--config", required=True, help="YAML training config: a file, or a packaged config's name "
-                   "(`elmo-tasks configs list`: bilm/*)")
+                   "(elmo-tasks configs list --all shows them: bilm/*)")
     p.add_argument("--resume", action="store_true", help="continue the run in the config's out_dir")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
     add_progress_argument(p)

@@ -15,6 +15,7 @@ from elmo_features.util.paths import check_output_file, check_own_output, is_str
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_docs import describe_keys, spec_text
 from elmo_features.util.schema import option_specs
+from elmo_features.util.wording import did_you_mean
 
 import elmo_tasks.experiment.config  # noqa: F401  (fills the registries)
 from elmo_tasks.experiment.config import packaged_configs, packaged_name
@@ -53,7 +54,7 @@ def _show(value) -> str:
 def cmd_components(args) -> int:
     kinds = [args.kind] if args.kind else list(KINDS)
     if args.kind and args.kind not in KINDS:
-        raise UsageError(f"unknown kind {args.kind!r}; valid kinds: {', '.join(KINDS)}")
+        raise UsageError(f"unknown kind {args.kind!r}{did_you_mean(args.kind, KINDS)}; valid kinds: {', '.join(KINDS)}")
     if args.name is None:
         for kind in kinds:
             print(f"{kind}:")
@@ -85,35 +86,43 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_components)
 
 
-def _config_summary(path, width: int = 100) -> str:
-    """The first sentence of a config file's leading comment (what it is for), at most ``width`` characters."""
-    words = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith("#"):
-            break
-        words += line.lstrip("#").split()
-    text = " ".join(words)
-    end = text.find(". ")
-    text = text[: end + 1] if end >= 0 else text
-    return text if len(text) <= width else text[: width - 1].rsplit(" ", 1)[0] + " …"
+def config_description(path) -> str:
+    """A config file's one-line description: its first line, a ``#`` comment (empty when it has none)."""
+    with open(path, encoding="utf-8") as f:
+        first = f.readline()
+    return first.lstrip("#").strip() if first.startswith("#") else ""
+
+
+def _print_configs(configs: dict) -> None:
+    width = max(map(len, configs)) + 2
+    for name, path in configs.items():
+        print(f"  {name:<{width}}{config_description(path)}")
 
 
 def cmd_configs_list(args) -> int:
     configs = packaged_configs()
-    width = max(map(len, configs)) + 2
-    for name, path in configs.items():
-        print(f"{name:<{width}}{_config_summary(path)}")
-    print("(give a name where a config path goes, e.g. `elmo-tasks compare ner_conll2003`; an existing file of that "
-          "name wins. Copy one to edit it: `elmo-tasks configs show NAME --out my.yaml`. The bilm/* configs record how "
-          "the shipped biLMs were trained, on a corpus that is not distributed: train on your own text with "
-          "`elmo-tasks train-bilm --config bilm/NAME --set 'train_files=[FILE]' --set heldout_file=FILE`)")
+    tasks = {n: p for n, p in configs.items() if "/" not in n}  # the task configs a user runs
+    print("Task configs (give a name where a config path goes, e.g. `elmo-tasks compare tiny_ner_conll2003`):")
+    _print_configs(tasks)
+    if args.all:
+        print("Research history: how the shipped biLMs were trained (bilm/) and the studies behind the results "
+              "(backbones/, candidates/, diagnosis/, fusion/):")
+        _print_configs({n: p for n, p in configs.items() if n not in tasks})
+        print("(the bilm/ configs name a training corpus that is not distributed: train on your own text with "
+              "`elmo-tasks train-bilm --config bilm/default --set 'train_files=[FILE]' --set heldout_file=FILE`)")
+    else:
+        print(f"({len(configs) - len(tasks)} more under `elmo-tasks configs list --all`: the biLM training configs "
+              "and the research studies)")
+    print("(an existing file of that name wins; copy a config to edit it: `elmo-tasks configs show NAME --out "
+          "my.yaml`)")
     return 0
 
 
 def cmd_configs_show(args) -> int:
     name = packaged_name(args.name)
     if name not in packaged_configs():
-        raise UsageError(f"configs show: no packaged config {args.name!r}; `elmo-tasks configs list` shows them")
+        raise UsageError(f"configs show: no packaged config {args.name!r}{did_you_mean(name, packaged_configs())}; "
+                         "`elmo-tasks configs list --all` shows them")
     text = packaged_configs()[name].read_text(encoding="utf-8")
     if args.out in (None, "-"):  # ("-": standard output, the default)
         print(text, end="")
@@ -137,6 +146,8 @@ def register_configs(subparsers) -> None:
     sub = p.add_subparsers(dest="configs_command", metavar="ACTION")
     sub.required = True
     ls = sub.add_parser("list", help="names and one-line descriptions")
+    ls.add_argument("--all", action="store_true", help="also list the research history: the biLM training configs "
+                                                       "and the studies behind the published results")
     ls.set_defaults(func=cmd_configs_list)
     show = sub.add_parser("show", help="print a packaged config, or copy it to --out FILE to edit it")
     show.add_argument("name", metavar="NAME", help="a packaged config name (see `configs list`)")

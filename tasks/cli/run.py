@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from contextlib import nullcontext
@@ -24,10 +23,12 @@ from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.schema import saved_config
 from elmo_features.util.text_input import read_sentences
 from elmo_features.util.threads import set_threads
+from elmo_features.util.wording import mapping_text
 
 from elmo_tasks.experiment.config import check_seeds, load_config, load_raw
 from elmo_tasks.experiment.data_parallel import join
 from elmo_tasks.features.base import FeatureContext
+from elmo_tasks.metrics import scores_text
 from elmo_tasks.plugins import add_include_argument
 from elmo_tasks.experiment.records import read_metrics
 from elmo_tasks.experiment.preflight import (check_given_once, check_output_dirs, check_run_folder, check_run_inputs,
@@ -142,8 +143,7 @@ def cmd_run(args) -> int:
     print(f"run folder: {out}")
     for split in ("dev", "test"):
         if split in metrics:
-            print(f"{split}: " + ", ".join(f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
-                                           for k, v in metrics[split].items()))
+            print(f"{split}: {scores_text(metrics[split])}")
     print(f"wall time: {metrics['seconds']['total']:.1f}s (features {metrics['seconds']['features']:.1f}s, "
           f"training {metrics['seconds']['train']:.1f}s)")
     return 0
@@ -178,6 +178,7 @@ def _inside(folder: str, parent: str) -> bool:
 def cmd_compare(args) -> int:
     from elmo_tasks.experiment.compare import ComparisonInterrupted, run_comparison
     from elmo_tasks.experiment.compare_checks import check_comparison_args
+    from elmo_tasks.experiment.summary import result_table
 
     check_flags_given(args, "results_dir", "runs_dir", "resume")
     warn_unrepeatable(args.config)
@@ -233,6 +234,7 @@ def cmd_compare(args) -> int:
         if lock is not None:
             lock.release()
     if summary:  # under torchrun: rank 0
+        print(result_table(summary))
         print(f"wrote {results_dir / 'summary.md'} ({summary['wall_seconds']:.0f}s)")
     return 0
 
@@ -378,6 +380,6 @@ def _predict(args) -> int:
         scores["unseen_labels"] = sum(unseen.values())
         if unseen:  # (as run says it for its dev and test sets)
             print(f"warning: {args.input}: {sum(unseen.values())} gold labels never seen in training (counted as "
-                  f"errors): {dict(unseen.most_common(10))}", file=sys.stderr)
-        print(json.dumps(scores), file=sys.stderr)
+                  f"errors): {mapping_text(dict(unseen.most_common()), limit=10)}", file=sys.stderr)
+        print(f"{args.input}: {scores_text(scores)}", file=sys.stderr)
     return 0

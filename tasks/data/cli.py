@@ -8,6 +8,7 @@ from pathlib import Path
 
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_input_file, check_output_dir
+from elmo_features.util.wording import did_you_mean
 
 from elmo_tasks.data.fetch import default_data_dir, fetch, fetched_state
 from elmo_tasks.data.sources import SOURCES
@@ -21,7 +22,7 @@ def _get(args: argparse.Namespace) -> int:
     names = list(NAMES) if "all" in args.names else list(dict.fromkeys(args.names))
     unknown = [n for n in names if n not in NAMES]
     if unknown:
-        raise UsageError(f"data get: unknown data set(s) {', '.join(map(repr, unknown))}; "
+        raise UsageError(f"data get: unknown data set(s) {', '.join(repr(n) + did_you_mean(n, NAMES) for n in unknown)}; "
                          f"valid: {', '.join(NAMES)}, all")
     names.sort(key=NAMES.index)  # what a data set needs is fetched before it
     local = args.from_path or args.package_file

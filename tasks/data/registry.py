@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from elmo_features.util.schema import check_options
+from elmo_features.util.wording import did_you_mean
 
 from elmo_tasks.registry import PLUGIN_HINT, READERS, RegistryError
 from elmo_tasks.data.types import LabeledSentence, TaggedSentence
@@ -25,7 +26,8 @@ def get_reader(name: str) -> Reader:
     try:
         return READERS.get(name)
     except RegistryError:
-        raise KeyError(f"unknown data reader {name!r}; valid: {', '.join(READERS.names())}; {PLUGIN_HINT}") from None
+        raise KeyError(f"unknown data reader {name!r}{did_you_mean(name, READERS.names())}; valid: "
+                       f"{', '.join(READERS.names())}; {PLUGIN_HINT}") from None
 
 
 PATH_KINDS = ("file", "folder", "name")  # a reader's path: a file, a folder, or a name it resolves itself (a hub id)

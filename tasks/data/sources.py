@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from elmo_features.util.wording import did_you_mean
+
 from elmo_tasks.data.archive import Archive
 from elmo_tasks.data.conll import read_conll2003
 from elmo_tasks.data.polarity import extract_polarity
@@ -153,4 +155,4 @@ def get_source(name: str) -> Source:
     try:
         return SOURCES[name]
     except KeyError:
-        raise KeyError(f"unknown data set {name!r}; valid: {', '.join(SOURCES)}") from None
+        raise KeyError(f"unknown data set {name!r}{did_you_mean(name, SOURCES)}; valid: {', '.join(SOURCES)}") from None

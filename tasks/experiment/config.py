@@ -23,6 +23,7 @@ from elmo_features.util.paths import same_file
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_files import apply_set, read_config_file
 from elmo_features.util.schema import Int, List, Map, Num, Str, build, check_options, key, settings_rule, to_dict
+from elmo_features.util.wording import did_you_mean
 
 from elmo_tasks import data as _data, features as _features, heads as _heads  # noqa: F401  (fills the registries)
 from elmo_tasks.components import resolve_component
@@ -248,8 +249,9 @@ def find_config(spec: str | Path) -> Path:
         return packaged[name]
     if path.exists():
         return path
-    raise ConfigError(f"{spec}: config file not found, and no packaged config has that name; `elmo-tasks configs "
-                      "list` shows the packaged ones (`elmo-tasks configs show NAME --out FILE` copies one)")
+    raise ConfigError(f"{spec}: config file not found, and no packaged config has that name"
+                      f"{did_you_mean(name, packaged)}; `elmo-tasks configs list` shows the packaged ones "
+                      "(`elmo-tasks configs show NAME --out FILE` copies one)")
 
 
 def load_raw(path: str | Path, overrides: list[str] | tuple[str, ...] | None = ()) -> dict:

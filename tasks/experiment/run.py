@@ -23,6 +23,7 @@ from elmo_features.util.errors import (CheckpointError, ConfigError, ElmoTasksEr
 from elmo_features.util.locking import OutputLock
 from elmo_features.util.provenance import git_commit, machine
 from elmo_features.util.schema import saved_config
+from elmo_features.util.wording import mapping_text
 
 from elmo_tasks.components import component_config
 from elmo_tasks.experiment.records import data_locations, read_metrics
@@ -232,7 +233,7 @@ def _evaluate_splits(model: TaskModel, splits: dict[str, Split], cfg: RunConfig,
             scores["unseen_labels"] = sum(unseen.values())
             if unseen:
                 folder.note(f"{name}: {sum(unseen.values())} gold labels never seen in training (counted as errors): "
-                            f"{dict(unseen.most_common(10))}")
+                            f"{mapping_text(dict(unseen.most_common()), limit=10)}")
             metrics[name] = scores
             metrics[f"{name}_unseen_labels"] = dict(unseen)
             predictions[name] = preds

@@ -150,6 +150,31 @@ def to_markdown(s: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def result_table(s: dict) -> str:
+    """The comparison's result as text for the terminal: per source, the primary metric's mean ± std over seeds
+    (x100) on test and dev, and with cross-validation the paired test against the first source."""
+    m = s["primary_metric"]
+    paired = {t["b"]: t for t in (s.get("cross_validation") or {}).get("paired", [])}
+    first = next(iter(paired.values()))["a"] if paired else None
+    head = ["source", f"test {m}", f"dev {m}", "runs"] + ([f"vs {first}: B - A [95% CI], P(B <= A)"] if paired else [])
+    rows = [head]
+    for r in s["sources"]:
+        test, dev = r.get("test", {}), r.get("dev", {})
+        row = [r["source"], _pm(test.get(m)), _pm(dev.get(m)), str(len(r["epochs"]))]
+        if paired:
+            t = paired.get(r["source"])
+            bs = t["bootstrap"] if t else None
+            row.append("-" if bs is None else f"{bs['delta'] * 100:+.2f} [{bs['ci95'][0] * 100:+.2f}, "
+                                              f"{bs['ci95'][1] * 100:+.2f}], {bs['p_b_not_better']:.4f}")
+        rows.append(row)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    seeds = ", ".join(map(str, s["seeds"]))
+    return "\n".join([f"{s['name']}: {m} x100, mean ± sample std over seeds {seeds}"
+                      + (f" and {s['cross_validation']['folds']} folds" if s.get("cross_validation") else ""),
+                      *lines])
+
+
 def cv_markdown(cv: dict) -> list[str]:
     """The cross-validation section: out-of-fold accuracy and paired tests against the first source."""
     lines = ["", f"## {cv['folds']}-fold cross-validation over all {cv['sentences']} sentences", "",

@@ -16,6 +16,7 @@ from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument,
 from elmo_features.util.devices import add_device_argument, parse_device
 
 from elmo_features.util.errors import UsageError
+from elmo_features.util.wording import mapping_text
 
 from elmo_tasks.plugins import add_include_argument
 from elmo_tasks.wsd.tag_output import FORMATS
@@ -172,8 +173,9 @@ def cmd_senses(args) -> int:
     with lock_output_file(args.out, "--out"):  # one writer per output file
         meta = build_sense_file(cfg, args.source, train, args.out, context, context.progress, command=command,
                                 lemmas=lemmas)
-    print(f"wrote {args.out}: {sum(meta['steps'].values()):,} senses ({meta['steps']}), layers "
-          f"{meta['layer_choice']}, glosses pooled by {meta['pooling']}, w {meta['w']}")
+    print(f"wrote {args.out}: {sum(meta['steps'].values()):,} senses (their vectors from: "
+          f"{mapping_text(meta['steps'])}), layers {meta['layer_choice']}, glosses pooled by {meta['pooling']}, "
+          f"gloss weight w {mapping_text(meta['w']) or 'none'}")
     return 0
 
 

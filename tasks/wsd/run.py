@@ -65,6 +65,7 @@ class Report:
     tests: list[TestSet]
     out_dir: Path
     rows: list[dict] = field(default_factory=list)
+    layers: dict[str, int] = field(default_factory=dict)  # source -> its number of layers (for the rows it cannot make)
 
     @property
     def keys_dir(self) -> Path:
@@ -268,9 +269,7 @@ def _source_rows(report: Report, cfg: WsdConfig, name: str, train_dir: str, trai
              for l in range(L) if "layers" in cfg.knn]
     if "average" in cfg.knn and L > 1:
         which.append(("average", "average of layers", [1.0 / L] * L, "average"))
-    if L == 1 and (several := " or ".join(k for k in ("average", "fixed_mix", "dev_layer") if k in cfg.knn)):
-        print(f"warning: source {name} has one layer: no {several} row for it (its one layer is the `layers` row of "
-              "knn)", file=sys.stderr)
+    report.layers[name] = L
     if "fixed_mix" in cfg.knn and L > 1:
         if len(cfg.fixed_mix) != L:
             raise ConfigError(f"fixed_mix: {len(cfg.fixed_mix)} weights, but source {name} has {L} layers; give one "
@@ -331,6 +330,18 @@ def wsd_identity(cfg: WsdConfig, train_dir: str, test_dirs: list[str]) -> dict:
                                   "sources": {n: cfg.sources[n] for n in cfg.features}}))
 
 
+def warn_rows_of_no_source(layers: dict[str, int], knn: list[str]) -> None:
+    """The knn rows that need several layers (average, fixed_mix, dev_layer) when no source has more than one: they
+    make no row, so saying so once per source is a warning. With a source of several layers they have their rows, and
+    a one-layer source (e.g. static vectors beside the biLMs) simply has its one `layers` row."""
+    several = " or ".join(k for k in ("average", "fixed_mix", "dev_layer") if k in knn)
+    if not several or not layers or max(layers.values()) > 1:
+        return
+    for name in layers:
+        print(f"warning: source {name} has one layer: no {several} row for it (its one layer is the `layers` row of "
+              "knn)", file=sys.stderr)
+
+
 def warn_test_is_train(train_dir: str, test_dirs: list[str]) -> None:
     """One warning line per test folder that is the training folder, or whose data XML or gold key file has the same
     content as the training set's (a copy under another name)."""
@@ -380,6 +391,7 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
         check_hold_out(train_ex, cfg.head_dev_every, cfg.dev_split)  # (before any source embeds the training set)
     for name in cfg.features:
         _source_rows(report, cfg, name, train_dir, train_ex, context, progress, runs_dir, command, graph)
+    warn_rows_of_no_source(report.layers, cfg.knn)
 
     summary = {"name": cfg.name, "command": command, "cwd": os.getcwd(), "git_commit": commit, "machine": machine(),
                "train": {"folder": str(train_dir), "name": train_ds.name, "sentences": len(train_ex),
