@@ -249,6 +249,7 @@ def test_a_host_name_that_does_not_resolve_is_said_once(data, tmp_path, monkeypa
     assert main(["data", "get", "wsd-framework"]) == 2
     assert time.monotonic() - started < 10
     err = one_line_error(capsys, "could not download http://nonexistent.invalid/x.zip: cannot reach "
-                                 "nonexistent.invalid (its name does not resolve", "give it with `elmo-tasks data get wsd-framework --from")
+                                 "nonexistent.invalid (its name does not resolve",
+                         "give it with `elmo-tasks data get wsd-framework --from")
     assert "retrying" not in err and "interrupted" not in err
     assert not (data / "wsd").exists()
