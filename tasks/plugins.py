@@ -17,6 +17,7 @@ modules a run uses (recorded in its metrics.json: ``compare --resume`` refuses a
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -29,11 +30,13 @@ import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
 
+from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
 
 from elmo_tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
 
 ENTRY_POINT_GROUP = "elmo_tasks.plugins"
+BUILT_IN = ("elmo_tasks", "elmo_features")  # packages whose components are not plugins (their code is the git commit's)
 _INCLUDED: list[str] = []  # modules loaded by --include, in order (for worker processes)
 _ENTRY_POINTS_LOADED = [False]
 
@@ -61,17 +64,58 @@ def includes_in(argv: Iterable[str]) -> list[str]:
 
 
 def _import_tree(name: str) -> None:
-    """Import module ``name`` and, when it is a package, all of its submodules. An exception raised by one of them
-    carries that module's name as ``plugin_module``."""
+    """Import module ``name`` and, when it is a package, all of its submodules but ``__main__`` ones (a package's
+    script: importing it runs it). An exception raised by one of them carries that module's name as
+    ``plugin_module``."""
     current = name
     try:
         module = importlib.import_module(name)
         for info in pkgutil.walk_packages(getattr(module, "__path__", []), prefix=f"{name}."):
+            if info.name.rsplit(".", 1)[-1] == "__main__":
+                continue
             current = info.name
             importlib.import_module(info.name)
     except BaseException as e:
         e.plugin_module = current
         raise
+
+
+def _toolkit_folders() -> list[Path]:
+    """The source folders of the toolkit's own packages (``BUILT_IN``)."""
+    out = []
+    for top in BUILT_IN:
+        module = sys.modules.get(top) or importlib.import_module(top)
+        out += [Path(p).resolve() for p in getattr(module, "__path__", [])]
+    return out
+
+
+def is_toolkit(module: str) -> bool:
+    """Whether ``module`` is the toolkit's own code: one of its packages or submodules, or a module found inside its
+    source folders under another name (``tasks`` from a checkout). Found without importing ``module``."""
+    top = module.split(".")[0]
+    if top in BUILT_IN:
+        return True
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    places = list(spec.submodule_search_locations or []) + ([spec.origin] if spec.has_location else [])
+    folders = _toolkit_folders()
+    return any(Path(p).resolve() == f or Path(p).resolve().is_relative_to(f) for p in places for f in folders)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """What a plugin prints while it is imported goes to standard error: a command's standard output (a YAML config,
+    JSON lines) stays its own."""
+    sys.stdout.flush()
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
 
 
 def _failed_module(name: str, e: BaseException) -> str:
@@ -94,8 +138,13 @@ def include(name: str) -> None:
                           "my_package.components, not a file path)")
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.insert(0, os.getcwd())  # a module next to the user's config, as `python -m` would find it
+    if is_toolkit(name):
+        raise PluginError(f"--include {name}: this is the toolkit's own code, which every command loads by itself; "
+                          "--include names your own plugin module (one that registers components), or leave it out")
+    stops = stop.count()
     try:
-        _import_tree(name)
+        with _stdout_to_stderr(), stop.noted():
+            _import_tree(name)
     except ElmoTasksError as e:  # e.g. a ContractError: already one line
         raise PluginError(f"--include {name}: {e}") from None
     except ImportError as e:
@@ -113,25 +162,42 @@ def include(name: str) -> None:
     except SystemExit as e:  # a script's sys.exit() at import would end the command, even with exit code 0
         raise PluginError(f"--include {name}: importing it called sys.exit({e.code!r}); a plugin module must not "
                           "exit when imported (put script code under `if __name__ == \"__main__\":`)") from None
+    except KeyboardInterrupt:
+        if stop.count() > stops:  # a real stop (Ctrl-C, SIGTERM) while it was imported: the command stops
+            raise
+        raise PluginError(f"--include {name}: importing {_failed_module(name, sys.exc_info()[1])} raised "
+                          "KeyboardInterrupt itself (no stop signal was received); a plugin module must not stop the "
+                          "command when imported") from None
     _INCLUDED.append(name)
 
 
 def load_entry_points() -> list[str]:
     """Import every ``elmo_tasks.plugins`` entry point of the installed distributions (once per process).
-    A plugin that fails is reported on one warning line and skipped: a broken install must not stop every
-    command. Returns the names loaded."""
+    A plugin that fails in any way (an exception, ``sys.exit``, a KeyboardInterrupt raised by its code rather than
+    by a stop signal) is named on one warning line and skipped: a broken install must not stop every command.
+    Returns the names loaded."""
     if _ENTRY_POINTS_LOADED[0]:
         return []
     _ENTRY_POINTS_LOADED[0] = True
     loaded = []
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = getattr(getattr(ep, "dist", None), "name", "?")
+        where = f"plugin {ep.name} (entry point of distribution {dist}, module {ep.module})"
+        if is_toolkit(ep.module):
+            print(f"warning: {where} was not loaded: it is the toolkit's own code, which every command loads by "
+                  f"itself; fix or uninstall {dist} (pip uninstall {dist})", file=sys.stderr, flush=True)
+            continue
+        stops = stop.count()
         try:
-            ep.load()
-        except (Exception, SystemExit) as e:  # noqa: BLE001  (any failure of foreign code: one line, then go on)
-            print(f"warning: plugin {ep.name} = {ep.value} (entry point of {dist}) was not loaded: "
-                  f"{type(e).__name__}: {' '.join(str(e).split())}; its components are unavailable",
-                  file=sys.stderr, flush=True)
+            with _stdout_to_stderr(), stop.noted():
+                ep.load()
+        except BaseException as e:  # noqa: BLE001  (any failure of foreign code: one line, then go on)
+            if isinstance(e, KeyboardInterrupt) and stop.count() > stops:  # a real stop: the command stops
+                raise
+            said = f"SystemExit: it called sys.exit({e.code!r})" if isinstance(e, SystemExit) else \
+                f"{type(e).__name__}: {' '.join(str(e).split())}".rstrip(": ")
+            print(f"warning: {where} was not loaded: {said}; its components are unavailable (fix or uninstall "
+                  f"{dist}: pip uninstall {dist})", file=sys.stderr, flush=True)
             continue
         loaded.append(ep.name)
     return loaded
@@ -148,8 +214,6 @@ def loaded_includes() -> list[str]:
     """The ``--include`` modules loaded in this process (worker processes load them too)."""
     return list(_INCLUDED)
 
-
-BUILT_IN = ("elmo_tasks", "elmo_features")  # packages whose components are not plugins (their code is the git commit's)
 
 
 def plugin_digests(config: dict) -> dict[str, str]:

@@ -17,6 +17,7 @@ import torch
 import yaml
 
 from elmo_tasks.cli import main
+from signal_helpers import default_stop_signals
 from test_reliability_training import SMALL
 from test_tasks_helpers import elmo_section, make_bilm, make_env, tagging_config
 
@@ -35,17 +36,11 @@ def compare_cfg(tmp_path):
     return path
 
 
-def _default_sigint() -> None:
-    """In the child, before exec: SIGINT back to its default action. A shell starts background jobs with SIGINT
-    ignored and children inherit that, so without this the tests below fail when the suite runs in the background."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _spawn(cmd: list[str], cwd: Path) -> subprocess.Popen:
-    """A child in its own session, with SIGINT at its default action whatever the suite inherited."""
+    """A child in its own session, with the stop signals at their default action whatever the suite inherited."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, preexec_fn=_default_sigint)
+                            start_new_session=True, preexec_fn=default_stop_signals)
 
 
 def _start(args: list[str], cwd: Path) -> subprocess.Popen:

@@ -14,6 +14,7 @@ import yaml
 
 from elmo_tasks.cli import main
 
+from signal_helpers import default_stop_signals
 from test_reliability_outputs_r3 import bank_wsd_config, senses  # noqa: F401  (senses: a module fixture)
 from test_reliability_training import SMALL, _text
 from test_tasks_helpers import make_bilm, one_line_error, static_config_file
@@ -214,7 +215,8 @@ def test_ctrl_c_to_a_starting_or_running_pool_is_one_line(tmp_path):
     for i, (sig, delay, code) in enumerate(((signal.SIGINT, 3.0, 130), (signal.SIGINT, 6.0, 130),
                                             (signal.SIGHUP, 4.0, 129))):  # SIGHUP: a closed terminal
         p = subprocess.Popen(args + ["--runs-dir", f"RR{i}", "--results-dir", f"RES{i}"], cwd=tmp_path, env=run_env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=default_stop_signals)
         time.sleep(delay)
         os.killpg(p.pid, sig)
         _, err = p.communicate(timeout=120)

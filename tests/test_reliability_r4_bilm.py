@@ -29,6 +29,7 @@ from elmo_features.util.errors import ConfigError, TextInputError, UsageError
 from elmo_features.util.text_input import read_sentences
 from elmo_tasks import cli
 from elmo_tasks.cli import main
+from signal_helpers import default_stop_signals
 from test_reliability_training import SMALL, _text
 from test_tasks_helpers import make_bilm, one_line_error
 
@@ -159,7 +160,7 @@ def test_double_ctrl_c_during_train_bilm_keeps_the_resume_line_and_exit_code(tmp
     """)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env,
-                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                          preexec_fn=default_stop_signals)
     assert proc.returncode == 130 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr)
     assert proc.stdout.strip().splitlines()[-1].startswith("stopped; continue with: elmo-tasks train-bilm")
     assert (tmp_path / "run" / "checkpoint.pt").is_file()

@@ -18,6 +18,7 @@ import yaml
 from elmo_features.util import stop
 from elmo_tasks import cli
 from elmo_tasks.cli import main
+from signal_helpers import default_stop_signals
 from test_reliability_training import SMALL, _text
 from test_tasks_helpers import make_bilm, make_env, one_line_error, tagging_config
 
@@ -51,7 +52,8 @@ def _term_run(tmp_path: Path, cfg: Path, i: int, delay: float) -> tuple[int, str
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([sys.executable, str(TARGET), "run", str(cfg), "--out", str(out), "--cache-dir", "none",
                              "--progress", "off", "--set", "training.seed=2"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=default_stop_signals)
     t0 = time.monotonic()
     while not out.exists() and proc.poll() is None and time.monotonic() - t0 < 300:  # the handlers are installed
         time.sleep(0.05)

@@ -19,6 +19,7 @@ from elmo_features.util import stop
 from elmo_features.util.errors import ConfigError
 from elmo_tasks import cli
 from elmo_tasks.cli import main
+from signal_helpers import default_stop_signals
 from test_reliability_training import SMALL, _text
 from test_reliability_r4_bilm import _config, corpus  # noqa: F401 (corpus: a pytest fixture)
 from test_tasks_helpers import one_line_error
@@ -52,7 +53,7 @@ def test_sighup_during_train_bilm_saves_a_checkpoint_and_exits_129(tmp_path, cor
     """)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env,
-                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+                          preexec_fn=default_stop_signals)
     assert proc.returncode == 129 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr)
     assert proc.stdout.strip().splitlines()[-1].startswith("stopped; continue with: elmo-tasks train-bilm")
     assert (tmp_path / "run" / "checkpoint.pt").is_file()

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from elmo_features.util.errors import UsageError
-from elmo_features.util.paths import check_input_file, check_output_dir
+from elmo_features.util.paths import check_input_dir, check_input_file, check_output_dir
 from elmo_features.util.wording import did_you_mean
 from elmo_features.encoders.packaged import (PACKAGED, encoders_cache_dir, fetch_encoder, folder_problem, installed_folder,
                                              packaged_names)
@@ -38,6 +39,9 @@ def _list(args: argparse.Namespace) -> int:
     if args.download_dir:
         check_output_dir(args.download_dir, "--download-dir")
     root = encoders_cache_dir(args.download_dir)
+    for folder in (root.parent, root):  # (an unreadable one would list every fetched model as missing)
+        if os.path.lexists(folder):
+            check_input_dir(folder, "models list: the download cache")
     for p in PACKAGED.values():
         where = installed_folder(p)
         fetched = root / p.name

@@ -14,7 +14,7 @@ from typing import Sequence
 import torch
 from torch import nn
 
-from elmo_features.util.arguments import check_bool, check_float, check_int
+from elmo_features.util.arguments import check_bool, check_float, check_int, check_mask
 
 LAYER_NORMS = (None, "batch", "token")
 BATCH_NORM_EPS = 1e-12  # AllenNLP ScalarMix._do_layer_norm
@@ -57,7 +57,7 @@ class ScalarMix(nn.Module):
         return self.l2_coef * (self.weights**2).sum()
 
     def forward(self, layers: torch.Tensor | Sequence[torch.Tensor], mask: torch.Tensor | None = None) -> torch.Tensor:
-        """layers: (L, B, T, D) (or a list of L tensors (B, T, D)); mask: (B, T) bool -> (B, T, D).
+        """layers: (L, B, T, D) (or a list of L tensors (B, T, D)); mask: (B, T) bool (or only 0/1) -> (B, T, D).
 
         Padded positions (mask False) hold unspecified values with layer_norm="batch" (as in AllenNLP).
         """
@@ -84,6 +84,8 @@ class ScalarMix(nn.Module):
             got = tuple(mask.shape) if torch.is_tensor(mask) else type(mask).__name__
             raise ValueError(f"ScalarMix mask must be a (B, T) tensor matching the layers' (B, T) = "
                              f"{tuple(layers.shape[1:3])}, got {got}")
+        if mask is not None:
+            mask = check_mask(mask, "ScalarMix mask")  # (B, T) bool
         if self.layer_norm == "batch":
             if mask is None:
                 raise ValueError('ScalarMix(layer_norm="batch") needs the (B, T) mask')

@@ -1,6 +1,7 @@
 """Checks of Python API arguments, shared by ``batch_to_ids``, ``Embedder``, ``TransformerEmbedder``, ``ScalarMix`` and
-``ElmoHub``: a wrong type is a ``TypeError``, a wrong value a ``UsageError`` (a ``ValueError``), each naming the argument
-and the offending value, e.g. "sentence 0 has a token of type int: 5"."""
+``ElmoHub`` (and the masks of the task heads and fusions): a wrong type is a ``TypeError``, a wrong value a
+``UsageError`` (a ``ValueError``), each naming the argument and the offending value, e.g. "sentence 0 has a token
+of type int: 5"."""
 from __future__ import annotations
 
 import math
@@ -105,6 +106,20 @@ def check_float(value: Any, name: str, minimum: float | None = None) -> float:
     if minimum is not None and value < minimum:
         raise UsageError(f"{name} must be >= {minimum}, got {value}")
     return float(value)
+
+
+def check_mask(mask: Any, name: str) -> Any:
+    """A mask tensor (True or 1 at real tokens): bool, or numbers that are all exactly 0 or 1 (a mask of 0.5, 2 or
+    -1 would silently weigh the tokens); anything else is a UsageError naming ``name`` and the first other value.
+    One ``.all()`` check, none for a bool mask. Returns the mask as bool."""
+    if str(getattr(mask, "dtype", "")) in ("torch.bool", "bool"):
+        return mask
+    binary = (mask == 0) | (mask == 1)
+    if not bool(binary.all()):
+        bad = mask[~binary].flatten()[0]
+        raise UsageError(f"{name} must be bool (True at real tokens) or hold only 0 and 1; it holds "
+                         f"{bad.item() if hasattr(bad, 'item') else bad!r}")
+    return mask != 0
 
 
 def uninformative_rows(matrix) -> str | None:

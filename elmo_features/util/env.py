@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from elmo_features.util.paths import check_output_dir
+
 FEATURE_CACHE = "ELMO_TASKS_FEATURE_CACHE"  # default of --cache-dir: frozen features (safe to delete)
 DOWNLOAD_CACHE = "ELMO_TASKS_DOWNLOAD_CACHE"  # downloads and fetched models (default ~/.cache/elmo_tasks)
 ONEDNN = "ELMO_TASKS_ONEDNN"  # "0": plain torch linears instead of oneDNN's packed GEMMs
@@ -20,8 +22,12 @@ def feature_cache_default() -> str:
 
 
 def download_cache_dir() -> Path:
-    """Where downloads and fetched models are kept when no folder is given."""
-    return Path(os.environ.get(DOWNLOAD_CACHE) or Path.home() / ".cache" / "elmo_tasks").expanduser()
+    """Where downloads and fetched models are kept when no folder is given: $ELMO_TASKS_DOWNLOAD_CACHE (set but
+    blank: unset), checked as a folder before use, its error naming the variable; else ~/.cache/elmo_tasks."""
+    value = os.environ.get(DOWNLOAD_CACHE, "")
+    if not value.strip():
+        return Path.home() / ".cache" / "elmo_tasks"
+    return check_output_dir(value, f"${DOWNLOAD_CACHE}", writable=False)
 
 
 def flag(name: str, default: str) -> str:

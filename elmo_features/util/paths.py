@@ -42,12 +42,12 @@ def _nearest_existing(path: Path, what: str) -> Path:
     return p
 
 
-def _check_creatable(path: Path, what: str) -> None:
-    """The folder ``path`` exists as a writable folder or can be created."""
+def _check_creatable(path: Path, what: str, writable: bool = True) -> None:
+    """The folder ``path`` exists as a (``writable``) folder or can be created."""
     base = _nearest_existing(path, what)
     if not base.is_dir():
         raise PathError(f"{what}: cannot create {path}: {base} is a file, not a folder; choose another path")
-    if not os.access(base, os.W_OK | os.X_OK):
+    if writable and not os.access(base, os.W_OK | os.X_OK):
         raise PathError(f"{what}: cannot write to {base} (permission denied); choose another path")
 
 
@@ -124,8 +124,9 @@ def _refuse_dash(path, what: str, kind: str) -> None:
                         f"output; give {kind} name")
 
 
-def check_output_dir(path: str | os.PathLike, what: str = "output folder") -> Path:
-    """An output folder: an existing writable folder, or one that can be created, whose path is valid UTF-8."""
+def check_output_dir(path: str | os.PathLike, what: str = "output folder", writable: bool = True) -> Path:
+    """An output folder: an existing writable folder, or one that can be created, whose path is valid UTF-8.
+    ``writable=False``: a folder that is only read for now (a cache whose files are looked up) may be read-only."""
     _refuse_dash(path, what, "a folder")
     try:
         p = Path(path).expanduser()
@@ -134,7 +135,7 @@ def check_output_dir(path: str | os.PathLike, what: str = "output folder") -> Pa
     check_utf8_path(p, what)
     if p.exists() and not p.is_dir():
         raise PathError(f"{what}: {p} is a file, not a folder; choose another path")
-    _check_creatable(p, what)
+    _check_creatable(p, what, writable)
     return p
 
 
@@ -184,12 +185,14 @@ def check_input_file(path: str | os.PathLike, what: str = "input", hint: str = "
 
 def check_input_dir(path: str | os.PathLike, what: str = "input folder", needs: tuple[str, ...] = (),
                     hint: str = "") -> Path:
-    """An existing folder holding the files ``needs``."""
+    """An existing, readable folder holding the files ``needs``."""
     p = Path(path).expanduser()
     if not p.exists():
         raise MissingPathError(_not_found(p, what, hint))
     if not p.is_dir():
         raise PathError(f"{what}: {p} is a file; give a folder")
+    if not os.access(p, os.R_OK | os.X_OK):
+        raise PathError(f"{what}: {p} cannot be read (permission denied); fix its permissions or give another folder")
     missing = [n for n in needs if not (p / n).exists()]
     if missing:
         raise MissingPathError(f"{what}: {p} has no {', '.join(missing)}" + (f"; {hint}" if hint else ""))

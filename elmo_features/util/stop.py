@@ -14,8 +14,10 @@ callback is a traceback, or a death by SIGINT).
 """
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
+import threading
 import time
 
 GRACE = 5.0  # seconds after the first stop request in which more signals are only recorded
@@ -39,6 +41,36 @@ def check() -> None:
     """Raise ``KeyboardInterrupt`` when a stop was requested (again, if an earlier one was swallowed)."""
     if _REQUESTED:
         raise KeyboardInterrupt(signal.Signals(_REQUESTED[-1]).name)
+
+
+def count() -> int:
+    """How many stop requests were recorded since the command started (compare before and after a step)."""
+    return len(_REQUESTED)
+
+
+@contextlib.contextmanager
+def noted():
+    """Within: a stop signal that a Python handler deals with (Python's own Ctrl-C handler, the command's early one)
+    is recorded first, so code that catches a KeyboardInterrupt from foreign code (a plugin being imported) can tell
+    a real stop (``count()`` grew) from one that code raised itself. Main thread only; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in stop_signals()}
+
+    def noting(signum, frame):
+        request(signum)
+        previous[signum](signum, frame)
+
+    for signum, handler in previous.items():
+        if callable(handler):
+            signal.signal(signum, noting)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if callable(handler):
+                signal.signal(signum, handler)
 
 
 def first() -> int | None:

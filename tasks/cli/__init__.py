@@ -45,8 +45,13 @@ def _exit_if_no_current_folder() -> None:
         raise SystemExit(2) from None
 
 
+STARTING_HINT = "it was still starting (checking its inputs, loading), and nothing was written: rerun the same command"
+
+
 def _on_stop_while_loading(signum, _frame) -> None:
-    os.write(2, b"interrupted\n")  # (nothing has been done yet: nothing to clean up or to say how to continue)
+    """A stop before ``main`` installs its handlers: the line the later handler prints for a command still starting
+    (nothing has been done yet: nothing to clean up)."""
+    os.write(2, f"interrupted; {STARTING_HINT}\n".encode())
     os._exit(128 + signum)
 
 
@@ -171,7 +176,6 @@ UNRANKED_WRITERS = ("predict", "eval-bilm", "wsd", "data", "models")  # the othe
 
 HINTED_COMMANDS = ("run", "compare", "predict", "embed", "train-bilm", "eval-bilm", "wsd", "data")  # (they say what
 # was kept, and how to go on, once their work has begun; until then: STARTING_HINT)
-STARTING_HINT = "it was still starting (checking its inputs, loading), and nothing was written: rerun the same command"
 
 
 def check_not_ranked(args) -> None:
@@ -211,9 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]
     try:  # before the parsers: a plugin's components are named in configs and listed by `components`
         load_plugins(includes_in(argv))
-    except KeyboardInterrupt:  # (Ctrl-C, or a plugin module that raises it while it is imported)
-        print("interrupted while loading the plugin module(s) given by --include; nothing was done: rerun the same "
-              "command", file=sys.stderr)
+    except KeyboardInterrupt:  # (a stop signal while the plugins load: a plugin's own KeyboardInterrupt is its error)
+        print(f"interrupted; {STARTING_HINT}", file=sys.stderr, flush=True)
         return interrupt_exit_code()
     except ElmoTasksError as e:
         if debug:

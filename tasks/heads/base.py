@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from elmo_features.util.arguments import check_mask
 from elmo_features.util.devices import module_device
 from elmo_features.util.once import first_time
 
@@ -178,6 +179,7 @@ class BiLSTMEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T, D), (B, T) -> (B, T, output_dim), zero at padding."""
+        mask = check_mask(mask, "BiLSTMEncoder mask")  # (B, T) bool
         x = self.drop(x)
         if self.lstm is None:
             return x * mask.unsqueeze(-1).to(x.dtype)

@@ -10,6 +10,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from elmo_features.util.arguments import check_mask
+
+
 class ConditionalRandomField(nn.Module):
     """Linear-chain CRF over K tags with start/end scores; emissions (B, T, K), mask (B, T) left-aligned."""
 
@@ -27,16 +30,19 @@ class ConditionalRandomField(nn.Module):
                 allowed[i, j] = True
         self.register_buffer("allowed", allowed, persistent=False)
 
-    def _check(self, emissions: torch.Tensor, mask: torch.Tensor) -> None:
+    def _check(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The mask as bool (B, T), once emissions (B, T, K) and mask are found to fit."""
         if emissions.dim() != 3 or emissions.shape[-1] != self.num_tags or mask.shape != emissions.shape[:2]:
             raise ValueError(f"CRF expects emissions (B, T, {self.num_tags}) and mask (B, T); got "
                              f"{tuple(emissions.shape)} and {tuple(mask.shape)}")
+        mask = check_mask(mask, "CRF mask")
         if not bool(mask[:, 0].all()):
             raise ValueError("CRF: every sequence needs at least one token (mask[:, 0] must be true)")
+        return mask
 
     def log_partition(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """log Z per sequence by the forward algorithm. (B, T, K), (B, T) -> (B,)."""
-        self._check(emissions, mask)
+        mask = self._check(emissions, mask)
         alpha = self.start.unsqueeze(0) + emissions[:, 0]  # (B, K)
         for t in range(1, emissions.shape[1]):
             scores = alpha.unsqueeze(2) + self.transitions.unsqueeze(0) + emissions[:, t].unsqueeze(1)  # (B, K, K)
@@ -46,7 +52,7 @@ class ConditionalRandomField(nn.Module):
 
     def path_score(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Unnormalised score of the given tag paths. (B, T, K), (B, T) long, (B, T) -> (B,)."""
-        self._check(emissions, mask)
+        mask = self._check(emissions, mask)
         B, T, _ = emissions.shape
         m = mask.to(emissions.dtype)  # (B, T)
         emit = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # (B, T)
@@ -63,7 +69,7 @@ class ConditionalRandomField(nn.Module):
 
     def viterbi(self, emissions: torch.Tensor, mask: torch.Tensor, constrained: bool = True) -> list[list[int]]:
         """Best tag path per sequence (list of length n_i), obeying the constraints when ``constrained``."""
-        self._check(emissions, mask)
+        mask = self._check(emissions, mask)
         with torch.no_grad():
             B, T, K = emissions.shape
             trans, start, end = self.transitions, self.start, self.end
