@@ -187,3 +187,16 @@ def test_a_one_layer_source_beside_a_biLM_gets_no_warning_for_rows_it_cannot_hav
     assert {"vec-knn-layer0", "elmo-knn-average", "elmo-knn-dev_layer"} <= rows and "vec-knn-average" not in rows, rows
     wsd = yaml.safe_load((PACKAGED_CONFIGS / "wsd_semcor.yaml").read_text())
     assert {"average", "dev_layer"} <= set(wsd["knn"]) and "glove" in wsd["features"]  # the case above
+
+
+def test_messages_name_config_values_in_words_not_python_lists_or_dicts(tmp_path):
+    from elmo_features.formats.default_model import resolve_bilm
+    from elmo_features.util.errors import ConfigError, UsageError
+    from elmo_tasks.data.conll import read_conll2003
+
+    (tmp_path / "d.txt").write_text("EU B-ORG\n")
+    with pytest.raises(ConfigError, match=r"columns: must start with 'word', got ner, word$"):
+        read_conll2003(tmp_path / "d.txt", columns=["ner", "word"])
+    with pytest.raises(UsageError, match=r"^biLM spec with the keys options: needs exactly the keys options and "
+                                         r"weights; missing: weights$"):
+        resolve_bilm({"options": str(tmp_path / "o.json")})

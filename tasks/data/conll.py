@@ -51,7 +51,7 @@ def read_conll2003(path: str | Path, tag_column: str = "ner", scheme: str = "BIO
     path = Path(path)
     columns = tuple(columns)
     if not columns or columns[0] != "word":
-        raise ConfigError(f"columns: must start with 'word', got {list(columns)}")
+        raise ConfigError(f"columns: must start with 'word', got {', '.join(map(str, columns)) or 'none'}")
     if tag_column not in columns[1:]:
         raise ConfigError(f"tag_column: unknown column {tag_column!r}; valid: {', '.join(columns[1:])}")
     scheme = check_scheme_name(scheme)

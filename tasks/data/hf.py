@@ -210,10 +210,10 @@ def to_hf_dataset(examples: Sequence[LabeledSentence] | Sequence[TaggedSentence]
         extra = list(examples[0].columns)
         for e in examples:
             if list(e.columns) != extra:
-                raise ValueError(f"to_hf_dataset: examples have different extra columns ({extra} vs "
-                                 f"{list(e.columns)})")
+                raise ValueError(f"to_hf_dataset: examples have different extra columns ({', '.join(extra) or 'none'} "
+                                 f"vs {', '.join(e.columns) or 'none'})")
         if {"tokens", "tags"} & set(extra):
-            raise ValueError(f"to_hf_dataset: extra column names clash with tokens/tags: {extra}")
+            raise ValueError(f"to_hf_dataset: extra column names clash with tokens/tags: {', '.join(extra)}")
         data = {"tokens": [e.tokens for e in examples], "tags": [e.tags for e in examples]}
         data.update({c: [e.columns[c] for e in examples] for c in extra})
         return datasets.Dataset.from_dict(data)
