@@ -1,15 +1,20 @@
 """The wheel, as a user outside this repository gets it: built from the source files, installed into a fresh
-virtual environment in a folder with no source tree (the dependencies already installed are reused, so nothing
-is downloaded), then: the packaged configs, a tiny ``run`` from a packaged config's name, and a plugin package
-made in a temporary folder (a head, a feature source and a reader), loaded once with ``--include`` and once
-through its ``elmo_tasks.plugins`` entry point, used in ``compare`` and in ``wsd``."""
+virtual environment in a folder with no source tree (the dependencies of the interpreter running the tests are
+reused, so nothing is downloaded), then: the import name from a folder holding a ``tasks.py``, the packaged configs,
+a tiny ``run`` from a packaged config's name, and a plugin package made in a temporary folder (a head, a feature
+source and a reader), loaded once with ``--include`` and once through its ``elmo_tasks.plugins`` entry point, used
+in ``compare`` and in ``wsd``."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -25,6 +30,19 @@ def run(cmd: list[str], cwd: Path, env: dict, expect: int = 0) -> subprocess.Com
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == expect, (cmd, proc.stdout[-3000:], proc.stderr[-3000:])
     return proc
+
+
+def running_site_packages() -> list[str]:
+    """The site-packages folders of the interpreter running the tests (a venv's own, not its base interpreter's)."""
+    paths = [*site.getsitepackages(), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    if site.ENABLE_USER_SITE:
+        paths.append(site.getusersitepackages())
+    return list(dict.fromkeys(p for p in paths if Path(p).is_dir()))
+
+
+def venv_site_packages(venv: Path) -> Path:
+    (found,) = (venv / "lib").glob("python3*/site-packages")
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +61,11 @@ def venv(tmp_path_factory) -> tuple[Path, dict]:
          str(src)], tmp, env)
     (wheel,) = (tmp / "dist").glob("elmo_tasks-*.whl")
     venv = tmp / "venv"
-    run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], tmp, env)
+    run([sys.executable, "-m", "venv", str(venv)], tmp, env)
+    # the dependencies: the running interpreter's packages (torch, ...), listed after the venv's own. (A venv made
+    # with --system-site-packages would see its base interpreter's packages instead: no torch when the tests run in
+    # a venv.) A .pth file adds folders without running their .pth files, so the checkout's editable install stays out.
+    (venv_site_packages(venv) / "_running_interpreter.pth").write_text("\n".join(running_site_packages()) + "\n")
     py = venv / "bin" / "python"
     run([str(py), "-m", "pip", "install", "--no-deps", "--no-index", str(wheel)], tmp, env)
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
@@ -54,9 +76,11 @@ def venv(tmp_path_factory) -> tuple[Path, dict]:
 def test_the_wheel_works_outside_the_repository(venv, tmp_path):
     venv_dir, env = venv
     py, cli = str(venv_dir / "bin" / "python"), str(venv_dir / "bin" / "elmo-tasks")
-    where = run([py, "-c", "import elmo_features, tasks; print(tasks.__file__); print(elmo_features.__file__)"],
-                tmp_path, env).stdout.split()
-    assert all(Path(w).is_relative_to(venv_dir) for w in where), where  # the installed copy, not the checkout
+    where = run([py, "-c", "import elmo_features, elmo_tasks, torch; print(elmo_tasks.__file__); "
+                 "print(elmo_features.__file__); print(torch.__file__)"], tmp_path, env).stdout.split()
+    assert all(Path(w).is_relative_to(venv_dir) for w in where[:2]), where  # the installed copy, not the checkout
+    # the dependencies are those of the interpreter running the tests, also when it runs in a venv of its own
+    assert any(Path(where[2]).is_relative_to(p) for p in running_site_packages()), (where[2], running_site_packages())
 
     listed = run([cli, "configs", "list", "--all"], tmp_path, env).stdout
     for name in ("ner_conll2003", "sentiment_polarity", "wsd_semcor", "fusion/ner", "bilm/default"):
@@ -111,3 +135,28 @@ def test_a_plugin_from_include_and_from_its_entry_point(venv, tmp_path):
     assert "| hashed |" in (work / "res2" / "summary.md").read_text()
     run([cli, "wsd", "--config", "wsd.yaml", "--out", "o", "--no-plot", "--progress", "off"], work, env)
     assert "| acme 1-NN, layer 1 |" in (work / "o" / "table5.md").read_text()
+
+
+def test_the_import_name_is_elmo_tasks_even_beside_a_users_tasks_py(venv, tmp_path):
+    """invoke's convention puts a tasks.py in the working folder: the installed package must not be named tasks."""
+    venv_dir, env = venv
+    (tmp_path / "tasks.py").write_text("raise SystemExit('the user tasks.py was imported')\n")
+    out = run([str(venv_dir / "bin" / "python"), "-c", "from elmo_tasks.wsd.tagging import SenseTagger; "
+               "import elmo_tasks; print(SenseTagger.__name__, elmo_tasks.__file__)"], tmp_path, env).stdout.split()
+    assert out[0] == "SenseTagger" and Path(out[1]).is_relative_to(venv_dir), out
+    top = sorted(p.name for p in venv_site_packages(venv_dir).iterdir())
+    assert not [name for name in top if re.fullmatch(r"tasks(\.py|\.pth)?|tasks-.*", name)], top
+    assert "elmo_tasks" in top and "elmo_features" in top
+
+
+def test_the_package_list_covers_every_package_folder():
+    """pyproject lists the packages one by one: a new folder with an __init__.py must be listed, or the wheel lacks it."""
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {folder: name for name, folder in setuptools["package-dir"].items()}
+    found = set()
+    for top in ("elmo_features", "tasks"):
+        for init in (REPO / top).rglob("__init__.py"):
+            parts = init.parent.relative_to(REPO).parts
+            found.add(".".join((folders.get(parts[0], parts[0]), *parts[1:])))
+    assert found == set(setuptools["packages"]), (sorted(found - set(setuptools["packages"])),
+                                                  sorted(set(setuptools["packages"]) - found))
