@@ -11,6 +11,9 @@ from elmo_features.embedding.feature_cache import FeatureCache, LazyFeatures, bi
 from elmo_features.formats.presets import PRESETS, get_preset
 from elmo_features.formats.download import fetch_preset
 from elmo_features.formats.default_model import DEFAULT_MODEL_DIR, load_default_bilm, resolve_bilm
+from elmo_features.util.provenance import package_version
+
+__version__ = package_version()  # the installed package's metadata (pyproject.toml's version)
 
 __all__ = ["batch_to_ids", "ElmoTasksError", "ConfigError", "BiLMOptions", "BiLM", "BiLMOutput", "load_bilm", "save_bilm",
            "WeightFileError", "TokenCache", "Embedder", "ScalarMix", "FeatureCache", "LazyFeatures",

@@ -8,6 +8,7 @@ import statistics
 import torch
 import yaml
 
+import elmo_tasks
 from test_tasks_helpers import elmo_section, make_env, tagging_config
 from elmo_tasks.cli import main
 
@@ -30,12 +31,12 @@ def test_compare_writes_summary_with_measured_numbers(tmp_path, capsys):
     assert rc == 0
     s = json.loads((results / "summary.json").read_text())
     assert [r["source"] for r in s["sources"]] == ["glove", "layer1", "glove+mix"]
-    assert len(s["runs"]) == 6
     out = capsys.readouterr().out  # the result table on the terminal, then where the files are
     table = out[out.index("tiny_ner: f1 x100, mean ± sample std over seeds 1, 2"):].splitlines()
     assert table[1].split() == ["source", "test", "f1", "dev", "f1", "runs"]
     assert [line.split()[0] for line in table[2:5]] == ["glove", "layer1", "glove+mix"]
     assert "±" in table[2] and table[5] == f"wrote {results / 'summary.md'} ({s['wall_seconds']:.0f}s)"
+    assert len(s["runs"]) == 6
     for row in s["sources"]:  # mean and sample std recomputed from the per-run numbers
         f1 = [r["test"]["f1"] for r in s["runs"] if r["source"] == row["source"]]
         assert abs(row["test"]["f1"]["mean"] - statistics.fmean(f1)) < 1e-12
@@ -46,6 +47,8 @@ def test_compare_writes_summary_with_measured_numbers(tmp_path, capsys):
     assert len(w) == 3 and abs(sum(w) - 1) < 1e-5 and by["glove+mix"]["gamma"] > 0
     assert by["glove"]["oov_rate"]["test"] == 1 / 6  # "Acme" of 6 test tokens
     assert s["machine"]["cpu_cores"] >= 1 and s["git_commit"] and s["command"].startswith("elmo-tasks compare")
+    assert s["version"] == elmo_tasks.__version__
+    assert f"- elmo-tasks {s['version']}, git commit: `{s['git_commit']}`" in (results / "summary.md").read_text()
     md = (results / "summary.md").read_text()
     assert "| glove+mix |" in md and "git commit" in md and "16.67%" in md
     fp = json.loads(next((tmp_path / "runs" / "tiny_ner").glob("compare-*/layer1-seed1/metrics.json"))

@@ -7,6 +7,7 @@ import pytest
 import torch
 import yaml
 
+import elmo_tasks
 from test_tasks_helpers import classification_config, elmo_section, make_env, tagging_config
 from elmo_tasks.cli import main
 from elmo_tasks.experiment.config import resolve
@@ -151,6 +152,7 @@ def test_run_records_the_commit_it_started_with(env, tmp_path, monkeypatch):
     assert head[0] == "bbbbbbb"  # the commit did happen during the run
     assert m["git_commit"] == "aaaaaaa"
     assert json.loads((tmp_path / "r" / "metrics.json").read_text())["git_commit"] == "aaaaaaa"
+    assert m["version"] == elmo_tasks.__version__  # the package version beside the commit (a wheel has no commit)
 
 
 def test_report_fingerprints_walks_nested_concat_reports():

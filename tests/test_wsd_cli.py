@@ -7,6 +7,7 @@ import pytest
 import torch
 import yaml
 
+import elmo_tasks
 from elmo_features import BiLM, BiLMOptions, save_bilm
 from elmo_tasks.cli import main
 from elmo_tasks.wsd.data.reader import read_gold_keys
@@ -94,6 +95,8 @@ def test_end_to_end_outputs(toy, tmp_path):
         assert s["correct"] == sum(answers[i][0] in gold[i] for i in answers)
         assert (out / "keys" / rid / "nogold.key.txt").read_text().startswith("d000.s000.t000 bank%1:")
     table = (out / "table5.md").read_text()
+    assert summary["version"] == elmo_tasks.__version__
+    assert f"* elmo-tasks {summary['version']}, git commit: `{summary['git_commit']}`" in table
     assert "| WordNet first sense | 54.5 | – | 54.5 | 65.9 (WordNet 1st Sense Baseline) |" in table  # P 60, R 50
     assert "69.0 (biLM, Second layer)" in table and "not ours" in table
     assert f"* Command: `elmo-tasks wsd --train {toy / 'train'} --test {toy / 'test'} {toy / 'nogold'} --config" in table

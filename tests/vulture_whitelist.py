@@ -31,6 +31,7 @@ _.extra_repr
 _.forward
 _.parameter_count
 _.reset_states
+__getattr__  # elmo_tasks.__version__, looked up by Python's module attribute hook
 best_dev
 max_dev
 max_test

@@ -5,13 +5,15 @@ Atomic: the bytes go to a temporary file in the destination's folder, are flushe
 complete new one, never a half-written one. On any failure the temporary file is removed and the old file
 is left as it was. Every output of elmo_features, tasks, bench and scripts goes through this module.
 
-Provenance: ``git_commit()`` (short commit, ``-dirty`` when tracked files differ from it), ``machine()``
-(CPU cores, model and SIMD flags, library versions) and ``timestamp()`` (UTC).
+Provenance: ``package_version()`` (the installed package's version, recorded beside the commit by every writer),
+``git_commit()`` (short commit, ``-dirty`` when tracked files differ from it), ``machine()`` (CPU cores, model and SIMD
+flags, library versions) and ``timestamp()`` (UTC).
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import platform
 import subprocess
 import tempfile
@@ -126,6 +128,26 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
 
 
 # ---------------------------------------------------------------- provenance
+
+DISTRIBUTION = "elmo-tasks"  # the name pip knows the package by: its metadata holds the version
+
+
+def package_version() -> str:
+    """The version of the installed ``elmo-tasks`` (its package metadata: the one source of truth, from
+    pyproject.toml); in a checkout that is not installed, pyproject.toml's own ``version``; else "unknown"."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        pass
+    try:
+        text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return "unknown"
+    m = re.search(r'^\[project\][^\[]*?^version\s*=\s*"([^"]+)"', text, re.MULTILINE | re.DOTALL)
+    return m.group(1) if m else "unknown"
+
 
 def git_commit(root: str | os.PathLike | None = None) -> str:
     """Short commit of the checkout at ``root`` (default: this code's), + ``-dirty`` if tracked files changed.

@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 from elmo_features.util.errors import CheckpointError, ConfigError, ElmoTasksError
-from elmo_features.util.provenance import git_commit, machine, timestamp
+from elmo_features.util.provenance import git_commit, machine, package_version, timestamp
 from elmo_features.util.threads import cpu_cores, threads_per_job
 
 from elmo_tasks.experiment.records import read_metrics
@@ -127,7 +127,8 @@ def plan_comparison(cfg: RunConfig, sources: list[str] | None, seeds: list[int] 
     names = sources or list(cfg.compare.sources)
     seeds_of = {n: list(seeds) if seeds else cfg.compare.seeds_of(n) for n in names}
     identity = comparison_identity(cfg, sources, seeds, folds)
-    info = {"name": cfg.name, "command": command, "cwd": os.getcwd(), "git_commit": git_commit(), "machine": machine(),
+    info = {"name": cfg.name, "command": command, "cwd": os.getcwd(), "version": package_version(),
+            "git_commit": git_commit(), "machine": machine(),
             "seeds": sorted({s for ss in seeds_of.values() for s in ss}), **identity}
     own = {n: ss for n, ss in seeds_of.items() if ss != info["seeds"]}
     if own:

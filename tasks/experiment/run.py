@@ -21,7 +21,7 @@ from elmo_features.util.paths import RUN_MODEL_FILES, check_output_dir
 from elmo_features.util.errors import (CheckpointError, ConfigError, ElmoTasksError, StaleCacheError, UsageError,
                                        first_line)
 from elmo_features.util.locking import OutputLock
-from elmo_features.util.provenance import git_commit, machine
+from elmo_features.util.provenance import git_commit, machine, package_version
 from elmo_features.util.schema import saved_config
 from elmo_features.util.wording import mapping_text
 
@@ -264,7 +264,8 @@ def _run_experiment(cfg: RunConfig, out_dir: Path, context: FeatureContext | Non
     folder.save_model(model)  # the best state (loaded back by train)
 
     plugins = plugin_digests(cfg.to_dict())  # the plugin code's version: compare --resume refuses another one
-    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "cwd": os.getcwd(), "git_commit": commit, "machine": machine(),
+    metrics: dict[str, Any] = {"name": cfg.name, "command": command, "cwd": os.getcwd(),
+                               "version": package_version(), "git_commit": commit, "machine": machine(),
                                "data": stats, "data_files": data_locations(stats, cfg, folder.path),
                                **({"plugin_modules": plugins} if plugins else {})}
     scores, predictions = _evaluate_splits(model, splits, cfg, progress, dist, folder)

@@ -115,7 +115,8 @@ def _own_seeds(s: dict) -> str:
 def to_markdown(s: dict) -> str:
     m = s["primary_metric"]
     lines = [f"# {s['name']}: feature-source comparison", "",
-             f"- command: `{s['command']}`", f"- git commit: `{s['git_commit']}`",
+             f"- command: `{s['command']}`",
+             f"- elmo-tasks {s.get('version', 'version not recorded')}, git commit: `{s['git_commit']}`",
              f"- machine: {s['machine']['cpu_cores']} CPU cores (torch threads {s['machine']['torch_threads']}, "
              f"torch {s['machine']['torch']}, Python {s['machine']['python']})",
              f"- wall time: {s['wall_seconds']:.0f} s in total, finished {s['finished']}",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from elmo_features.util.provenance import git_commit, machine
+from elmo_features.util.provenance import git_commit, machine, package_version
 from elmo_features.util.errors import ConfigError
 
 from elmo_tasks.experiment.config import DataConfig, RunConfig
@@ -393,7 +393,8 @@ def run_wsd(cfg: WsdConfig, train_dir: str, test_dirs: list[str], out_dir: str |
         _source_rows(report, cfg, name, train_dir, train_ex, context, progress, runs_dir, command, graph)
     warn_rows_of_no_source(report.layers, cfg.knn)
 
-    summary = {"name": cfg.name, "command": command, "cwd": os.getcwd(), "git_commit": commit, "machine": machine(),
+    summary = {"name": cfg.name, "command": command, "cwd": os.getcwd(), "version": package_version(),
+               "git_commit": commit, "machine": machine(),
                "train": {"folder": str(train_dir), "name": train_ds.name, "sentences": len(train_ex),
                          "instances": len(train_targets)},
                "tests": [{"name": ts.name, "folder": ts.folder, "instances": len(ts.targets),

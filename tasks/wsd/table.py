@@ -36,7 +36,7 @@ def original_command(command: str) -> str:
     and its own --out folder."""
     args = shlex.split(command)
     if not args:
-        return "elmo-tasks wsd ... --features elmo --bilm original"
+        return "elmo-tasks wsd --features elmo --bilm original --out results/wsd_original"
     out, i = [], 0
     while i < len(args):
         a = args[i]
@@ -92,7 +92,8 @@ def _header(summary: dict, cols: list[str]) -> list[str]:
     """Provenance lines and the F1 table's heading."""
     return [f"# WSD: the ELMo paper's Table 5 ({summary['name']})", "",
             f"* Command: `{summary['command']}`",
-            f"* Git commit: `{summary['git_commit']}`; machine: {summary['machine'].get('cpu_cores')} CPU cores "
+            f"* elmo-tasks {summary.get('version', 'version not recorded')}, git commit: `{summary['git_commit']}`; "
+            f"machine: {summary['machine'].get('cpu_cores')} CPU cores "
             f"(torch threads {summary['machine'].get('torch_threads')}); wall time {summary['seconds'] / 60:.1f} min",
             f"* Train: `{summary['train']['folder']}` ({summary['train']['instances']:,} instances); test: "
             + ", ".join(f"`{t['folder']}` ({t['instances']:,})" for t in summary["tests"]),
