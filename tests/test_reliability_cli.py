@@ -128,10 +128,12 @@ CASES = ["embed output is a folder", "embed parent is a file", "embed input miss
 def test_user_error_is_one_line_exit_2(world, case, capsys):
     argv, expected = _cases(world)[case]
     argv = [str(a) for a in argv]
-    if expected is None:  # argparse's own error: also exit code 2, usage + one message line
+    if expected is None:  # argparse's own error: also exit code 2 and one line (the usage only with --help)
         with pytest.raises(SystemExit) as e:
             main(argv)
-        assert e.value.code == 2 and "expected an integer >= 1, got 0" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+        assert "expected an integer >= 1, got 0" in err
         return
     assert main(argv) == 2
     err = capsys.readouterr().err

@@ -221,8 +221,8 @@ def test_static_vectors_report_words_listed_twice(tmp_path):
 
 
 def test_the_same_flag_means_the_same_in_every_command(capsys):
-    """--progress is auto|on|off everywhere; --cache-dir is the frozen-feature cache wherever it exists, and downloads
-    go to --download-dir."""
+    """--progress is auto|on|off everywhere; --cache-dir is the frozen-feature cache wherever it exists, downloads go
+    to --download-cache and data sets to --data-dir."""
     from elmo_tasks.cli import build_parser
 
     parser = build_parser()
@@ -238,5 +238,7 @@ def test_the_same_flag_means_the_same_in_every_command(capsys):
             assert "feature" in (flags["--cache-dir"].help or ""), name
     for name in ("embed", "run", "compare", "predict", "wsd", "train-bilm"):
         assert "--progress" in {o for a in commands[name]._actions for o in a.option_strings}, name
-    assert "--download-dir" in {o for a in commands["embed"]._actions for o in a.option_strings}
-    assert "--download-dir" in {o for a in commands["models get"]._actions for o in a.option_strings}
+    for name in ("embed", "models get", "models list"):
+        assert "--download-cache" in {o for a in commands[name]._actions for o in a.option_strings}, name
+    for name in ("data get", "data list"):
+        assert "--data-dir" in {o for a in commands[name]._actions for o in a.option_strings}, name

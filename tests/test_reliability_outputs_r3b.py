@@ -202,8 +202,8 @@ def test_an_interrupt_says_what_was_kept_and_how_to_rerun(trained_run, tmp_path,
         needles = ["nothing was written", "to run again: elmo-tasks eval-bilm"]
     else:
         monkeypatch.setattr("elmo_tasks.data.cli.fetch", _stop)
-        argv = ["data", "get", "conll2003", "--download-dir", str(tmp_path / "d")]
-        needles = ["no data set finished", "to fetch the rest: elmo-tasks data get conll2003 --download-dir"]
+        argv = ["data", "get", "conll2003", "--data-dir", str(tmp_path / "d")]
+        needles = ["no data set finished", "to fetch the rest: elmo-tasks data get conll2003 --data-dir"]
     capsys.readouterr()
     assert main(argv) == 130
     err = capsys.readouterr().err.strip().splitlines()[-1]

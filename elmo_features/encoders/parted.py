@@ -154,7 +154,7 @@ def fetch_parted(name: str, root: Path, force: bool = False) -> Path:
     final = root / name
     if (final / "SOURCE.md").is_file() and not force:
         return final
-    check_replaceable(final, "models get", "choose another --download-dir")
+    check_replaceable(final, "models get", "choose another --download-cache")
     parts_dir = root / ".parts"
     parts_dir.mkdir(parents=True, exist_ok=True)
     wheels = []

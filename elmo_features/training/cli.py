@@ -208,22 +208,27 @@ def cmd_eval(args) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("train-bilm", help="train a biLM (bilm-tf architecture) on tokenized text")
+    p = sub.add_parser("train-bilm", help="train a biLM (bilm-tf architecture) on tokenized text",
+                       description="Train a biLM (the bilm-tf architecture of ELMo) on tokenized text, with "
+                                   "checkpoints and exact resume; exports options.json, weights.hdf5 and vocab.txt "
+                                   "that embed --options/--weights and the configs take.")
     p.add_argument("--config", required=True, help="YAML training config: a file, or a packaged config's name "
                    "(elmo-tasks configs list --all shows them: bilm/*)")
     p.add_argument("--resume", action="store_true", help="continue the run in the config's out_dir")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a config key; may be repeated")
     add_progress_argument(p)
     add_threads_argument(p, default="the config's threads key; null: the cores this process may use, shared among "
                                     "the local processes of a torchrun launch")
     p.add_argument("--no-progress", dest="progress", action="store_const", const="off",
                    help=argparse.SUPPRESS)  # the older spelling of --progress off
     p.set_defaults(func=cmd_train)
-    e = sub.add_parser("eval-bilm", help="held-out perplexity (forward, backward, mean) with the full softmax")
+    e = sub.add_parser("eval-bilm", help="held-out perplexity (forward, backward, mean) with the full softmax",
+                       description="Perplexity of a trained biLM on held-out text (forward, backward and their mean, "
+                                   "with the full softmax), printed as JSON.")
     e.add_argument("file", help="tokenized text, one sentence per line (plain or .gz)")
-    e.add_argument("--options", required=True)
-    e.add_argument("--weights", required=True)
-    e.add_argument("--vocab", required=True)
+    e.add_argument("--options", required=True, help="the biLM's options.json (as train-bilm exports it)")
+    e.add_argument("--weights", required=True, help="the biLM's weights.hdf5")
+    e.add_argument("--vocab", required=True, help="the vocab.txt the biLM was trained with (one token per line)")
     e.add_argument("--softmax", help="HDF5 with softmax/W and softmax/b if not in --weights")
     e.add_argument("--max-sentences", type=non_negative_int, default=0, help="0 = all")
     add_threads_argument(e)

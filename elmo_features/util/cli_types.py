@@ -15,6 +15,62 @@ from elmo_features.util.errors import UsageError
 from elmo_features.util.threads import threads_problem
 
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose own errors (a missing or unknown argument, a bad value) are one line ``error: ...``
+    with exit code 2, as every other user error; the usage is shown by ``--help`` only. Its sub-parsers are of the
+    same class (``add_subparsers`` makes them with the parser's own class), and a sub-command given a ``help`` line
+    and no ``description`` shows that line atop its own help."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _SubCommands)
+
+    def error(self, message: str) -> None:  # (argparse: prints the usage block, then "prog: error: message")
+        message = " ".join(message.split())
+        self.exit(2, f"error: {self.prog}: {message} (`{self.prog} --help` shows the usage)\n")
+
+
+class _SubCommands(argparse._SubParsersAction):
+    """``add_subparsers``' action: a sub-command's ``help`` is its ``description`` unless it has its own."""
+
+    def add_parser(self, name, **kwargs):
+        if kwargs.get("help") and not kwargs.get("description"):
+            kwargs["description"] = kwargs["help"][:1].upper() + kwargs["help"][1:] + "."
+        return super().add_parser(name, **kwargs)
+
+
+class RenamedOption(argparse.Action):
+    """A hidden older spelling of an option (``help=argparse.SUPPRESS``): stores into the new option's ``dest`` and
+    warns once on stderr naming the new spelling. ``new`` is the new flag, e.g. ``--data-dir``."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from elmo_features.util.once import first_time
+
+        if first_time(("renamed option", option_string)):
+            print(f"warning: {option_string} is now spelled {self.new} (the old spelling still works, for now)",
+                  file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_renamed_option(parser: argparse.ArgumentParser, old: str, new: str, dest: str) -> None:
+    """Keep ``old`` as a hidden alias of the option ``new`` (same ``dest``) that warns once when used."""
+    parser.add_argument(old, dest=dest, action=RenamedOption, new=new, default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS)
+
+
+def add_download_cache_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--download-cache DIR``: where downloaded models (``what``) are kept (``--download-dir``: its older
+    spelling, hidden, warns). The data folder of ``data get`` is another option, ``--data-dir``."""
+    parser.add_argument("--download-cache", metavar="DIR", default=None,
+                        help=f"where {what} are downloaded (default: $ELMO_TASKS_DOWNLOAD_CACHE or "
+                             "~/.cache/elmo_tasks)")
+    add_renamed_option(parser, "--download-dir", "--download-cache", "download_cache")
+
+
 def int_at_least(minimum: int) -> Callable[[str], int]:
     """An argparse ``type``: an integer >= ``minimum``, with a one-line message otherwise."""
 
@@ -111,7 +167,7 @@ def cache_dir_flag(args: argparse.Namespace) -> str:
 
 
 def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
-    """``--cache-dir DIR``: the frozen-feature cache (never downloads: those go to ``--download-dir``)."""
+    """``--cache-dir DIR``: the frozen-feature cache (never downloads: those go to ``--download-cache``)."""
     parser.add_argument("--cache-dir", default=DEFAULT_CACHE,
                         help=f"frozen-feature cache folder (default: {DEFAULT_CACHE}, from $ELMO_TASKS_FEATURE_CACHE "
                              "if set); 'none' = off")

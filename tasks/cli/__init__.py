@@ -82,11 +82,13 @@ def _stop_cleanly_while_loading() -> None:
 _exit_if_no_current_folder()
 _stop_cleanly_while_loading()
 
+from elmo_features.util.cli_types import Parser
 from elmo_features.util.env import warn_retired
 from elmo_features.util.threads import thread_tqdm_lock
 from elmo_features.util import distributed, stop
 from elmo_features.util.errors import ElmoTasksError, UsageError, first_line
 from elmo_features.util.once import new_command
+from elmo_features.util.provenance import package_version
 
 from elmo_tasks.experiment.config import find_config
 from elmo_tasks.plugins import includes_in, load_plugins
@@ -132,11 +134,30 @@ def interrupt_exit_code() -> int:
     return 128 + int(first if first is not None else signal.SIGINT)
 
 
+DESCRIPTION = """\
+Downstream NLP on frozen ELMo-style features: embed text with a biLM or a Transformer encoder, train and
+compare task heads (NER, POS, sentiment) on them, and disambiguate word senses."""
+EXAMPLES = """\
+examples:
+  elmo-tasks data get conll2003 glove-6b-50d
+      fetch the data sets the packaged NER configs read (into ./data)
+  elmo-tasks compare tiny_ner_conll2003
+      compare feature sources on a small NER task (a packaged config)
+  elmo-tasks wsd tag sentences.txt --senses senses.h5
+      tag the word senses of a text, with a sense file made by
+      elmo-tasks wsd senses --source minilm --out senses.h5
+
+'elmo-tasks COMMAND --help' shows a command's options; 'elmo-tasks configs list' the packaged configs."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="elmo-tasks", description=__doc__.splitlines()[0])
+    parser = Parser(prog="elmo-tasks", description=DESCRIPTION, epilog=EXAMPLES,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {package_version()}",
+                        help="print the version and exit")
     parser.add_argument("--debug", action="store_true",
                         help=f"show the traceback of an error (also: {DEBUG_ENV}=1); may follow the sub-command")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     sub.required = True
     for name in COMMANDS:
         importlib.import_module(name).register(sub)

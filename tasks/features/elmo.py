@@ -75,8 +75,8 @@ def check_bilm_spec(spec: str, where: str) -> None:
         return  # downloaded on first use
     if spec == "default":
         for p in default_model_paths():
-            check_input_file(p, f"{where} (the default biLM)", "train it with `elmo-tasks train-bilm` or name "
-                                                               "another biLM")
+            check_input_file(p, f"{where} (the default biLM)", "name another biLM (a preset such as small, or a "
+                                                               "folder with options.json + weights.hdf5)")
         return
     if spec in embedded_models():
         return  # shipped inside the package

@@ -33,8 +33,8 @@ def register(subparsers) -> None:
     p.add_argument("--train", help="training folder (default: the config's train, data/wsd/semcor)")
     p.add_argument("--test", nargs="+", help="test folder(s) (default: the config's test, the framework's five test "
                                              "sets under data/wsd/)")
-    p.add_argument("--config", help="YAML config: a path or a packaged config's name (e.g. wsd_semcor; default: "
-                                    "built-in defaults)")
+    p.add_argument("--config", help="a packaged config's name (elmo-tasks configs list shows them, e.g. wsd_semcor) "
+                                    "or the path of a YAML config (default: built-in defaults)")
     p.add_argument("--features", nargs="+", help="feature sources of the config to run (default: the config's; "
                                                  "'none': baselines only)")
     p.add_argument("--bilm", help="biLM of the elmo source(s): default | a preset (e.g. original) | a folder with "
@@ -67,12 +67,14 @@ def _register_senses(sub) -> None:
     s = sub.add_parser("senses", help="save sense vectors for every WordNet sense (with provenance) to an HDF5 file",
                        description="Sense vectors of every WordNet 3.0 sense from one feature source of a config "
                                    "(SemCor centroids, propagation, glosses; settings chosen on held-out SemCor "
-                                   "sentences), saved for `wsd tag`.")
-    s.add_argument("--config", default="wsd_senses", help="YAML config or packaged name (default: wsd_senses)")
+                                   "sentences), saved for wsd tag.")
+    s.add_argument("--config", default="wsd_senses", help="a packaged config's name (elmo-tasks configs list shows "
+                                                           "them) or the path of a YAML config (default: wsd_senses)")
     s.add_argument("--source", required=True, help="the feature source of the config (e.g. minilm)")
     s.add_argument("--train", help="training folder (default: the config's train)")
     s.add_argument("--wordnet", help="WordNet 3.0 dict folder (default: the config's)")
-    s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE")
+    s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE",
+                   help="override a config value (YAML syntax), e.g. --set head_dev_every=10")
     s.add_argument("--out", required=True, help="the HDF5 file to write (e.g. senses.h5)")
     s.add_argument("--lemmas", metavar="LEMMA,...",
                    help="only the senses of these lemmas (e.g. bank,plant): their SemCor instances and glosses, a "
@@ -97,7 +99,7 @@ def _register_tag(sub) -> None:
                        description="\n\n".join(textwrap.fill(p, 79) for p in TAG_DESCRIPTION),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("input", help="text file, or - for stdin")
-    t.add_argument("--senses", required=True, help="a file written by `elmo-tasks wsd senses`")
+    t.add_argument("--senses", required=True, help="a sense file written by elmo-tasks wsd senses")
     t.add_argument("--wordnet", help="the WordNet folder (default: the one the sense file names, else "
                                      "data/wordnet-3.0)")
     t.add_argument("--out", help="the output file (default: stdout); its extension sets the format: .jsonl, .tsv, "
@@ -162,7 +164,7 @@ def cmd_senses(args) -> int:
     check_output_file(args.out, "--out", "senses.h5")
     check_not_an_input(args.out, [*wordnet_inputs(cfg.wordnet), *([train] if train else []),
                                   *feature_input_paths(cfg.sources[args.source])], "--out")
-    check_own_output(args.out, "--out", "a sense file written by `elmo-tasks wsd senses`", is_sense_file)
+    check_own_output(args.out, "--out", "a sense file written by elmo-tasks wsd senses", is_sense_file)
     set_threads(args.threads)
     cache_dir = cache_dir_of(args)
     check_output_dirs(cache_dir=cache_dir, flags={"cache_dir": cache_dir_flag(args)})

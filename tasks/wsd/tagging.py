@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import sys
 from collections import Counter
 from dataclasses import replace
@@ -62,11 +63,11 @@ def check_sense_path(path, what: str = "sense file") -> Path:
         raise TypeError(f"{what} must be a str or a path, got {type(path).__name__}: {path!r}")
     if not str(path).strip():
         raise PathError(f"{what}: {str(path)!r} is empty (an unset variable?); give the senses .h5 file written by "
-                        "`elmo-tasks wsd senses`")
+                        "elmo-tasks wsd senses")
     p = Path(path).expanduser()
     if p.is_dir():
-        raise PathError(f"{what}: {p} is a folder; give the senses .h5 file (written by `elmo-tasks wsd senses`)")
-    return check_input_file(p, what, "make it with `elmo-tasks wsd senses --out FILE`", regular=True)  # a pipe would block
+        raise PathError(f"{what}: {p} is a folder; give the senses .h5 file (written by elmo-tasks wsd senses)")
+    return check_input_file(p, what, f"make it with `elmo-tasks wsd senses --source minilm --out {shlex.quote(str(p))}`", regular=True)  # a pipe would block
 
 
 SENSE_ARRAYS = ("context", "gloss", "step", "counts")  # a sense file's arrays, one row per sense key
@@ -89,13 +90,14 @@ def open_sense_file(path: str | Path, what: str = "sense file") -> h5py.File:
         return h5py.File(path, "r")
     except OSError as e:
         raise StaleCacheError(f"{path}: not a sense file (not HDF5: {' '.join(str(e).split())[:120]}); give a file "
-                              "written by `elmo-tasks wsd senses`, or make it again") from None
+                              "written by elmo-tasks wsd senses, or make one with "
+                              "`elmo-tasks wsd senses --source SOURCE --out FILE`") from None
 
 
 def _check_shapes(path, keys: list[str], context: np.ndarray, gloss: np.ndarray, has: np.ndarray,
                   counts: np.ndarray) -> None:
     """The datasets of a sense file agree: ``n`` distinct keys, context and gloss (n, D) alike, step and counts (n,)."""
-    fix = "the file is damaged: make it again with `elmo-tasks wsd senses`"
+    fix = "the file is damaged: make it again with `elmo-tasks wsd senses --source SOURCE --out FILE`"
     n = len(keys)
     if len(set(keys)) != n:
         twice = next(k for k, c in Counter(keys).items() if c > 1)
@@ -118,9 +120,9 @@ def _sense_meta(f: h5py.File, path: str | Path) -> dict:
         found = meta.get("format") if isinstance(meta, dict) else None
         if found is None:  # (no sense file at all: an HDF5 file of another kind, e.g. embed's output)
             raise StaleCacheError(f"{path}: an HDF5 file, but not a sense file (it has no sense-file meta); give a "
-                                  "file written by `elmo-tasks wsd senses`")
+                                  "file written by elmo-tasks wsd senses")
         raise StaleCacheError(f"{path}: not a sense file of this version (format {found!r}); make it again with "
-                              "`elmo-tasks wsd senses`")
+                              "`elmo-tasks wsd senses --source SOURCE --out FILE`")
     return meta
 
 
@@ -133,7 +135,7 @@ def _read_sense_file(path) -> tuple[dict, list[str], dict, str | None, str | Non
             missing = [n for n in ("keys", *SENSE_ARRAYS) if not isinstance(f.get(n), h5py.Dataset)]
             if missing:
                 raise StaleCacheError(f"{path}: dataset {missing[0]} is missing; the file is damaged: make it "
-                                      "again with `elmo-tasks wsd senses`")
+                                      "again with `elmo-tasks wsd senses --source SOURCE --out FILE`")
             keys = [k.decode() if isinstance(k, bytes) else k for k in f["keys"][()]]
             raw = {n: f[n][()] for n in SENSE_ARRAYS}
             recorded = f.attrs.get("sha256")  # (files written before it was recorded have none)
@@ -144,7 +146,7 @@ def _read_sense_file(path) -> tuple[dict, list[str], dict, str | None, str | Non
         if isinstance(e, ElmoTasksError):
             raise
         raise StaleCacheError(f"{path}: unreadable sense file ({' '.join(str(e).split())[:160]}); the file is "
-                              "damaged: make it again with `elmo-tasks wsd senses`") from None
+                              "damaged: make it again with `elmo-tasks wsd senses --source SOURCE --out FILE`") from None
     return meta, keys, raw, recorded, meta_recorded, meta_edited
 
 
@@ -195,7 +197,7 @@ class SenseTagger:
                   or recorded is not None and recorded != sense_digest(self.keys, *raw.values()))  # (whole, but edited)
         if meta_edited:  # the recipe of every query: its layers, w, the prior, the source
             raise StaleCacheError(f"{path}: its meta attribute (layers, w, prior, source) does not match the checksum "
-                                  "written with it (edited or damaged); make it again with `elmo-tasks wsd senses`")
+                                  "written with it (edited or damaged); make it again with `elmo-tasks wsd senses --source SOURCE --out FILE`")
         self.prior = prior_weight(self.meta, path, "SenseTagger(prior=True)") if prior else 0.0
         folder = _wordnet_folder(path, self.meta, wordnet)
         self.graph = load_graph(folder)
@@ -220,11 +222,11 @@ class SenseTagger:
         if self.context.shape[1] != self.source.output_dim:
             raise StaleCacheError(f"{path}: its vectors have dimension {self.context.shape[1]}, but its feature source "
                                   f"gives {self.source.output_dim}; the file is damaged: make it again with "
-                                  "`elmo-tasks wsd senses`")
+                                  "`elmo-tasks wsd senses --source SOURCE --out FILE`")
         _check_recipe(path, self.meta, self.source)
         if edited:  # (after the checks that name what is misshapen)
             raise StaleCacheError(f"{path}: its datasets do not match the checksum written with them (edited or "
-                                  "damaged); make it again with `elmo-tasks wsd senses`")
+                                  "damaged); make it again with `elmo-tasks wsd senses --source SOURCE --out FILE`")
         self.index = {k: i for i, k in enumerate(self.keys)}
         self.by_lemma: dict[tuple[str, str], list[str]] = {}
         for k in self.keys:
@@ -340,7 +342,7 @@ def _check_recipe(path, meta: dict, source) -> None:
     checksum)."""
     L = source.word_layers([["the"]], "check")[0].shape[0]
     layers = meta.get("layers")
-    fix = "the file is damaged or edited: make it again with `elmo-tasks wsd senses`"
+    fix = "the file is damaged or edited: make it again with `elmo-tasks wsd senses --source SOURCE --out FILE`"
     number = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and bool(np.isfinite(x))
     if not isinstance(layers, list) or len(layers) != L or not all(map(number, layers)) or not any(layers):
         raise StaleCacheError(f"{path}: meta layers {layers!r} are not {L} finite weights, one per layer of its "
