@@ -63,12 +63,12 @@ def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
 def test_the_contracts_name_the_intended_layers():
     c = contracts()
     layers = c["tasks-layers"]
-    assert layers["type"] == "layers" and layers["containers"] == ["tasks"] and layers["exhaustive"] is True
+    assert layers["type"] == "layers" and layers["containers"] == ["elmo_tasks"] and layers["exhaustive"] is True
     assert [set(re.split(r"\s*[|:]\s*", layer.strip())) for layer in layers["layers"]] == LAYERS
     assert not layers.get("ignore_imports")  # no exceptions to the plan
     standalone = c["elmo-features-standalone"]
     assert (standalone["type"], standalone["source_modules"], standalone["forbidden_modules"]) == \
-        ("forbidden", ["elmo_features"], ["tasks"])
+        ("forbidden", ["elmo_features"], ["elmo_tasks"])
     clis = c["cli-modules"]
     assert clis["type"] == "protected" and clis["allowed_importers"] == ["elmo_tasks.cli"]
     assert set(clis["protected_modules"]) == {"elmo_tasks.cli.run", "elmo_tasks.cli.components", "elmo_tasks.wsd.cli", "elmo_tasks.data.cli"}
@@ -109,10 +109,10 @@ def test_lint_imports_keeps_every_contract():
 def test_lint_imports_catches_upward_imports_inside_functions(tmp_path):
     """A copy of the code with a data module importing a head, and elmo_features importing tasks, both inside
     a function: the contracts break and name the import."""
-    for package in ("elmo_features", "tasks"):
-        shutil.copytree(REPO / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "models"))
+    for package, name in (("elmo_features", "elmo_features"), ("tasks", "elmo_tasks")):  # (importable by name)
+        shutil.copytree(REPO / package, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__", "models"))
     shutil.copy(REPO / "pyproject.toml", tmp_path)
-    with open(tmp_path / "tasks" / "data" / "types.py", "a", encoding="utf-8") as f:
+    with open(tmp_path / "elmo_tasks" / "data" / "types.py", "a", encoding="utf-8") as f:
         f.write("\n\ndef _upward():\n    from elmo_tasks.heads.base import Head\n\n    return Head\n")
     with open(tmp_path / "elmo_features" / "util" / "paths.py", "a", encoding="utf-8") as f:
         f.write("\n\ndef _into_tasks():\n    import elmo_tasks.data\n\n    return elmo_tasks.data\n")

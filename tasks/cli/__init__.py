@@ -61,7 +61,7 @@ def _is_the_command() -> bool:
         return True
     orig = list(getattr(sys, "orig_argv", []))
     for i, a in enumerate(orig):  # -m elmo_tasks.cli, -melmo_tasks.cli, and flags joined before it: -um elmo_tasks.cli, -Bm ...
-        m = re.fullmatch(r"-[A-Za-z]*m(.*)", a)
+        m = re.fullmatch(r"-[A-Za-z]*?m(.*)", a)
         if m and (m.group(1) or (orig[i + 1] if i + 1 < len(orig) else "")) in ("elmo_tasks.cli", "elmo_tasks.cli.__main__"):
             return True
     return False
