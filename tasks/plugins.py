@@ -110,12 +110,14 @@ def is_toolkit(module: str) -> bool:
 def _stdout_to_stderr():
     """What a plugin prints while it is imported goes to standard error: a command's standard output (a YAML config,
     JSON lines) stays its own."""
-    sys.stdout.flush()
+    if sys.stdout is not None:
+        sys.stdout.flush()
     with contextlib.redirect_stdout(sys.stderr):
         try:
             yield
         finally:
-            sys.stderr.flush()
+            if sys.stderr is not None:
+                sys.stderr.flush()
 
 
 def _failed_module(name: str, e: BaseException) -> str:

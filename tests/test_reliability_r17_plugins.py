@@ -198,6 +198,9 @@ def test_g04_a_download_cache_variable_naming_a_file_is_named(tmp_path, capsys, 
     monkeypatch.setenv("ELMO_TASKS_DOWNLOAD_CACHE", str(tmp_path / "afile" / "sub"))
     assert main(["models", "list"]) == 2
     one_line_error(capsys, "$ELMO_TASKS_DOWNLOAD_CACHE: cannot create", "is a file, not a folder")
+    monkeypatch.setenv("ELMO_TASKS_DATA", str(tmp_path / "afile"))  # (the data folder: `data list` said all missing)
+    assert main(["data", "list"]) == 2
+    one_line_error(capsys, f"$ELMO_TASKS_DATA: {tmp_path / 'afile'} is a file, not a folder")
 
 
 def test_g04_models_list_says_when_its_cache_folder_cannot_be_read(tmp_path, capsys, monkeypatch):
@@ -244,7 +247,8 @@ def test_f10_the_heads_and_fusions_refuse_a_mask_that_is_not_bool_or_0_1():
     crf, encoder = ConditionalRandomField(3), BiLSTMEncoder(3, 0)
     assert torch.equal(crf.log_partition(emissions, real.float()), crf.log_partition(emissions, real.bool()))
     assert torch.equal(encoder(emissions, real.float()), encoder(emissions, real.bool()))
-    calls = {"CRF mask": lambda m: crf.log_partition(emissions, m), "BiLSTMEncoder mask": lambda m: encoder(emissions, m),
+    calls = {"CRF mask": lambda m: crf.log_partition(emissions, m),
+             "BiLSTMEncoder mask": lambda m: encoder(emissions, m),
              "fusion mask": lambda m: normalize_layers(layers, m, "batch")}
     for name, call in calls.items():
         with pytest.raises(ValueError, match=f"{name} must be bool .* it holds 0.5"):

@@ -61,6 +61,9 @@ def _interrupted_hint(names: list[str], dest: Path, local: str | None, force: bo
 
 def _list(args: argparse.Namespace) -> int:
     dest = Path(args.data_dir) if args.data_dir else default_data_dir()
+    named = "--data-dir" if args.data_dir else "$ELMO_TASKS_DATA" if os.environ.get("ELMO_TASKS_DATA", "").strip() \
+        else "the data folder"
+    check_output_dir(dest, named, writable=False)  # (a file there would list every data set as missing)
     for s in SOURCES.values():
         present = fetched_state(dest / s.name)
         print(f"{s.name:18} {present:8} PyPI {s.package}=={s.version}  {s.description}")
