@@ -159,7 +159,8 @@ ARGPARSE_ERRORS = {  # argv -> words of the one line
     ("data", "get"): "the following arguments are required: NAME",
     ("embed", "in.txt", "out.h5", "--batch-size", "0"): "argument --batch-size: expected an integer >= 1, got 0",
     ("compare", "c.yaml", "--jobs"): "argument --jobs: expected one argument",
-    ("run", "c.yaml", "--no-such-flag"): "unrecognized arguments: --no-such-flag",
+    ("run", "c.yaml", "--no-such-flag"): "error: elmo-tasks run: unrecognized arguments: --no-such-flag",
+    ("data", "list", "extra"): "error: elmo-tasks data list: unrecognized arguments: extra",
 }
 
 

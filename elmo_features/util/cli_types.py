@@ -29,6 +29,23 @@ class Parser(argparse.ArgumentParser):
         message = " ".join(message.split())
         self.exit(2, f"error: {self.prog}: {message} (`{self.prog} --help` shows the usage)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but arguments left over are named by the sub-command they were given to (its ``--help``
+        lists what it takes), not by the top-level parser."""
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self._chosen(parsed).error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
+    def _chosen(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The innermost sub-command parser ``parsed`` went through (this parser when it has none)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                sub = action.choices.get(getattr(parsed, action.dest, None) or "")
+                if isinstance(sub, Parser):
+                    return sub._chosen(parsed)
+        return self
+
 
 class _SubCommands(argparse._SubParsersAction):
     """``add_subparsers``' action: a sub-command's ``help`` is its ``description`` unless it has its own."""
