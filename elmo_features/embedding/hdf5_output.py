@@ -68,7 +68,8 @@ def write_chunk(f: h5py.File, c0: int, chunk: list[list[str]], embedder: Sentenc
                 n_done: int) -> None:
     """Embed one chunk of sentences (numbered from ``c0``) into the open partial file, then flush ``n_done``; a
     chunk that would not fit (``check_room``) is refused before anything of it is written."""
-    arrays = [_select(a, output_format).astype(np.float32) for a in embedder.embed_sentences(chunk)]  # (L, n_j, D)
+    arrays = [_select(a, output_format).astype(np.float32, copy=False)  # (L, n_j, D); float32 already: no copy
+              for a in embedder.embed_sentences(chunk)]
     check_room(f.filename, sum(a.nbytes for a in arrays) + DATASET_OVERHEAD * len(arrays), c0)
     for j, a in enumerate(arrays):
         name = str(c0 + j)
