@@ -178,3 +178,15 @@ def test_lemmas_build_only_their_senses_with_and_without_semcor(tiny, capsys):
     assert main(["wsd", "senses", "--config", "c.yaml", "--source", "elmo", "--lemmas", "bank,zyzzyva", "--out",
                  "d.h5", "--cache-dir", "none", "--progress", "off"]) == 2
     assert "zyzzyva: not a lemma of WordNet" in capsys.readouterr().err
+
+
+def test_mix_reads_a_memory_mapped_gloss_array_from_its_file(tmp_path, monkeypatch):
+    """A cached gloss array (memory-mapped .npy) is mixed block by block from its file: the values of the array."""
+    from elmo_tasks.wsd import senses
+
+    a = np.random.default_rng(0).normal(size=(11, 3, 4)).astype(np.float16)  # (S, L, D)
+    np.save(tmp_path / "g.npy", a)
+    monkeypatch.setattr(senses, "MIX_ROWS", 4)
+    mapped = np.load(tmp_path / "g.npy", mmap_mode="r")
+    np.testing.assert_array_equal(senses.mix(mapped, [0.5, 0.0, 1.0]), senses.mix(a, [0.5, 0.0, 1.0]))
+    assert senses._rows(mapped, 8, 12).shape == (3, 3, 4)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import sys
 import zlib
 from pathlib import Path
@@ -102,6 +103,8 @@ class GlossStore:
         """Flush ``arrays``, then record that ``chunks`` chunks are in them."""
         for a in arrays.values():
             a.flush()
+            if isinstance(getattr(a, "base", None), mmap.mmap):  # written pages are on disk now: out of the
+                a.base.madvise(mmap.MADV_DONTNEED)  # resident set (read again from the file when needed)
         shape = list(next(iter(arrays.values())).shape)
         record = {"fingerprint": self.fingerprint, "shape": shape, "chunk": self.chunk, "chunks": chunks,
                   "complete": complete}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import mmap
 import sys
 import time
 from dataclasses import dataclass
@@ -214,8 +215,20 @@ def mix(layers: np.ndarray, weights: Sequence[float]) -> np.ndarray:
     w = np.asarray(weights, dtype=np.float32)  # (L,)
     out = np.empty((layers.shape[0], layers.shape[2]), dtype=np.float32)  # (S, D)
     for s in range(0, layers.shape[0], MIX_ROWS):
-        out[s:s + MIX_ROWS] = np.einsum("sld,l->sd", layers[s:s + MIX_ROWS], w, dtype=np.float32)
+        out[s:s + MIX_ROWS] = np.einsum("sld,l->sd", _rows(layers, s, s + MIX_ROWS), w, dtype=np.float32)
     return out
+
+
+def _rows(layers: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Rows start:stop of (S, L, D); a memory-mapped array's are read from its file, so that its pages do not stay
+    in the resident set (every gloss array mixed would otherwise count in full)."""
+    if not (isinstance(layers, np.memmap) and isinstance(layers.base, mmap.mmap) and layers.flags.c_contiguous):
+        return layers[start:stop]
+    row = int(np.prod(layers.shape[1:]))  # values per sense
+    stop = min(stop, layers.shape[0])
+    with open(layers.filename, "rb") as f:
+        f.seek(layers.offset + start * row * layers.itemsize)
+        return np.fromfile(f, dtype=layers.dtype, count=(stop - start) * row).reshape((-1,) + layers.shape[1:])
 
 
 # ---------------------------------------------------------------- scoring
