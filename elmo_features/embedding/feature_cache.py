@@ -269,13 +269,12 @@ class FeatureCache:
                             "folder") from None
         self.computed = 0  # how many times features were computed (not read) by this object
 
-    def path_for(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> Path:
-        """Where the features of ``sentences`` under the embedder's model are (or will be) stored."""
-        return self._path(embedder_fingerprint(embedder), sentences, dtype)
-
-    def _path(self, fingerprint: str, sentences: Sequence[Sequence[str]], dtype: str) -> Path:
+    def path_for(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32",
+                 fingerprint: str | None = None) -> Path:
+        """Where the features of ``sentences`` under the embedder's model are (or will be) stored (``fingerprint``:
+        the embedder's, when the caller has it)."""
         _check_dtype(dtype)
-        return self.cache_dir / f"{cache_key(fingerprint, sentences, dtype)}.hdf5"
+        return self.cache_dir / f"{cache_key(fingerprint or embedder_fingerprint(embedder), sentences, dtype)}.hdf5"
 
     def ensure(self, embedder, sentences: Sequence[Sequence[str]], dtype: str = "float32") -> Path:
         """Compute and store the features unless a valid cache file exists; returns its path."""
@@ -286,7 +285,7 @@ class FeatureCache:
         if len(sentences) == 0:
             raise ValueError("FeatureCache: no sentences to embed (empty input)")
         fingerprint = embedder_fingerprint(embedder)  # (once: hashing a large model's weights state takes a while)
-        path = self._path(fingerprint, sentences, dtype)
+        path = self.path_for(embedder, sentences, dtype, fingerprint)
         if self._valid(path, len(sentences)):
             return path, None
         # one writer per entry: another process computing the same entry is waited for, then reused

@@ -133,7 +133,6 @@ class TransformerEmbedder(SentenceEmbedder):
         self.progress = check_optional_bool(progress, "progress")
         self.stats = PieceStats()
         device = next(encoder.model.parameters()).device
-        self.requested_precision = precision
         self.precision = resolve_encoder_precision(precision, device)  # "fp32" or "bf16", fixed from here on
         self.bf16_hardware = bf16_hardware(device) if self.precision == "bf16" else None
 

@@ -238,7 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         load_plugins(includes_in(argv))
     except KeyboardInterrupt:  # (a stop signal while the plugins load: a plugin's own KeyboardInterrupt is its error)
         print(f"interrupted; {STARTING_HINT}", file=sys.stderr, flush=True)
-        return interrupt_exit_code()
+        code = interrupt_exit_code()
+        stop.clear()  # (a process that goes on must not see this command's stop request)
+        return code
     except ElmoTasksError as e:
         if debug:
             raise
