@@ -1,8 +1,8 @@
 """Write small data sets in the framework format (for tests, demos and subsets of real corpora).
 
 ``write_dataset(folder, name, sentences)``: each sentence is a list of tokens, a token being a plain word
-(``<wf>``) or a ``ToyInstance`` (``<instance>`` + a gold key line). ``write_index_sense`` writes a
-WordNet-style ``index.sense``.
+(``<wf>``; a ``(word, pos)`` pair gives its part of speech, else X) or a ``ToyInstance`` (``<instance>`` + a gold
+key line). ``write_index_sense`` writes a WordNet-style ``index.sense``.
 """
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ class ToyInstance:
     keys: Sequence[str]
 
 
-def write_dataset(folder: str | os.PathLike, name: str, sentences: Iterable[Sequence[str | ToyInstance]],
+def write_dataset(folder: str | os.PathLike, name: str,
+                  sentences: Iterable[Sequence[str | tuple[str, str] | ToyInstance]],
                   doc_size: int = 50) -> Path:
     """Write ``folder/name.data.xml`` and ``folder/name.gold.key.txt`` (left out when no instance has keys);
     ids dDDD.sSSS.tTTT. Returns folder."""
@@ -54,7 +55,8 @@ def write_dataset(folder: str | os.PathLike, name: str, sentences: Iterable[Sequ
                 if tok.keys:
                     keys.append(" ".join([iid, *tok.keys]))
             else:
-                xml.append(f'<wf lemma={quoteattr(tok.lower())} pos="X">{escape(tok)}</wf>')
+                word, pos = tok if isinstance(tok, tuple) else (tok, "X")
+                xml.append(f'<wf lemma={quoteattr(word.lower())} pos={quoteattr(pos)}>{escape(word)}</wf>')
         xml.append("</sentence>")
     if sentences:
         xml.append("</text>")

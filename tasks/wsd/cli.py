@@ -86,7 +86,9 @@ def _register_senses(sub) -> None:
 TAG_DESCRIPTION = (
     "Tag every content word that has WordNet senses with the sense of the highest score (word/NOUN, /VERB, /ADJ or "
     "/ADV limits a word to that part of speech). Each line is one sentence, split by the package's PTB-style "
-    "tokenizer (--pretokenized: on whitespace); each token keeps its character offsets in the line.",
+    "tokenizer (--pretokenized: on whitespace); each token keeps its character offsets in the line. A word with "
+    "senses in several parts of speech takes the one the sense file's part-of-speech head reads from its context "
+    "(jsonl's pos_from: mark, head, count for a file without a head, or wordnet when it has senses in one only).",
     "score = cos(word, sense's context vector) + w x cos(word, sense's gloss vector), w the gloss weight the sense "
     "file chose per part of speech on held-out SemCor (0 to 2, so a score can pass 1); --prior adds the file's prior "
     "weight / the WordNet sense number.",
@@ -178,6 +180,13 @@ def cmd_senses(args) -> int:
     print(f"wrote {args.out}: {sum(meta['steps'].values()):,} senses (their vectors from: "
           f"{mapping_text(meta['steps'])}), layers {meta['layer_choice']}, glosses pooled by {meta['pooling']}, "
           f"gloss weight w {mapping_text(meta['w']) or 'none'}")
+    head = meta.get("pos_head")
+    if head:  # (a build without SemCor has none: wsd tag takes the part of speech SemCor tags most often)
+        held = head["held_out"]
+        print("part-of-speech head: " + (f"{100 * head['accuracy']:.1f}% of {held['tokens']:,} tokens right in "
+              f"{held['sentences']:,} sentences of {held['documents']} held-out SemCor documents"
+              if head["accuracy"] is not None else "no held-out SemCor document to measure it on") +
+              f" (trained on {head['train']['tokens']:,} tokens of {head['train']['sentences']:,} sentences)")
     return 0
 
 

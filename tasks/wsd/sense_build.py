@@ -29,12 +29,14 @@ from elmo_tasks.wsd.data.examples import (WsdSentence, load_inventory, require_k
 from elmo_tasks.wsd.data.reader import load_dataset
 from elmo_tasks.wsd.data.wordnet import WordNet
 from elmo_tasks.wsd.example_sums import example_sums
+from elmo_tasks.wsd.pos_head import train_pos_head, write_pos_head
 from elmo_tasks.wsd.semcor_sums import all_sums, held_out_of, stream_sums
 from elmo_tasks.wsd.sense_method import SensePlan, check_hold_out, layer_candidates, plan_senses, sense_context, \
     sense_glosses
 from elmo_tasks.wsd.senses import POS, STEPS, Graph, mix, wordnet_fingerprint
 from elmo_tasks.wsd.tagging import FORMAT, SENSE_ARRAYS, sense_digest
 
+POS_FEW = {"train_sentences": 1000, "held_sentences": 300}  # the part-of-speech head of a --lemmas build (quick)
 DEFAULT_TOP = 4  # without held-out SemCor instances: the sum of the top 4 layers (LMMS's choice), w 1, sentence pooling
 
 
@@ -128,13 +130,16 @@ def build_sense_file(cfg, name: str, train_dir: str | None, out: str | Path, con
     else:  # the glosses alone: each sense's gloss is its context vector (scores are gloss cosines: w 0)
         context_vecs, step = plan.gloss.copy(), np.full(len(graph.keys), STEPS.index("gloss"), dtype=np.int8)
         counts, train, plan.w = np.zeros(len(graph.keys), dtype=np.int64), None, {p: 0.0 for p in POS}
+    pos_head = (train_pos_head(source, train_ds.sentences, plan.weights, cfg.head_dev_every, progress, **(
+        POS_FEW if lemmas else {})) if train_dir is not None else None)  # (head, record): SemCor's parts of speech
     meta = {"format": FORMAT, "source": name, "section": section,
             "fingerprints": section_fingerprints(section, context.memo), "layers": plan.weights,
             "layer_choice": plan.layer_label, "gloss_text": plan.gloss_text, "pooling": plan.pooling,
             "gloss_layers": plan.gloss_weights, "w": plan.w, "prior": plan.prior, "held_out": plan.held_out,
             "wordnet": str(Path(cfg.wordnet).resolve()), "wordnet_fingerprint": wordnet_fingerprint(graph.wn),
             "train": train, "steps": {s: int((step == i).sum()) for i, s in enumerate(STEPS)},
-            "examples": plan.examples, "command": command, "cwd": os.getcwd(),
+            "examples": plan.examples, "pos_head": pos_head[1] if pos_head else None,
+            "command": command, "cwd": os.getcwd(),
             "version": package_version(), "git_commit": git_commit()}
     if lemmas:
         meta["lemmas"] = sorted({k.partition("%")[0] for k in graph.keys})
@@ -144,6 +149,8 @@ def build_sense_file(cfg, name: str, train_dir: str | None, out: str | Path, con
         f.create_dataset("gloss", data=plan.gloss)
         f.create_dataset("step", data=step)
         f.create_dataset("counts", data=counts)
+        if pos_head:
+            write_pos_head(f, pos_head[0])
         f.attrs["meta"] = json.dumps(meta)
         f.attrs["sha256"] = sense_digest(graph.keys, *(f[n][()] for n in SENSE_ARRAYS))
         f.attrs["meta_sha256"] = hashlib.sha256(f.attrs["meta"].encode("utf-8")).hexdigest()

@@ -34,7 +34,10 @@ class TaggedToken:
     """One token of a tagged line: ``token`` (a ``/POS`` mark removed) at ``line[start:end]``; for a tagged word
     its sense ``key``, ``lemma`` and ``pos``, the ``synset`` (``offset-pos``) and its ``synset_name``
     (``bank.n.02``), the synset's ``lemmas`` and ``gloss``, the ``score`` and the ``margin`` over the second-best
-    candidate (None: one candidate); else ``reason`` says why not."""
+    candidate (None: one candidate), and where its part of speech came from (``pos_from``: "mark", the token's
+    ``/VERB``; "head", the sense file's part-of-speech head from the word's context; "count", the part of speech
+    SemCor tags most often for the word, in a file without a head; "wordnet", the only one WordNet has senses of for
+    the word); else ``reason`` says why not."""
 
     token: str
     start: int
@@ -49,6 +52,7 @@ class TaggedToken:
     score: float | None = None
     margin: float | None = None
     reason: str | None = None
+    pos_from: str | None = None
 
     def __getitem__(self, name: str):
         """``token["key"]``: the fields read as a dict's, as ``tag`` returned dicts before."""

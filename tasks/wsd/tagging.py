@@ -37,6 +37,7 @@ from elmo_tasks.registry import FEATURES
 from elmo_tasks.wsd.vectors import all_layers
 from elmo_tasks.wsd.knn import _unit
 from elmo_tasks.wsd.data.morphy import Morphy
+from elmo_tasks.wsd.pos_head import read_pos_head, token_vectors
 from elmo_tasks.wsd.sense_method import load_graph
 from elmo_tasks.wsd.senses import wordnet_fingerprint
 from elmo_tasks.wsd.config import WsdConfig
@@ -180,9 +181,10 @@ def prior_weight(meta: dict, path: str | Path, flag: str = "--prior") -> float:
 class SenseTagger:
     """Disambiguates text with a sense file: every content word whose form (by WordNet's morphy) has senses gets the
     one with the highest score, ``cos(v, context) + w_pos * cos(v, gloss)`` (``prior``: + the first-sense prior the
-    file chose / the sense number). A token can name its part of speech (``bank/NOUN``); otherwise the part of speech
-    whose senses SemCor tags most often for that word is used (its candidates over every part of speech when SemCor
-    has none), and function words are left untagged. ``wordnet``: the WordNet folder (default: the one the file
+    file chose / the sense number). A token can name its part of speech (``bank/NOUN``); otherwise, for a word with
+    senses in several parts of speech, the file's part-of-speech head picks one from the word's context (a file
+    without a head: the part of speech whose senses SemCor tags most often for the word, every part of speech when
+    SemCor has none); function words are left untagged. ``wordnet``: the WordNet folder (default: the one the file
     names, else data/wordnet-3.0)."""
 
     def __init__(self, path: str | Path, wordnet: str | Path | None = None, context: FeatureContext | None = None,
@@ -219,6 +221,7 @@ class SenseTagger:
                                   f"{', '.join(f[:12] for f in self.meta['fingerprints'])} then, "
                                   f"{', '.join(f[:12] for f in fps)} now); make the sense file again")
         self.source = build_features(section, replace(context, cache_dir=None))
+        self.pos_head = read_pos_head(path, self.source.output_dim)  # (None: the count decides)
         if self.context.shape[1] != self.source.output_dim:
             raise StaleCacheError(f"{path}: its vectors have dimension {self.context.shape[1]}, but its feature source "
                                   f"gives {self.source.output_dim}; the file is damaged: make it again with "
@@ -240,8 +243,10 @@ class SenseTagger:
         often for the word (every part of speech when it tags none), and none for a function word."""
         return self._lookup(word, pos)[0]
 
-    def _lookup(self, word: str, pos: str | None) -> tuple[list[str], str | None]:
-        """``candidates`` and, when there are none, why (``tag_output``'s reasons)."""
+    def _lookup(self, word: str, pos: str | None,
+                tag_probs: dict[str, float] | None = None) -> tuple[list[str], str | None, str | None]:
+        """``candidates``, when there are none why (``tag_output``'s reasons), and where their part of speech came
+        from (``tag_output.POS_FROM``); ``tag_probs``: the head's probability of each tag for this token."""
         if not isinstance(word, str) or not word.strip():
             raise TypeError(f"SenseTagger.candidates: word must be a non-empty str, got {type(word).__name__} "
                             f"{word!r:.40}")
@@ -251,7 +256,7 @@ class SenseTagger:
                                  "case) or None")
             pos = pos.upper()
         if pos is None and word.lower() in FUNCTION_WORDS:
-            return [], FUNCTION_WORD
+            return [], FUNCTION_WORD, None
         by_pos, known = {}, False
         for p in ([pos] if pos else POS_TAGS):
             every = [k for base in self.morphy.base_forms(word, p) for k in self.by_lemma.get((base, p), [])]
@@ -261,12 +266,14 @@ class SenseTagger:
                 by_pos[p] = keys
         if not by_pos:
             return [], (NO_VECTOR if known else NOT_IN_WORDNET + (f" as {pos}" if pos else "")
-                        if any(c.isalnum() for c in word) else PUNCTUATION)
+                        if any(c.isalnum() for c in word) else PUNCTUATION), None
         if pos is not None or len(by_pos) < 2:
-            return [k for keys in by_pos.values() for k in keys], None
+            return [k for keys in by_pos.values() for k in keys], None, "mark" if pos else "wordnet"
+        if tag_probs is not None:  # the head's most probable of the word's parts of speech
+            return by_pos[max(by_pos, key=lambda p: tag_probs.get(p, 0.0))], None, "head"
         tagged = {p: int(sum(self.counts[self.index[k]] for k in keys)) for p, keys in by_pos.items()}
         best = max(tagged, key=tagged.get)  # the first of equals: nouns, verbs, adjectives, adverbs
-        return (by_pos[best] if tagged[best] > 0 else [k for keys in by_pos.values() for k in keys]), None
+        return (by_pos[best] if tagged[best] > 0 else [k for keys in by_pos.values() for k in keys]), None, "count"
 
     def tag(self, text: str | list[list[str]], pretokenized: bool = False) -> TaggedText:
         """Tag ``text``: a str, each line a sentence, split by the package's PTB-style tokenizer (``pretokenized``:
@@ -281,13 +288,17 @@ class SenseTagger:
         weights = np.asarray(self.meta["layers"], dtype=np.float64)
         out = TaggedText()
         for (line_text, number, _), s in zip(lines, parsed):
-            vecs = _unit(np.einsum("lnd,l->nd", next(arrays).astype(np.float64), weights)) if s else []  # (n, D)
-            out.append(TaggedSentence(line_text, [self._tag_token(*t, v) for t, v in zip(s, vecs)], number))
+            vecs = token_vectors(next(arrays), weights) if s else []  # (n, D)
+            probs = self.pos_head.probabilities(vecs) if s and self.pos_head is not None else [None] * len(s)
+            out.append(TaggedSentence(line_text, [self._tag_token(*t, v, p) for t, v, p in zip(s, vecs, probs)],
+                                      number))
         return out
 
-    def _tag_token(self, word: str, pos: str | None, start: int, end: int, v: np.ndarray) -> TaggedToken:
-        """The sense of ``word`` (part of speech ``pos`` or None) whose score for its vector ``v`` (D,) is highest."""
-        cands, reason = self._lookup(word, pos)
+    def _tag_token(self, word: str, pos: str | None, start: int, end: int, v: np.ndarray,
+                   tag_probs: dict[str, float] | None = None) -> TaggedToken:
+        """The sense of ``word`` (part of speech ``pos`` or None) whose score for its vector ``v`` (D,) is highest;
+        ``tag_probs``: the head's tag probabilities for the token."""
+        cands, reason, pos_from = self._lookup(word, pos, tag_probs)
         if not cands or not v.any():
             return TaggedToken(word, start, end, pos=pos, reason=reason or NO_CONTEXT)
         rows = np.array([self.index[k] for k in cands])
@@ -301,7 +312,8 @@ class SenseTagger:
         return TaggedToken(word, start, end, key=key, lemma=key.partition("%")[0], pos=wn.pos_of(key),
                            synset=f"{syn.id[1:]}-{syn.id[0]}", synset_name=synset_name(wn, syn.id),
                            lemmas=tuple(x.replace("_", " ") for x in syn.lemmas), gloss=syn.gloss,
-                           score=round(float(score[best]), 6), margin=None if margin is None else round(margin, 6))
+                           score=round(float(score[best]), 6), margin=None if margin is None else round(margin, 6),
+                           pos_from=pos_from)
 
 
 def _spans_of(text, pretokenized: bool) -> list[tuple[str, int, list[tuple[str, int, int]]]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import xml.parsers.expat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +38,14 @@ class Instance:
 
 @dataclass
 class Sentence:
-    """A sentence: whitespace tokens (multiword forms split on spaces) and its instances."""
+    """A sentence: whitespace tokens (multiword forms split on spaces), its instances, and each token's part of
+    speech as the file gives it (``pos``: the ``pos`` attribute of its ``wf`` or ``instance``, "" when none; SemCor
+    uses the universal tags, NOUN, VERB, ..., DET, ADP, ".")."""
 
     id: str
     tokens: list[str] = field(default_factory=list)
     instances: list[Instance] = field(default_factory=list)
+    pos: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -173,6 +177,7 @@ class _DataXml:
                 self.fail(f"empty <{tag}> element")
             begin = len(sent.tokens)
             sent.tokens.extend(words)
+            sent.pos.extend([sys.intern(self.attrs.get("pos", ""))] * len(words))  # (one str per tag)
             if tag == "instance":
                 a = self.attrs
                 sent.instances.append(Instance(a["id"], a["lemma"].lower(), a["pos"], begin, len(sent.tokens)))
