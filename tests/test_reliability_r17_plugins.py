@@ -16,6 +16,7 @@ import pytest
 import torch
 import yaml
 
+from elmo_features.util import stop
 from elmo_tasks import plugins
 from elmo_tasks.cli import main
 
@@ -134,6 +135,7 @@ def test_c11_a_real_stop_while_an_entry_point_loads_still_stops_the_command(site
         assert main(["configs", "list"]) == 128 + signal.SIGINT
     out, err = capsys.readouterr()
     assert out == "" and err.strip() == STARTING, err
+    stop.check()  # (the stop request is not left behind for the next command of this process)
 
 
 def _spawn(args: list[str], cwd: Path, extra_path: str = "") -> subprocess.Popen:
