@@ -249,6 +249,9 @@ def report_lines(res: dict, med: dict) -> list[str]:
                   "| stage | s | share |", "|---|---:|---:|"]
         lines += [f"| {k} | {v:.3f} | {v / st['seconds']:.1%} |"
                   for k, v in sorted(st["stages"].items(), key=lambda kv: -kv[1])]
+        fwd, bare = st["stages"].get("forward passes", 0.0), med[f"{p} bare"]
+        lines += ["", f"The forward passes inside that pass took {fwd:.2f} s, the bare loop's {bare:.2f} s (median): "
+                      f"{(fwd / bare - 1) * 100:+.1f}% (the same batches; a difference here is not Python work)."]
     if res["bf16_vs_fp32"]:
         a = res["bf16_vs_fp32"]
         lines += ["", f"bf16 against fp32 on the first {a['sentences']} sentences, per hidden state: smallest cosine "
