@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 LAYERS = [  # highest first; siblings in one layer
     {"cli"},
     {"wsd.cli"},
-    {"wsd.sense_build", "wsd.run", "wsd.tagging", "wsd.tag_output", "wsd.pos_head", "wsd.semcor_sums", "wsd.example_sums", "wsd.sense_method", "wsd.table", "wsd.plot", "wsd.config", "wsd.knn", "wsd.senses",
+    {"wsd.sense_build", "wsd.raw_eval", "wsd.run", "wsd.tagging", "wsd.tag_output", "wsd.pos_head", "wsd.semcor_sums", "wsd.example_sums", "wsd.sense_method", "wsd.table", "wsd.plot", "wsd.config", "wsd.knn", "wsd.senses",
      "wsd.baselines", "wsd.vectors"},
     {"experiment.compare"},
     {"experiment.run", "experiment.parallel", "experiment.preflight", "experiment.compare_checks",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument, add_progress_argument,
                                           add_threads_argument, cache_dir_flag, cache_dir_of, progress_setting,
-                                          rebuild_command, warn_unrepeatable)
+                                          progress_shown, rebuild_command, warn_unrepeatable)
 from elmo_features.util.devices import add_device_argument, parse_device
 
 from elmo_features.util.errors import UsageError
@@ -48,10 +48,11 @@ def register(subparsers) -> None:
     p.add_argument("--no-plot", action="store_true", help="skip the PNG plot")
     _run_options(p)
     p.set_defaults(func=cmd_wsd)
-    sub = p.add_subparsers(dest="wsd_command", metavar="[senses | tag]")
+    sub = p.add_subparsers(dest="wsd_command", metavar="[senses | tag | raw-eval]")
     sub.required = False  # without an action: the comparison table
     _register_senses(sub)
     _register_tag(sub)
+    _register_raw_eval(sub)
 
 
 def _run_options(p) -> None:
@@ -119,6 +120,37 @@ def _register_tag(sub) -> None:
     add_threads_argument(t)
     add_device_argument(t)
     t.set_defaults(func=cmd_tag, format=None)
+
+
+RAW_EVAL_DESCRIPTION = (
+    "Measure a sense file on raw text: every sentence of each test folder (framework format) is joined back into "
+    "raw text (punctuation and clitics attached), tagged as wsd tag tags a line (no gold lemma, part of speech or "
+    "tokens), and scored on the gold instances whose character span one of the tagger's tokens has exactly "
+    "(multi-word instances never are: they count as unanswered). Beside it, the same sense file with the gold "
+    "lemma and part of speech, and WordNet's first sense through both pipelines.",
+    "Writes OUT/raw_eval.md (F1 per test set and ALL, their union; coverage, precision, how often the tagger's "
+    "part of speech and lemma are the gold ones), OUT/raw_eval.json (every count, the command, commit and machine) "
+    "and OUT/keys/MODE/NAME.key.txt (the answers in the framework's format).")
+
+
+def _register_raw_eval(sub) -> None:
+    r = sub.add_parser("raw-eval", help="score a sense file on the test sets' sentences as raw text (beside the gold "
+                                        "lemmas' score)",
+                       description="\n\n".join(textwrap.fill(p, 79) for p in RAW_EVAL_DESCRIPTION),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    r.add_argument("--senses", required=True, help="a sense file written by elmo-tasks wsd senses")
+    r.add_argument("--test", nargs="+", help="test folder(s) in the framework format (default: the framework's five "
+                                             "test sets under data/wsd/)")
+    r.add_argument("--wordnet", help="the WordNet folder (default: the one the sense file names, else "
+                                     "data/wordnet-3.0)")
+    r.add_argument("--prior", action="store_true",
+                   help="add the first-sense prior the sense file chose on held-out SemCor (as wsd tag --prior)")
+    r.add_argument("--out", required=True, help="the results folder (raw_eval.md, raw_eval.json, keys/)")
+    add_include_argument(r)
+    add_threads_argument(r)
+    add_progress_argument(r)
+    add_device_argument(r)
+    r.set_defaults(func=cmd_raw_eval)
 
 
 def wordnet_inputs(wordnet) -> list:
@@ -226,6 +258,48 @@ def cmd_tag(args) -> int:
             write_text_atomic(args.out, text)
         else:
             sys.stdout.write(text)
+    return 0
+
+
+def cmd_raw_eval(args) -> int:
+    from elmo_features.util.paths import check_flags_given, check_input_dir, check_not_an_input
+    from elmo_features.util.provenance import git_commit
+    from elmo_features.util.threads import set_threads
+
+    from elmo_tasks.data.fetch import fetch_hint
+    from elmo_tasks.experiment.preflight import check_output_dirs, claim_results_folder
+    from elmo_tasks.features.base import FeatureContext
+    from elmo_tasks.wsd.config import WsdConfig
+    from elmo_tasks.wsd.data.reader import load_dataset
+    from elmo_tasks.wsd.raw_eval import NAME, evaluate, summary, write_results
+    from elmo_tasks.wsd.tagging import SenseTagger, check_sense_path, prior_weight, read_sense_meta
+
+    check_flags_given(args, "senses", "test", "wordnet", "out")
+    check_sense_path(args.senses, "--senses")
+    meta = read_sense_meta(args.senses)
+    if args.prior:
+        prior_weight(meta, args.senses)
+    tests = args.test or WsdConfig().test
+    for d in tests:
+        check_input_dir(d, "--test" if args.test else "test (the default; --test FOLDER ... gives others)",
+                        hint=fetch_hint(d) or "")
+    out = Path(args.out)
+    check_output_dirs(out=out)
+    check_not_an_input(out, [args.senses, *tests, *wordnet_inputs(args.wordnet or meta.get("wordnet"))], "--out")
+    datasets = [load_dataset(d) for d in tests]  # (a malformed file: one error naming it, before the model loads)
+    set_threads(args.threads)
+    commit, command = git_commit(), command_line(args, "raw-eval")
+    args.interrupt_hint = f"{out / 'raw_eval.md'} was not written (it is written at the end); to run again: {command}"
+    with claim_results_folder(out, "raw_eval.json", NAME, "--out"):  # one writer; a folder of this command only
+        tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))),
+                             prior=args.prior)
+        result = evaluate(tagger, datasets, out / "keys", progress=progress_shown(args.progress))
+        write_results(summary(result, args.senses, tagger, args.prior, command, commit), out)
+    a = result["all"]
+    print(f"wrote {out / 'raw_eval.md'} and {out / 'raw_eval.json'}: ALL F1 {a['scores']['raw']['F1']:.1f} on raw "
+          f"text (coverage {a['scores']['raw']['coverage']:.1f}%), {a['scores']['gold']['F1']:.1f} with the gold "
+          f"lemmas; first sense {a['scores']['raw_first_sense']['F1']:.1f} and "
+          f"{a['scores']['gold_first_sense']['F1']:.1f}")
     return 0
 
 

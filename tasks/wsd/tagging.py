@@ -294,6 +294,18 @@ class SenseTagger:
                                       number))
         return out
 
+    def best_sense(self, cands: list[str], v: np.ndarray) -> tuple[str, float, float | None]:
+        """(key, score, margin) of the candidate sense keys' best for the word vector ``v`` (D,), unit length:
+        score = cos(v, context) + w_pos x cos(v, gloss) (+ prior / sense number); margin over the second best (None:
+        one candidate). Every key must have vectors (``has``)."""
+        rows = np.array([self.index[k] for k in cands])
+        w = np.array([self.meta["w"].get(self.graph.wn.pos_of(k), 0.0) for k in cands])
+        rank = np.array([self.graph.wn.sense_number.get(k, 10 ** 6) for k in cands], dtype=np.float64)
+        score = self.context[rows] @ v + w * (self.gloss[rows] @ v) + self.prior / rank  # (C,)
+        best = int(np.argmax(score))
+        margin = float(score[best] - np.delete(score, best).max()) if len(cands) > 1 else None
+        return cands[best], float(score[best]), margin
+
     def _tag_token(self, word: str, pos: str | None, start: int, end: int, v: np.ndarray,
                    tag_probs: dict[str, float] | None = None) -> TaggedToken:
         """The sense of ``word`` (part of speech ``pos`` or None) whose score for its vector ``v`` (D,) is highest;
@@ -301,18 +313,13 @@ class SenseTagger:
         cands, reason, pos_from = self._lookup(word, pos, tag_probs)
         if not cands or not v.any():
             return TaggedToken(word, start, end, pos=pos, reason=reason or NO_CONTEXT)
-        rows = np.array([self.index[k] for k in cands])
-        w = np.array([self.meta["w"].get(self.graph.wn.pos_of(k), 0.0) for k in cands])
-        rank = np.array([self.graph.wn.sense_number.get(k, 10 ** 6) for k in cands], dtype=np.float64)
-        score = self.context[rows] @ v + w * (self.gloss[rows] @ v) + self.prior / rank  # (C,)
-        best = int(np.argmax(score))
-        margin = float(score[best] - np.delete(score, best).max()) if len(cands) > 1 else None
-        key, wn = cands[best], self.graph.wn
+        key, best_score, margin = self.best_sense(cands, v)
+        wn = self.graph.wn
         syn = wn.synsets[wn.synset_of[key]]
         return TaggedToken(word, start, end, key=key, lemma=key.partition("%")[0], pos=wn.pos_of(key),
                            synset=f"{syn.id[1:]}-{syn.id[0]}", synset_name=synset_name(wn, syn.id),
                            lemmas=tuple(x.replace("_", " ") for x in syn.lemmas), gloss=syn.gloss,
-                           score=round(float(score[best]), 6), margin=None if margin is None else round(margin, 6),
+                           score=round(best_score, 6), margin=None if margin is None else round(margin, 6),
                            pos_from=pos_from)
 
 
