@@ -87,13 +87,23 @@ def hash_tensor(h, name: str, t: torch.Tensor) -> None:
 
 
 def tensors_state(tensors: Sequence[torch.Tensor]) -> tuple | None:
-    """(version counter, storage, position-weighted sum) per tensor: it changes when any is modified in place. The
-    version counters miss an edit through ``param.data`` (mul_, fill_, a row swap); the weighted sums do not. None
+    """(version counter, storage, content checksum) per tensor: it changes when any is modified in place. The
+    version counters miss an edit through ``param.data`` (mul_, fill_, a row swap); the checksums do not. None
     for inference tensors (a model built under inference_mode), which have no version counter."""
     try:
-        return tuple((t._version, t.data_ptr(), _weighted_sum(t)) for t in tensors)
+        return tuple((t._version, t.data_ptr(), _checksum(t)) for t in tensors)
     except RuntimeError:
         return None
+
+
+def _checksum(t: torch.Tensor) -> int | float:
+    """CRC32 of a CPU tensor's bytes (any edit or move of a value changes it; read at memory speed in one thread,
+    ~20x faster than the float64 weighted sum, the same whatever the thread count); on another device, where the
+    bytes are not in host memory, the weighted sum computed there."""
+    if t.device.type != "cpu":
+        return _weighted_sum(t)
+    flat = t.detach().reshape(-1)  # (N,) a view when contiguous
+    return zlib.crc32(flat.contiguous().view(torch.uint8).numpy()) if flat.numel() else 0
 
 
 _RAMP = 1 << 16  # values per row of the weighted sum's blocks

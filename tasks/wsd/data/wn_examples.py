@@ -57,13 +57,17 @@ def _find(tokens: list[str], lemma: str, pos: str, morphy: Morphy) -> tuple[int,
     return None
 
 
-def tagged_examples(wn: WordNet, morphy: Morphy | None = None) -> list[TaggedExample]:
+def tagged_examples(wn: WordNet, morphy: Morphy | None = None, only=None) -> list[TaggedExample]:
     """Every usage example of every synset in which one of the synset's lemmas occurs, tagged with that lemma's
-    sense key (the synset's first lemma found, in its data file's order); examples without one are skipped."""
+    sense key (the synset's first lemma found, in its data file's order); examples without one are skipped.
+    ``only`` (a collection of sense keys): the examples of the synsets holding one of them (a few lemmas' senses,
+    without matching the examples of all of WordNet)."""
     if morphy is None:
         morphy = Morphy(wn.folder, {(k.partition("%")[0], wn.pos_of(k)) for k in wn.synset_of})
     out = []
     for sid in sorted(wn.synsets):
+        if only is not None and not any(k in only for k in wn.keys_of.get(sid, ())):
+            continue
         syn = wn.synsets[sid]
         keys = {k.partition("%")[0]: k for k in wn.keys_of.get(sid, [])}
         pos = POS_NAMES[sid[0]]
