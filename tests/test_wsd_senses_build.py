@@ -190,3 +190,35 @@ def test_mix_reads_a_memory_mapped_gloss_array_from_its_file(tmp_path, monkeypat
     mapped = np.load(tmp_path / "g.npy", mmap_mode="r")
     np.testing.assert_array_equal(senses.mix(mapped, [0.5, 0.0, 1.0]), senses.mix(a, [0.5, 0.0, 1.0]))
     assert senses._rows(mapped, 8, 12).shape == (3, 3, 4)
+
+
+def test_two_torchrun_ranks_write_the_file_of_one_process(tiny):
+    """`wsd senses` as 2 ranks (gloo): SemCor's sentences and the glosses shared, rank 0 gathers and writes the file
+    one process writes (1e-6), rank 0 keeps the gloss cache; a rank given another command stops both."""
+    import json
+
+    from dist_launch import launch, start, wait
+    from elmo_tasks.cli import main
+
+    args = ["wsd", "senses", "--config", str(tiny / "c.yaml"), "--source", "elmo", "--progress", "off", "--threads", "1"]
+    assert main([*args, "--out", str(tiny / "one.h5"), "--cache-dir", "none"]) == 0
+    ranks = launch("tests.wsd_senses_ranks", [*args, "--out", str(tiny / "two.h5"), "--cache-dir", str(tiny / "cache")],
+                   timeout=600)
+    assert [r.returncode for r in ranks] == [0, 0], ranks[0].stderr + ranks[1].stderr
+    assert "wrote" in ranks[0].stdout and not ranks[1].stdout  # rank 0 alone writes and says so
+    one, two = _arrays(tiny / "one.h5"), _arrays(tiny / "two.h5")
+    assert list(one["keys"]) == list(two["keys"])
+    for name in ("context", "gloss"):
+        np.testing.assert_allclose(two[name], one[name], rtol=0, atol=1e-6)
+    assert (one["step"] == two["step"]).all() and (one["counts"] == two["counts"]).all()
+    with h5py.File(tiny / "one.h5", "r") as f1, h5py.File(tiny / "two.h5", "r") as f2:
+        m1, m2 = json.loads(f1.attrs["meta"]), json.loads(f2.attrs["meta"])
+    assert {k: m1[k] for k in ("layers", "w", "pooling", "gloss_text", "prior", "steps", "train")} == \
+        {k: m2[k] for k in ("layers", "w", "pooling", "gloss_text", "prior", "steps", "train")}
+    assert list((tiny / "cache" / "glosses").iterdir())  # rank 0 kept the gathered glosses in its cache
+    # a rank launched with another command: both stop before any work, each saying so in one line
+    three = [*args, "--out", str(tiny / "three.h5"), "--cache-dir", "none"]
+    r0, r1 = wait(start("tests.wsd_senses_ranks", three, rank_args={1: [*three, "--set", "head_dev_every=2"]}), 300)
+    assert (r0.returncode, r1.returncode) == (2, 2), r0.stderr + r1.stderr
+    assert "rank 1 was given another job than rank 0: the command" in r0.stderr
+    assert not (tiny / "three.h5").exists()

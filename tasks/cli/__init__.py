@@ -191,7 +191,7 @@ def error_message(e: BaseException) -> str:
     return one_line(str(e).strip()) or type(e).__name__
 
 
-RANKED_COMMANDS = ("run", "compare", "embed", "train-bilm")  # the commands that run as torchrun ranks
+RANKED_COMMANDS = ("run", "compare", "embed", "train-bilm", "wsd senses")  # the commands that run as torchrun ranks
 UNRANKED_WRITERS = ("predict", "eval-bilm", "wsd", "data", "models")  # the others that do long work or write
 
 
@@ -203,6 +203,8 @@ def check_not_ranked(args) -> None:
     """A command that does work but does not run as torchrun ranks, launched by torchrun: UsageError (else every rank
     would do the whole work, and all but one stop at the output's lock)."""
     command = getattr(args, "command", None)
+    if command == "wsd" and getattr(args, "wsd_command", None) == "senses":
+        return  # (its ranks take shards of SemCor and of the glosses)
     if command in UNRANKED_WRITERS and distributed.torchrun_world() > 1:
         raise UsageError(f"{command} does not run under torchrun (WORLD_SIZE={distributed.torchrun_world()}): run it "
                          f"as one process; torchrun runs {', '.join(RANKED_COMMANDS)}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -162,7 +163,6 @@ def wordnet_inputs(wordnet) -> list:
 
 
 def cmd_senses(args) -> int:
-    from elmo_features.util.locking import lock_output_file
     from elmo_features.util.paths import (check_flags_given, check_input_dir, check_not_an_input, check_output_file,
                                           check_own_output)
     from elmo_features.util.threads import set_threads
@@ -172,7 +172,6 @@ def cmd_senses(args) -> int:
     from elmo_features.util.paths import beside_config_hint
     from elmo_tasks.experiment.preflight import check_feature_paths, check_output_dirs, feature_input_paths
     from elmo_tasks.wsd.config import load_wsd_config, warn_senses_inert
-    from elmo_tasks.wsd.sense_build import build_sense_file
     from elmo_tasks.wsd.tagging import is_sense_file
 
     check_flags_given(args, "out", "train", "wordnet", "config", "lemmas")
@@ -206,9 +205,9 @@ def cmd_senses(args) -> int:
                              device=str(parse_device(args.device)))
     command = command_line(args, "senses")
     args.interrupt_hint = f"{args.out} was not written (it is written at the end); to run again: {command}"
-    with lock_output_file(args.out, "--out"):  # one writer per output file
-        meta = build_sense_file(cfg, args.source, train, args.out, context, context.progress, command=command,
-                                lemmas=lemmas)
+    meta = _senses_on_ranks(args, cfg, train, context, command, lemmas)
+    if meta is None:  # (a torchrun rank other than 0: rank 0 wrote the file and says so)
+        return 0
     print(f"wrote {args.out}: {sum(meta['steps'].values()):,} senses (their vectors from: "
           f"{mapping_text(meta['steps'])}), layers {meta['layer_choice']}, glosses pooled by {meta['pooling']}, "
           f"gloss weight w {mapping_text(meta['w']) or 'none'}")
@@ -220,6 +219,33 @@ def cmd_senses(args) -> int:
               if head["accuracy"] is not None else "no held-out SemCor document to measure it on") +
               f" (trained on {head['train']['tokens']:,} tokens of {head['train']['sentences']:,} sentences)")
     return 0
+
+
+def _senses_on_ranks(args, cfg, train, context, command: str, lemmas) -> dict | None:
+    """``build_sense_file`` in one process, or under torchrun as one of its ranks (every rank given the same
+    command; rank 0 holds the output's lock and writes it): the meta dict, None on the other ranks."""
+    from elmo_features.util import distributed
+    from elmo_features.util.locking import lock_output_file
+
+    from elmo_tasks.wsd.sense_build import build_sense_file
+
+    if distributed.torchrun_world() <= 1:
+        with lock_output_file(args.out, "--out"):  # one writer per output file
+            return build_sense_file(cfg, args.source, train, args.out, context, context.progress, command=command,
+                                    lemmas=lemmas)
+    from elmo_tasks.experiment.data_parallel import join
+
+    ranks, ok = join(), False
+    try:
+        distributed.check_same_job({"command": command}, {"command": "the command"})
+        with contextlib.ExitStack() as lock:  # rank 0's lock, its failure told to every rank
+            ranks.from_main(lambda: [lock.enter_context(lock_output_file(args.out, "--out"))] and None)
+            meta = build_sense_file(cfg, args.source, train, args.out, context, context.progress, command=command,
+                                    lemmas=lemmas, ranks=ranks)
+        ok = True
+    finally:
+        distributed.finish(sync=ok)
+    return meta
 
 
 def cmd_tag(args) -> int:

@@ -17,11 +17,14 @@ from elmo_tasks.wsd.knn import SenseSums
 from elmo_tasks.wsd.senses import Graph, pooled_layers, subset_key, wordnet_fingerprint
 
 
-def example_sums(section: dict, graph: Graph, context: FeatureContext, progress: bool | None) -> SenseSums | None:
+def example_sums(section: dict, graph: Graph, context: FeatureContext, progress: bool | None,
+                 ranks=None) -> SenseSums | None:
     """Per-layer sums (K, L, D) of WordNet's tagged examples by the source ``section``, per sense key; None when
     WordNet has no tagged example. The pooled vectors are cached in ``context.cache_dir`` like the glosses, keyed
-    by the section, its models' fingerprints and WordNet's."""
-    examples = [e for e in tagged_examples(graph.wn) if e.key in graph.index]  # (a subset graph: its senses' only)
+    by the section, its models' fingerprints and WordNet's. ``ranks`` (torchrun): embedded by all of them, the sums
+    on rank 0 (None on the others)."""
+    examples = [e for e in tagged_examples(graph.wn, only=graph.index if graph.subset else None)
+                if e.key in graph.index]  # (a subset graph: its senses' only)
     if not examples:
         return None
     source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
@@ -33,5 +36,7 @@ def example_sums(section: dict, graph: Graph, context: FeatureContext, progress:
     layers = pooled_layers(lambda: [list(e.tokens) for e in examples],
                            lambda i, a: {"target": a[:, spans[i][0]:spans[i][1]].mean(axis=1)},  # (L, D)
                            ("target",), len(examples), source, fingerprint, context.cache_dir, progress,
-                           "wordnet examples")["target"]  # (E, L, D) float16
-    return SenseSums.from_keys([[e.key] for e in examples], layers)
+                           "wordnet examples", ranks)
+    if layers is None:  # (a torchrun rank other than 0)
+        return None
+    return SenseSums.from_keys([[e.key] for e in examples], layers["target"])  # (E, L, D) float16

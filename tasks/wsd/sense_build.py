@@ -9,6 +9,7 @@ instances and their glosses (a build of seconds, for trying it); without SemCor 
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from elmo_tasks.wsd.data.reader import load_dataset
 from elmo_tasks.wsd.data.wordnet import WordNet
 from elmo_tasks.wsd.example_sums import example_sums
 from elmo_tasks.wsd.pos_head import train_pos_head, write_pos_head
+from elmo_tasks.wsd.ranks import gather_streamed
 from elmo_tasks.wsd.semcor_sums import all_sums, held_out_of, stream_sums
 from elmo_tasks.wsd.sense_method import SensePlan, check_hold_out, layer_candidates, plan_senses, sense_context, \
     sense_glosses
@@ -76,10 +78,12 @@ def default_plan(L: int, gloss: dict[str, np.ndarray] | None, why: str) -> Sense
 
 
 def build_sense_file(cfg, name: str, train_dir: str | None, out: str | Path, context: FeatureContext,
-                     progress: bool | None = None, command: str = "", lemmas: Sequence[str] | None = None) -> dict:
+                     progress: bool | None = None, command: str = "", lemmas: Sequence[str] | None = None,
+                     ranks=None) -> dict | None:
     """Sense vectors of every WordNet sense (``lemmas``: of those lemmas' senses) from source ``name`` of ``cfg``
     trained on ``train_dir`` (None: from the glosses alone, only with ``lemmas``), written to ``out``
-    (atomically); returns the meta dict."""
+    (atomically); returns the meta dict. ``ranks`` (torchrun, ``elmo_tasks.wsd.ranks``): the ranks share SemCor
+    and the glosses, rank 0 writes the file (None on the others)."""
     section = cfg.sources[name]
     wn = WordNet(cfg.wordnet)
     graph = Graph(wn, lemma_keys(wn, lemmas)) if lemmas else Graph(wn)
@@ -87,6 +91,7 @@ def build_sense_file(cfg, name: str, train_dir: str | None, out: str | Path, con
         raise UsageError("wsd senses needs SemCor for all of WordNet: get it with `elmo-tasks data get wsd-framework`")
     source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
     train_ex: list[WsdSentence] = []
+    train_ds = None
     if train_dir is not None:
         inventory = load_inventory(cfg.wordnet)
         train_ds = load_dataset(train_dir)
@@ -104,14 +109,38 @@ def build_sense_file(cfg, name: str, train_dir: str | None, out: str | Path, con
                    "no SemCor instance of " + ", ".join(lemmas) if train_dir is not None else "no SemCor")
     else:
         check_hold_out(train_ex, cfg.head_dev_every, cfg.dev_split)  # (before the training set is embedded)
-    streamed = stream_sums(source, train_ex, cfg.head_dev_every, cfg.dev_split, progress) if train_ex else None
+    shard = (ranks.rank, ranks.world_size) if ranks is not None else (0, 1)
+    streamed = None
+    if train_ex:
+        with ranks.all_ok("semcor", "SemCor's sums") if ranks is not None else contextlib.nullcontext():
+            streamed = stream_sums(source, train_ex, cfg.head_dev_every, cfg.dev_split, progress, shard=shard)
+        if ranks is not None:
+            streamed = gather_streamed(ranks, streamed)
+    examples = pooled = None
+    if ranks is not None:  # the embedding the ranks share, before rank 0's choices
+        examples = example_sums(section, graph, context, progress, ranks) if why is None else None
+        pooled = {text: sense_glosses(section, graph, context, progress, text, ranks)
+                  for text in (cfg.gloss_texts if why is None else ["definition"])}
+    with ranks.all_ok("senses", "the sense file") if ranks is not None else contextlib.nullcontext():
+        if ranks is None or ranks.is_main:  # (the other ranks wait for rank 0's file)
+            return _finish(cfg, name, train_dir, out, context, progress, command, lemmas, graph, source, train_ds,
+                           train_ex, streamed, why, examples, pooled)
+    return None
+
+
+def _finish(cfg, name, train_dir, out, context, progress, command, lemmas, graph, source, train_ds, train_ex, streamed,
+            why, examples, pooled) -> dict:
+    """``build_sense_file`` from the SemCor sums on: the choices, the part-of-speech head, the file."""
+    section = cfg.sources[name]
     if why is None:
         held_out = held_out_of(streamed, train_ex, cfg.head_dev_every, cfg.dev_split)
         plan = plan_senses(section, graph, held_out, context, cfg.gloss_texts, progress,
-                           examples=example_sums(section, graph, context, progress))
+                           examples=examples if pooled is not None else
+                           example_sums(section, graph, context, progress), pooled=pooled)
     else:
         L = source.word_layers([["the"]], "check")[0].shape[0]
-        plan = default_plan(L, sense_glosses(section, graph, context, progress), why)
+        plan = default_plan(L, pooled["definition"] if pooled is not None else
+                            sense_glosses(section, graph, context, progress), why)
         settings = f"{plan.layer_label}, sentence pooling of the definition"
         print(f"wsd senses: {why}: " + (f"each sense's vector is its gloss's ({settings})" if streamed is None else
                                         f"default settings ({settings}, gloss weight w 1)"), file=sys.stderr)

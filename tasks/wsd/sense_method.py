@@ -108,11 +108,12 @@ def hold_out(train_ex: list[WsdSentence], train_vecs: np.ndarray, every: int, by
 
 def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: FeatureContext, glosses: Sequence[str],
                 progress: bool | None, extra: list[tuple[str, list[float]]] = (),
-                examples: SenseSums | None = None) -> SensePlan:
+                examples: SenseSums | None = None, pooled: dict | None = None) -> SensePlan:
     """Choose the layer mix among the single layers, the sums of the top k and the ``extra`` candidates (a learned
     mix), how WordNet's usage ``examples`` (``example_sums.example_sums``) are used, and with ``glosses`` (gloss texts,
     ``wordnet.GLOSS_TEXTS``; empty: none) the gloss text, pooling and layers and w per part of speech, by 1-NN
-    accuracy on the held-out sentences, with sense vectors built from the other sentences."""
+    accuracy on the held-out sentences, with sense vectors built from the other sentences. ``pooled``: the gloss
+    layers of each text, when they are embedded already ({text: ``sense_glosses``'s})."""
     every, sums, held, held_vecs = held_out.every, held_out.sums, held_out.targets, held_out.vecs
     L = held_vecs.shape[1]
     scores, candidates = {}, dict(layer_candidates(L)) | {label: list(w) for label, w in extra}
@@ -132,7 +133,7 @@ def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: Feature
     if not glosses:
         return plan
     t0 = time.perf_counter()
-    pooled = {text: sense_glosses(section, graph, context, progress, text) for text in glosses}
+    pooled = pooled or {text: sense_glosses(section, graph, context, progress, text) for text in glosses}
     plan.held_out["gloss_seconds"] = round(time.perf_counter() - t0, 1)
     _plan_glosses(plan, pooled, held, v, graph, context_vecs, step, candidates)
     return plan
@@ -163,17 +164,17 @@ def _plan_examples(plan: SensePlan, examples: SenseSums, graph: Graph, held_out:
 
 
 def sense_glosses(section: dict, graph: Graph, context: FeatureContext, progress: bool | None,
-                  text: str = "definition") -> dict[str, np.ndarray]:
+                  text: str = "definition", ranks=None) -> dict[str, np.ndarray] | None:
     """Every sense's gloss (``text``: ``wordnet.GLOSS_TEXTS``) pooled per layer by the source ``section``
     (``senses.gloss_layers``), keyed in ``context.cache_dir`` by the section, its models' fingerprints, WordNet's
-    and the text."""
+    and the text; ``ranks``: shared by the torchrun ranks, rank 0 gets them (None on the others)."""
     source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
     what = {"section": section, "models": section_fingerprints(section, context.memo),
             "wordnet": wordnet_fingerprint(graph.wn), "version": 1}
     if text != "full":  # (the full gloss field was the only text once: its caches keep their key)
         what["text"] = text
     what.update(subset_key(graph))  # (the senses of a few lemmas: a cache of their own)
-    return gloss_layers(graph, source, json.dumps(what, sort_keys=True), context.cache_dir, progress, text)
+    return gloss_layers(graph, source, json.dumps(what, sort_keys=True), context.cache_dir, progress, text, ranks)
 
 
 def _best_w_per_pos(held: list, cands: Candidates, graph: Graph) -> tuple[dict[str, float], dict[str, float]]:

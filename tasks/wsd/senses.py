@@ -30,6 +30,7 @@ from elmo_tasks.wsd.data.examples import WsdTarget
 from elmo_tasks.wsd.knn import _unit
 from elmo_tasks.wsd.data.wordnet import WordNet
 from elmo_tasks.wsd.gloss_cache import GlossStore, wait_note
+from elmo_tasks.wsd.ranks import from_main, round_parts
 
 STEPS = ("semcor", "synset", "hypernym", "lexfile", "examples", "gloss")  # where a sense's context vector came from
 # (-1: nowhere); "examples": WordNet's usage examples only (``example_sums``), SemCor never tags the sense; "gloss":
@@ -137,61 +138,80 @@ def subset_key(graph: Graph) -> dict[str, str]:
 
 
 def gloss_layers(graph: Graph, source, fingerprint: str, cache_dir: Path | None,
-                 progress: bool | None = None, text: str = "definition") -> dict[str, np.ndarray]:
+                 progress: bool | None = None, text: str = "definition", ranks=None) -> dict[str, np.ndarray] | None:
     """Every sense's augmented gloss (``WordNet.gloss_sentence``'s ``text``) embedded by ``source`` and pooled per
     layer: {pooling: (S, L, D) float16} (``POOLINGS``: ``sentence`` the mean over its tokens, ``lemma`` over the
-    leading lemma's), by ``pooled_layers``."""
+    leading lemma's), by ``pooled_layers`` (``ranks``: shared by the torchrun ranks)."""
     def sentences() -> list[list[str]]:
         return [graph.wn.gloss_sentence(k, text) for k in graph.keys]
 
     n_lemma = [len(graph.wn.lemma_of(k).split()) for k in graph.keys]
     return pooled_layers(sentences, lambda i, a: {"sentence": a.mean(axis=1), "lemma": a[:, :n_lemma[i]].mean(axis=1)},
-                         POOLINGS, len(graph.keys), source, fingerprint, cache_dir, progress, "glosses")
+                         POOLINGS, len(graph.keys), source, fingerprint, cache_dir, progress, "glosses", ranks)
 
 
 def pooled_layers(sentences, pool, poolings: tuple[str, ...], n: int, source, fingerprint: str,
-                  cache_dir: Path | None, progress: bool | None, what: str) -> dict[str, np.ndarray]:
+                  cache_dir: Path | None, progress: bool | None, what: str, ranks=None) -> dict[str, np.ndarray] | None:
     """``n`` sentences (``sentences()`` makes them) embedded by ``source`` and pooled per layer:
     {pooling: (n, L, D) float16}, ``pool(i, (L, n_i, D)) -> {pooling: (L, D)}``. Computed in chunks
     (``source.word_layers``); with ``cache_dir``, written to ``cache_dir/glosses/`` as they come
     (``elmo_tasks.wsd.gloss_cache``: memory-mapped, resumed at the next chunk after a stop) and keyed by
-    ``fingerprint`` (the source's and WordNet's)."""
-    store = GlossStore(cache_dir, fingerprint, poolings, n, GLOSS_CHUNK) if cache_dir is not None else None
+    ``fingerprint`` (the source's and WordNet's). ``ranks`` (torchrun): the chunks are shared by the ranks
+    (``elmo_tasks.wsd.ranks``) and rank 0 alone gets the arrays and keeps the cache (None on the others)."""
+    main = ranks is None or ranks.is_main
+    store = GlossStore(cache_dir, fingerprint, poolings, n, GLOSS_CHUNK) if cache_dir is not None and main else None
     with store.lock.acquire(wait=True, on_wait=wait_note) if store is not None else contextlib.nullcontext():
-        state = store.progress() if store is not None else {"chunks": 0, "complete": False}
+        state = from_main(ranks, lambda: store.progress() if store is not None else {"chunks": 0, "complete": False})
         if state["complete"]:
-            return store.open()
-        return _embed_pooled(sentences(), pool, poolings, source, store, state["chunks"], progress, what)
+            return store.open() if main else None
+        return _embed_pooled(sentences(), pool, poolings, source, store, state["chunks"], progress, what, ranks)
 
 
 def _embed_pooled(sentences: list[list[str]], pool, poolings: tuple[str, ...], source, store, done: int,
-                  progress: bool | None, what: str) -> dict[str, np.ndarray]:
-    """``pooled_layers``' computation, from chunk ``done`` on (the earlier ones are in ``store``'s arrays)."""
+                  progress: bool | None, what: str, ranks=None) -> dict[str, np.ndarray] | None:
+    """``pooled_layers``' computation, from chunk ``done`` on (the earlier ones are in ``store``'s arrays); with
+    ``ranks``, in rounds of one chunk per rank, gathered on rank 0."""
     order = np.argsort([len(s) for s in sentences], kind="stable")  # similar lengths batch well
-    out: dict[str, np.ndarray] = store.open(writable=True) if done else {}
+    main, R = ranks is None or ranks.is_main, 1 if ranks is None else ranks.world_size
+    out: dict[str, np.ndarray] = store.open(writable=True) if done and store is not None else {}
     starts = range(0, len(order), GLOSS_CHUNK)
-    if done:
+    if done and main:
         print(f"{what}: resuming at {min(done * GLOSS_CHUNK, len(order)):,} of {len(order):,} (cached in "
               f"{store.folder})", file=sys.stderr, flush=True)
     t0, first = time.perf_counter(), min(done * GLOSS_CHUNK, len(order))
-    for c, start in enumerate(starts):
-        if c < done:
-            continue
-        idx = order[start:start + GLOSS_CHUNK]
-        arrays = source.word_layers([sentences[i] for i in idx], what)  # [(L, n, D)]
-        for i, a in zip(idx, arrays):
+
+    def chunk(c: int):
+        """Chunk ``c``'s sentence rows and their pooled layers {pooling: (n, L, D) float16}; None past the end."""
+        if c >= len(starts):
+            return None
+        idx = order[starts[c]:starts[c] + GLOSS_CHUNK]
+        pooled: dict[str, np.ndarray] = {}
+        for j, (i, a) in enumerate(zip(idx, source.word_layers([sentences[i] for i in idx], what))):  # (L, n, D)
             a = a[None] if a.ndim == 2 else a
-            if not out:
-                out = (store.create(a.shape[0], a.shape[-1]) if store is not None else
-                       {p: np.zeros((len(sentences), a.shape[0], a.shape[-1]), dtype=np.float16) for p in poolings})
             for name, value in pool(i, a).items():
-                out[name][i] = value
+                pooled.setdefault(name, np.zeros((len(idx),) + value.shape, np.float16))[j] = value
+        return idx, pooled
+
+    for c in range(done, len(starts), R):  # a round: chunk c + r by rank r
+        parts = round_parts(ranks, lambda: chunk(c + (ranks.rank if ranks is not None else 0)), what)
+        if not main:
+            continue
+        for idx, pooled in (p for p in parts if p is not None):
+            if not out:
+                L, Dim = next(iter(pooled.values())).shape[1:]
+                out = (store.create(L, Dim) if store is not None else
+                       {p: np.zeros((len(sentences), L, Dim), dtype=np.float16) for p in poolings})
+            for name, values in pooled.items():
+                out[name][idx] = values
+        end = min(c + R, len(starts))
         if store is not None:
-            store.mark(out, c + 1)
-        if progress is not False and (c % 10 == 0 or c == len(starts) - 1):
-            print(f"{what}: {start + len(idx):,} of {len(order):,} embedded "
-                  f"{eta(time.perf_counter() - t0, start + len(idx) - first, len(order) - first)}",
-                  file=sys.stderr, flush=True)
+            store.mark(out, end)
+        if progress is not False and (c // R % 10 == 0 or end == len(starts)):
+            last = min(starts[end - 1] + GLOSS_CHUNK, len(order))
+            print(f"{what}: {last:,} of {len(order):,} embedded "
+                  f"{eta(time.perf_counter() - t0, last - first, len(order) - first)}", file=sys.stderr, flush=True)
+    if not main:
+        return None
     if store is None:
         return out
     store.mark(out, len(starts), complete=True)
