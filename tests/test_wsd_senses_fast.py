@@ -3,9 +3,11 @@ their bytes (not a float64 pass per fingerprint), and WordNet's usage examples a
 A tiny WordNet (test_wsd_senses) and small tensors."""
 from __future__ import annotations
 
+import h5py
 import torch
 
 from test_wsd_senses import write_wordnet
+from test_wsd_senses_build import tiny  # noqa: F401 (the fixture)
 
 
 def test_weights_state_is_a_checksum_that_sees_every_edit_without_the_float64_pass(monkeypatch):
@@ -41,3 +43,46 @@ def test_examples_of_a_few_lemmas_are_those_of_all_wordnet_matched_for_their_syn
         few = wn_examples.tagged_examples(wn, only={key})
         assert [e for e in few if e.key == key] == [e for e in every if e.key == key]
         assert set(seen) <= set(wn.synsets[wn.synset_of[key]].lemmas)  # no other synset's examples were matched
+
+
+def test_a_few_lemmas_read_only_their_semcor_sentences_unparsed_the_others(tmp_path, monkeypatch):
+    """``load_dataset_where``: the sentences of the wanted keys' instances (and every n-th), as the whole parse gives
+    them, the others never parsed; a malformed sentence among them is named by its line in the file."""
+    import pytest
+
+    from elmo_tasks.wsd.data import reader
+    from test_wsd_senses_build import write_train
+
+    folder = write_train(tmp_path / "train")
+    whole = reader.load_dataset(folder)
+    parsed = []
+    part = reader._parse_part
+    monkeypatch.setattr(reader, "_parse_part", lambda path, text, line0: parsed.append(text) or part(path, text, line0))
+    few = reader.load_dataset_where(folder, lambda k: k.startswith("rock%"))
+    rock = [s for s in whole.sentences if any(k.startswith("rock%") for i in s.instances for k in whole.gold[i.id])]
+    assert few.sentences == rock and len(parsed) == len(rock) == 2
+    assert few.gold == {i.id: whole.gold[i.id] for s in rock for i in s.instances}
+    sampled = reader.load_dataset_where(folder, lambda k: k.startswith("rock%"), every=5)
+    assert [s.id for s in sampled.sentences] == [s.id for n, s in enumerate(whole.sentences)
+                                                 if n % 5 == 0 or s in rock]
+    xml = folder / "train.data.xml"
+    lines = xml.read_text().splitlines()
+    bad = next(n for n, line in enumerate(lines) if 'lemma="rock"' in line)
+    lines[bad] = lines[bad].replace("</instance>", "</wf>")
+    xml.write_text("\n".join(lines) + "\n")
+    with pytest.raises(reader.WsdFormatError, match=rf"train.data.xml:{bad + 1}: malformed XML"):
+        reader.load_dataset_where(folder, lambda k: k.startswith("rock%"))
+
+
+def test_a_lemmas_build_never_parses_all_of_semcor(tiny, monkeypatch):
+    from elmo_tasks.cli import main
+    from elmo_tasks.wsd.data import reader
+
+    def whole_parse(path):
+        raise AssertionError("all of SemCor parsed for a --lemmas build")
+
+    monkeypatch.setattr(reader, "read_data_xml", whole_parse)
+    assert main(["wsd", "senses", "--config", "c.yaml", "--source", "elmo", "--lemmas", "rock", "--out", "r.h5",
+                 "--cache-dir", "none", "--progress", "off"]) == 0
+    with h5py.File(tiny / "r.h5", "r") as f:
+        assert f["counts"][()].tolist() == [2] and "pos_head" in f  # its SemCor instances, and a POS head

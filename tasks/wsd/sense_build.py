@@ -27,7 +27,7 @@ from elmo_features.util.provenance import atomic_path, git_commit, package_versi
 from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints
 from elmo_tasks.wsd.data.examples import (WsdSentence, load_inventory, require_known_keys, to_examples,
                                           warn_unknown_keys)
-from elmo_tasks.wsd.data.reader import load_dataset
+from elmo_tasks.wsd.data.reader import load_dataset, load_dataset_where
 from elmo_tasks.wsd.data.wordnet import WordNet
 from elmo_tasks.wsd.example_sums import example_sums
 from elmo_tasks.wsd.pos_head import train_pos_head, write_pos_head
@@ -39,6 +39,7 @@ from elmo_tasks.wsd.senses import POS, STEPS, Graph, mix, wordnet_fingerprint
 from elmo_tasks.wsd.tagging import FORMAT, SENSE_ARRAYS, sense_digest
 
 POS_FEW = {"train_sentences": 1000, "held_sentences": 300}  # the part-of-speech head of a --lemmas build (quick)
+POS_FEW_EVERY = 12  # a --lemmas build reads every 12th SemCor sentence for it, besides those of its lemmas
 DEFAULT_TOP = 4  # without held-out SemCor instances: the sum of the top 4 layers (LMMS's choice), w 1, sentence pooling
 
 
@@ -94,7 +95,8 @@ def build_sense_file(cfg, name: str, train_dir: str | None, out: str | Path, con
     train_ds = None
     if train_dir is not None:
         inventory = load_inventory(cfg.wordnet)
-        train_ds = load_dataset(train_dir)
+        train_ds = (load_dataset_where(train_dir, graph.index.__contains__, POS_FEW_EVERY) if lemmas else
+                    load_dataset(train_dir))  # (a few lemmas: their sentences, found unparsed in the raw XML)
         require_known_keys(train_ds, inventory, cfg.wordnet)  # keys of another WordNet: no sense at all, refused
         warn_unknown_keys(train_ds, inventory, f"training set {train_ds.name}")
         train_ex = to_examples(train_ds, inventory)

@@ -7,8 +7,10 @@ Malformed input raises :class:`WsdFormatError` naming the file and line.
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
+import re
 import sys
 import xml.parsers.expat
 from dataclasses import dataclass, field
@@ -120,10 +122,11 @@ def read_data_xml(path: str | os.PathLike) -> list[Sentence]:
 
 
 class _DataXml:
-    """The expat handlers of ``read_data_xml``: sentences of <wf> and <instance> tokens, checked as they stream."""
+    """The expat handlers of ``read_data_xml``: sentences of <wf> and <instance> tokens, checked as they stream
+    (``line0``: the lines of the file before the parsed text, for a part of a file)."""
 
-    def __init__(self, path: Path, parser) -> None:
-        self.path, self.parser = path, parser
+    def __init__(self, path: Path, parser, line0: int = 0) -> None:
+        self.path, self.parser, self.line0 = path, parser, line0
         self.sentences: list[Sentence] = []
         self.sentence: Sentence | None = None
         self.elem: str | None = None
@@ -132,7 +135,7 @@ class _DataXml:
         self.ids: set[str] = set()
 
     def fail(self, msg: str) -> None:
-        raise WsdFormatError(f"{self.path}:{self.parser.CurrentLineNumber}: {msg}")
+        raise WsdFormatError(f"{self.path}:{self.line0 + self.parser.CurrentLineNumber}: {msg}")
 
     def start(self, tag: str, attrs: dict) -> None:
         if tag == "sentence":
@@ -211,6 +214,60 @@ def read_gold_keys(path: str | os.PathLike, check_keys: bool = True) -> dict[str
     if not gold:
         raise WsdFormatError(f"{path}: empty key file")
     return gold
+
+
+SENTENCE = re.compile(rb"<sentence\b")
+INSTANCE_ID = re.compile(rb'<instance\b[^>]*?\sid="([^"]*)"')
+UTF8_DECLARATION = re.compile(rb'<\?xml[^>]*?encoding="(?i:utf-?8)"|<\?xml(?![^>]*encoding)|(?!<\?xml)\s*<[!a-zA-Z]')
+
+
+def load_dataset_where(folder: str | os.PathLike, keep_key, every: int = 0) -> WsdDataset:
+    """The sentences of a framework folder with an instance one of whose gold keys ``keep_key(key)`` accepts (e.g.
+    the senses of a few lemmas), and every ``every``-th sentence (0: none), in file order; the others are found in
+    the raw XML and skipped unparsed (SemCor: a second, where ``load_dataset`` parses all of it). The gold is that
+    of their instances. A file in another encoding than UTF-8 is parsed whole (``load_dataset``), then filtered."""
+    name, xml_path, key_path = find_dataset_files(folder)
+    if key_path is None:
+        raise WsdFormatError(f"{Path(folder)}: no NAME.gold.key.txt file next to {xml_path.name}")
+    raw = xml_path.read_bytes()
+    if not UTF8_DECLARATION.match(raw.lstrip(b"\xef\xbb\xbf")):  # (the raw search needs UTF-8's bytes)
+        whole = load_dataset(folder)
+        keep = [s for i, s in enumerate(whole.sentences) if (every and i % every == 0) or
+                any(keep_key(k) for inst in s.instances for k in whole.gold[inst.id])]
+        return WsdDataset(name, xml_path.parent, keep, {i.id: whole.gold[i.id] for s in keep for i in s.instances})
+    gold = read_gold_keys(key_path)
+    wanted = {i for i, keys in gold.items() if any(keep_key(k) for k in keys)}
+    starts = [m.start() for m in SENTENCE.finditer(raw)]  # (N,) byte offset of each <sentence
+    chosen = set(range(0, len(starts), every)) if every else set()
+    chosen.update(bisect.bisect_right(starts, m.start()) - 1 for m in INSTANCE_ID.finditer(raw)
+                  if m.group(1).decode("utf-8") in wanted)
+    sentences, line, at = [], 1, 0
+    for n in sorted(chosen - {-1}):
+        end = raw.find(b"</sentence>", starts[n])
+        end = len(raw) if end < 0 else end + len(b"</sentence>")
+        line += raw.count(b"\n", at, starts[n])
+        at = starts[n]
+        sentences += _parse_part(xml_path, raw[starts[n]:end], line - 1)
+    parsed = {i.id for s in sentences for i in s.instances}
+    missing = sorted(parsed - gold.keys())
+    if missing:
+        raise WsdFormatError(f"{key_path}: key file and {xml_path.name} disagree: {len(missing)} instances without "
+                             f"a gold key (e.g. {missing[:3]})")
+    return WsdDataset(name, xml_path.parent, sentences, {i: gold[i] for i in parsed})
+
+
+def _parse_part(path: Path, text: bytes, line0: int) -> list[Sentence]:
+    """The sentences of a part of a data.xml file (one <sentence> element) that starts after ``line0`` lines."""
+    parser = xml.parsers.expat.ParserCreate("utf-8")
+    handler = _DataXml(path, parser, line0)
+    parser.StartElementHandler, parser.EndElementHandler = handler.start, handler.end
+    parser.CharacterDataHandler, parser.buffer_text = handler.chars, True
+    try:
+        parser.Parse(text, True)
+    except xml.parsers.expat.ExpatError as e:
+        raise WsdFormatError(f"{path}:{line0 + e.lineno}: malformed XML: "
+                             f"{xml.parsers.expat.ErrorString(e.code)}") from None
+    return handler.sentences
 
 
 def load_dataset(folder: str | os.PathLike, require_gold: bool = True) -> WsdDataset:
