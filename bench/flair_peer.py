@@ -14,13 +14,16 @@ Per encoder and subword pooling (mean, first, last; both offer the three): ``--r
 interleaved (ours, flair, flair, ours, ...), each over all sentences after one untimed pass; words/s is the median.
 Ours: ``embed_batches`` with its defaults (windows batched by piece length, up to 64 per batch), arrays in memory;
 flair: ``embed`` on length-sorted batches of ``--flair-batch-size`` (32, as its ``predict``), vectors left on the
-tokens. The largest absolute difference is per layer over every word, from one more pass of each side.
+tokens. The largest absolute difference is per layer over every word, from the untimed pass. ``--long-sentences``
+(untimed) compares a few sentences longer than the model's window, which the two sides cut into windows in
+different ways: their vectors differ (the report says how).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -62,8 +65,11 @@ class FlairWorker:
             raise RuntimeError(f"the flair worker stopped (exit code {self.proc.wait()}); its error is above")
         return json.loads(line)
 
-    def run(self, pooling: str, save: Path | None = None) -> float:
-        self.proc.stdin.write(json.dumps({"pooling": pooling, **({"save": str(save)} if save else {})}) + "\n")
+    def run(self, pooling: str, save: Path | None = None, sentences: Path | None = None) -> float:
+        """One pass over the sentence file (``sentences``, else the last one named); its vectors into ``save``."""
+        cmd = {"pooling": pooling, **({"save": str(save)} if save else {}),
+               **({"sentences": str(sentences)} if sentences else {})}
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
         self.proc.stdin.flush()
         return self._answer()["seconds"]
 
@@ -101,6 +107,19 @@ def compare(ours: list[np.ndarray], theirs: list[np.ndarray], sentences: list[li
             "max_abs_value": float(max(np.abs(a).max() for a in ours))}
 
 
+def flair_vectors(flair: FlairWorker, pooling: str, sentences: Path, out: Path) -> list[np.ndarray]:
+    """flair's vectors (L, n_i, D) of every sentence of a sentence file, from one pass."""
+    flair.run(pooling, save=out, sentences=sentences)
+    with np.load(out) as z:
+        return [z[f"arr_{i}"] for i in range(len(z.files))]
+
+
+def long_corpus(n: int, words: int, seed: int) -> list[list[str]]:
+    """``n`` sentences of ``words`` words each, runs of the synthetic corpus's words (longer than a window)."""
+    flat = [w for s in synthetic_corpus(max(1, n * words // 10), seed=seed + 1) for w in s]
+    return [flat[k * words:(k + 1) * words] for k in range(n) if len(flat) >= (k + 1) * words]
+
+
 def run_encoder(name: str, args, py: Path, work: Path) -> dict:
     from elmo_features.encoders import TransformerEmbedder
     from elmo_features.encoders.loading import load_encoder, resolve_folder
@@ -111,6 +130,8 @@ def run_encoder(name: str, args, py: Path, work: Path) -> dict:
     n_words = sum(len(s) for s in sentences)
     work.mkdir(parents=True, exist_ok=True)
     write_atomic(work / "sentences.json", json.dumps(sentences))
+    long_sentences = long_corpus(args.long_sentences, args.long_words, args.seed)
+    write_atomic(work / "long.json", json.dumps(long_sentences))
     encoder = load_encoder(str(folder))
     flair = FlairWorker(py, folder, work / "sentences.json", args.threads, args.flair_batch_size)
     rows = []
@@ -118,9 +139,7 @@ def run_encoder(name: str, args, py: Path, work: Path) -> dict:
         for pooling in args.pooling:
             emb = TransformerEmbedder(encoder, subword_pooling=pooling, layers="all", progress=False)
             _, mine = ours_pass(emb, sentences)  # the vectors; also the warm-up
-            flair.run(pooling, save=work / f"flair_{pooling}.npz")  # the same (and the model load)
-            with np.load(work / f"flair_{pooling}.npz") as z:
-                theirs = [z[f"arr_{i}"] for i in range(len(sentences))]
+            theirs = flair_vectors(flair, pooling, work / "sentences.json", work / f"flair_{pooling}.npz")
             t_ours, t_flair, loads = [], [], []
             for r in range(args.repeats if pooling in args.timed_pooling else 0):  # ours, flair, flair, ours, ...
                 loads.append(os.getloadavg()[0])
@@ -129,7 +148,13 @@ def run_encoder(name: str, args, py: Path, work: Path) -> dict:
                         t_ours.append(ours_pass(emb, sentences)[0])
                     else:
                         t_flair.append(flair.run(pooling))
-            row = {"pooling": pooling, "ours_words_per_s": n_words / median(t_ours) if t_ours else None,
+            long = {}
+            if long_sentences:  # untimed: sentences longer than the model's window (each side's own windowing)
+                _, mine_long = ours_pass(emb, long_sentences)
+                long = compare(mine_long, flair_vectors(flair, pooling, work / "long.json", work / f"long_{pooling}.npz"),
+                               long_sentences)
+                long["pieces"] = [len(p) for p in encoder.tokenizer(long_sentences, is_split_into_words=True)["input_ids"]]
+            row = {"long": long, "pooling": pooling, "ours_words_per_s": n_words / median(t_ours) if t_ours else None,
                    "flair_words_per_s": n_words / median(t_flair) if t_flair else None, "ours_seconds": t_ours,
                    "flair_seconds": t_flair,
                    "load_avg_1min": loads, **compare(mine, theirs, sentences), "windowed_sentences": emb.stats.windowed_sentences}
@@ -150,7 +175,7 @@ def run_encoder(name: str, args, py: Path, work: Path) -> dict:
 def report(results: list[dict], args, m: dict, argv: list[str], load_before: float) -> str:
     info = results[0]["flair_info"]
     lines = ["# flair 0.15.1 `TransformerWordEmbeddings` vs ours (`TransformerEmbedder`), fp32, side by side", "",
-             f"Written by `python bench/flair_peer.py {' '.join(argv)}` on {now()}, commit `{git_commit()}`.", "",
+             f"Written by `python bench/flair_peer.py {shlex.join(argv)}` on {now()}, commit `{git_commit()}`.", "",
              f"* CPU: {m['cpu_model']}; flags: {m['cpu_flags']}; {m['cpu_cores']} cores; {args.threads} torch threads "
              "on each side",
              f"* ours: torch {torch.__version__}, transformers {results[0]['ours_transformers']}; flair {info['flair']}: "
@@ -176,6 +201,17 @@ def report(results: list[dict], args, m: dict, argv: list[str], load_before: flo
             lines.append(f"| {res['encoder']} | {r['pooling']} | {speed} | {r['max_abs_diff']:.2e} ({k} of "
                          f"0..{res['layers'] - 1}) | {r['max_abs_value']:.1f} | "
                          f"{', '.join(f'{x:.1f}' for x in r['load_avg_1min']) or '-'} |")
+    long_rows = [(res, r) for res in results for r in res["rows"] if r["long"]]
+    if long_rows:
+        lines += ["", f"Sentences longer than the model's window ({args.long_sentences} of {args.long_words} words, "
+                  "untimed): both cut them into windows, in other ways (ours: windows that end on word boundaries, "
+                  "each word taking its vectors from the window where it has the most context; flair: the "
+                  "tokenizer's overflowing windows of the model's length, strided by half of it, cut anywhere, "
+                  "joined at fixed offsets), so the vectors differ:", "",
+                  "| encoder | pooling | pieces per sentence | largest abs difference | layer |", "|---|---|---|---:|---:|"]
+        for res, r in long_rows:
+            lines.append(f"| {res['encoder']} | {r['pooling']} | {', '.join(map(str, r['long']['pieces']))} | "
+                         f"{r['long']['max_abs_diff']:.2e} | {int(np.argmax(r['long']['per_layer']))} |")
     lines += ["", "Largest absolute difference per layer (hidden state 0 = the embedding output):", ""]
     for res in results:
         for r in res["rows"]:
@@ -191,6 +227,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=2003)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--long-sentences", type=int, default=2,
+                    help="also compare (untimed) this many sentences longer than the model's window (0: none)")
+    ap.add_argument("--long-words", type=int, default=300, help="words in each of those sentences")
     ap.add_argument("--flair-batch-size", type=int, default=32)
     ap.add_argument("--venv", type=Path, default=REPO / ".cache" / "flair_venv")
     ap.add_argument("--work", type=Path, default=REPO / ".cache" / "flair_peer")

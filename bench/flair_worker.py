@@ -13,6 +13,7 @@ line on stdout:
   already have them). Answers ``{"seconds": ...}``.
 - ``{"pooling": "mean", "save": PATH}``: the same pass, then every sentence's vectors as ``arr_i`` (L, n_i, D)
   in input order into PATH (.npz), not timed.
+- a command may name another sentence file (``"sentences": PATH``), which replaces the current set from then on;
 - ``{"quit": true}``: exit.
 """
 from __future__ import annotations
@@ -40,10 +41,15 @@ def main() -> int:
     from flair.embeddings import TransformerWordEmbeddings
 
     flair.device = torch.device("cpu")
-    words = json.loads(Path(args.sentences_json).read_text(encoding="utf-8"))
-    sentences = [Sentence(list(s)) for s in words]
-    order = sorted(range(len(sentences)), key=lambda i: -len(words[i]))
-    batches = [[sentences[i] for i in order[k:k + args.batch_size]] for k in range(0, len(order), args.batch_size)]
+    def load(path: str) -> tuple[list, list]:
+        words = json.loads(Path(path).read_text(encoding="utf-8"))
+        sentences = [Sentence(list(s)) for s in words]
+        order = sorted(range(len(sentences)), key=lambda i: -len(words[i]))
+        return sentences, [[sentences[i] for i in order[k:k + args.batch_size]]
+                           for k in range(0, len(order), args.batch_size)]
+
+    current_file = args.sentences_json
+    sentences, batches = load(current_file)
     emb, current = None, None
     print(json.dumps({"ready": True, "flair": flair.__version__, "torch": torch.__version__,
                       "transformers": __import__("transformers").__version__,
@@ -52,6 +58,9 @@ def main() -> int:
         cmd = json.loads(line)
         if cmd.get("quit"):
             break
+        if cmd.get("sentences", current_file) != current_file:
+            current_file = cmd["sentences"]
+            sentences, batches = load(current_file)
         if cmd["pooling"] != current:
             emb = None
             emb = TransformerWordEmbeddings(args.model, layers="all", layer_mean=False,
