@@ -161,7 +161,7 @@ def _finish(cfg, name, train_dir, out, context, progress, command, lemmas, graph
     else:  # the glosses alone: each sense's gloss is its context vector (scores are gloss cosines: w 0)
         context_vecs, step = plan.gloss.copy(), np.full(len(graph.keys), STEPS.index("gloss"), dtype=np.int8)
         counts, train, plan.w = np.zeros(len(graph.keys), dtype=np.int64), None, {p: 0.0 for p in POS}
-    pos_head = (train_pos_head(source, train_ds.sentences, plan.weights, cfg.head_dev_every, progress, **(
+    pos_head = (train_pos_head(source, train_ds.sentences, cfg.head_dev_every, progress, **(
         POS_FEW if lemmas else {})) if train_dir is not None else None)  # (head, record): SemCor's parts of speech
     meta = {"format": FORMAT, "source": name, "section": section,
             "fingerprints": section_fingerprints(section, context.memo), "layers": plan.weights,

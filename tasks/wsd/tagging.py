@@ -221,12 +221,12 @@ class SenseTagger:
                                   f"{', '.join(f[:12] for f in self.meta['fingerprints'])} then, "
                                   f"{', '.join(f[:12] for f in fps)} now); make the sense file again")
         self.source = build_features(section, replace(context, cache_dir=None))
-        self.pos_head = read_pos_head(path, self.source.output_dim)  # (None: the count decides)
         if self.context.shape[1] != self.source.output_dim:
             raise StaleCacheError(f"{path}: its vectors have dimension {self.context.shape[1]}, but its feature source "
                                   f"gives {self.source.output_dim}; the file is damaged: make it again with "
                                   "`elmo-tasks wsd senses --source SOURCE --out FILE`")
         _check_recipe(path, self.meta, self.source)
+        self.pos_head = read_pos_head(path, self.source.output_dim, len(self.meta["layers"]))  # (None: the count)
         if edited:  # (after the checks that name what is misshapen)
             raise StaleCacheError(f"{path}: its datasets do not match the checksum written with them (edited or "
                                   "damaged); make it again with `elmo-tasks wsd senses --source SOURCE --out FILE`")
@@ -288,8 +288,10 @@ class SenseTagger:
         weights = np.asarray(self.meta["layers"], dtype=np.float64)
         out = TaggedText()
         for (line_text, number, _), s in zip(lines, parsed):
-            vecs = token_vectors(next(arrays), weights) if s else []  # (n, D)
-            probs = self.pos_head.probabilities(vecs) if s and self.pos_head is not None else [None] * len(s)
+            layers = next(arrays) if s else None  # (L, n, D)
+            vecs = token_vectors(layers, weights) if s else []  # (n, D)
+            probs = (self.pos_head.probabilities(token_vectors(layers, self.pos_head.layers))
+                     if s and self.pos_head is not None else [None] * len(s))
             out.append(TaggedSentence(line_text, [self._tag_token(*t, v, p) for t, v, p in zip(s, vecs, probs)],
                                       number))
         return out
