@@ -38,7 +38,7 @@ from elmo_tasks.wsd.sense_method import SensePlan, check_hold_out, layer_candida
 from elmo_tasks.wsd.senses import POS, STEPS, Graph, mix, wordnet_fingerprint
 from elmo_tasks.wsd.tagging import FORMAT, SENSE_ARRAYS, sense_digest
 
-POS_FEW = {"train_sentences": 1000, "held_sentences": 300}  # the part-of-speech head of a --lemmas build (quick)
+POS_FEW = {"train_sentences": 500, "held_sentences": 200}  # the part-of-speech head of a --lemmas build (quick)
 POS_FEW_EVERY = 12  # a --lemmas build reads every 12th SemCor sentence for it, besides those of its lemmas
 DEFAULT_TOP = 4  # without held-out SemCor instances: the sum of the top 4 layers (LMMS's choice), w 1, sentence pooling
 
