@@ -37,6 +37,7 @@ from elmo_tasks.registry import FEATURES
 from elmo_tasks.wsd.vectors import all_layers
 from elmo_tasks.wsd.knn import _unit
 from elmo_tasks.wsd.data.morphy import Morphy
+from elmo_tasks.wsd.multiword import MultiwordIndex
 from elmo_tasks.wsd.pos_head import read_pos_head, token_vectors
 from elmo_tasks.wsd.sense_method import load_graph
 from elmo_tasks.wsd.senses import wordnet_fingerprint
@@ -49,13 +50,18 @@ FORMAT = "elmo-tasks-senses-1"
 
 
 # closed-class words: not tagged unless the token names a part of speech (WordNet lists a few of them as rare nouns or
-# adjectives, e.g. "it" as information technology, "I" as the numeral one)
-FUNCTION_WORDS = frozenset("""a an the this that these those some any each every no all both either neither i me my mine
+# adjectives, e.g. "it" as information technology, "I" as the numeral one). Words that the WSD test sets tag as
+# content words (be, have and do in every form, not, so, then, here, there, as, about, ...) are not among them.
+FUNCTION_WORDS = frozenset("""a an the this that these those some any each every both either neither i me my mine
 we us our ours you your yours he him his she her hers it its they them their theirs who whom whose which what
-and or but nor so yet if then than because while although though as of at by for from in into on onto to with
-without within about above below over under between among through during before after up down out off
-is am are was were be been being do does did have has had will would shall should can could may might must
-not there here""".split())
+and or but nor if than because although though of at by for from in into on onto to with
+without within among between under through during after up out off
+will would shall should can could may might must""".split())
+# words that are content words in some uses and closed-class in others ("as" an adverb or a preposition): tagged,
+# unless the sense file's part-of-speech head reads the token as a closed-class tag (``CLOSED_TAGS``)
+SOMETIMES_CONTENT = frozenset("""is am are was were be been being do does did have has had not so then here there
+as about yet no all above below before down over while""".split())
+CLOSED_TAGS = frozenset({"DET", "ADP", "PRON", "CONJ", "PRT"})
 
 
 def check_sense_path(path, what: str = "sense file") -> Path:
@@ -237,6 +243,14 @@ class SenseTagger:
         for ks in self.by_lemma.values():
             ks.sort(key=lambda k: self.graph.wn.sense_number.get(k, 10 ** 6))
         self.morphy = Morphy(self.graph.wn.folder, set(self.by_lemma))
+        self.multiword = MultiwordIndex(self._multiword_lemmas(), self.morphy)
+
+    def _multiword_lemmas(self) -> list[tuple[str, str]]:
+        """The multi-word nouns and verbs ``tag`` joins (``multiword``): those SemCor tags at least once and whose
+        senses have vectors (multi-word adverbs and adjectives, "a few", "of course", "kind of", are left to their
+        words, as the WSD test sets tag them)."""
+        return [(lemma, pos) for (lemma, pos), ks in self.by_lemma.items() if "_" in lemma and pos in ("NOUN", "VERB")
+                and any(self.has[self.index[k]] for k in ks) and sum(int(self.counts[self.index[k]]) for k in ks) > 0]
 
     def candidates(self, word: str, pos: str | None) -> list[str]:
         """Every sense key of the word's base forms for ``pos``; without one, of the part of speech SemCor tags most
@@ -257,6 +271,9 @@ class SenseTagger:
             pos = pos.upper()
         if pos is None and word.lower() in FUNCTION_WORDS:
             return [], FUNCTION_WORD, None
+        if (pos is None and tag_probs and word.lower() in SOMETIMES_CONTENT
+                and max(tag_probs, key=tag_probs.get) in CLOSED_TAGS):  # ("as" a preposition)
+            return [], FUNCTION_WORD, None
         by_pos, known = {}, False
         for p in ([pos] if pos else POS_TAGS):
             every = [k for base in self.morphy.base_forms(word, p) for k in self.by_lemma.get((base, p), [])]
@@ -267,6 +284,12 @@ class SenseTagger:
         if not by_pos:
             return [], (NO_VECTOR if known else NOT_IN_WORDNET + (f" as {pos}" if pos else "")
                         if any(c.isalnum() for c in word) else PUNCTUATION), None
+        return self._choose_pos(by_pos, pos, tag_probs)
+
+    def _choose_pos(self, by_pos: dict[str, list[str]], pos: str | None,
+                    tag_probs: dict[str, float] | None) -> tuple[list[str], None, str]:
+        """The candidates of one of ``by_pos``'s parts of speech (``pos`` when marked; else the head's most probable,
+        else SemCor's count), and where it came from."""
         if pos is not None or len(by_pos) < 2:
             return [k for keys in by_pos.values() for k in keys], None, "mark" if pos else "wordnet"
         if tag_probs is not None:  # the head's most probable of the word's parts of speech
@@ -292,9 +315,27 @@ class SenseTagger:
             vecs = token_vectors(layers, weights) if s else []  # (n, D)
             probs = (self.pos_head.probabilities(token_vectors(layers, self.pos_head.layers))
                      if s and self.pos_head is not None else [None] * len(s))
-            out.append(TaggedSentence(line_text, [self._tag_token(*t, v, p) for t, v, p in zip(s, vecs, probs)],
-                                      number))
+            tokens = []
+            for a, b, pairs in self.multiword.units([w for w, *_ in s], [p is not None for _, p, _, _ in s]):
+                if not pairs:
+                    tokens.append(self._tag_token(*s[a], vecs[a], probs[a]))
+                    continue
+                v = token_vectors(layers[:, a:b].mean(axis=1, keepdims=True), weights)[0]  # (D,), as SemCor's pooling
+                p = None if probs[a] is None else {t: float(np.mean([q[t] for q in probs[a:b]])) for t in probs[a]}
+                start, end = s[a][2], s[b - 1][3]
+                tokens.append(self._tag_multiword(line_text[start:end], pairs, start, end, v, p))
+            out.append(TaggedSentence(line_text, tokens, number))
         return out
+
+    def _tag_multiword(self, text: str, pairs: list[tuple[str, str]], start: int, end: int, v: np.ndarray,
+                       tag_probs: dict[str, float] | None) -> TaggedToken:
+        """The sense of a multi-word unit (``text`` at ``start:end``) among the senses of its (lemma, part of
+        speech) ``pairs``, for the mean of its words' vectors ``v`` (D,)."""
+        by_pos: dict[str, list[str]] = {}
+        for lemma, pos in pairs:
+            by_pos.setdefault(pos, []).extend(k for k in self.by_lemma.get((lemma, pos), []) if self.has[self.index[k]])
+        cands, _, pos_from = self._choose_pos({p: ks for p, ks in by_pos.items() if ks}, None, tag_probs)
+        return self._sense_token(text, start, end, cands, v, pos_from)
 
     def best_sense(self, cands: list[str], v: np.ndarray) -> tuple[str, float, float | None]:
         """(key, score, margin) of the candidate sense keys' best for the word vector ``v`` (D,), unit length:
@@ -315,6 +356,13 @@ class SenseTagger:
         cands, reason, pos_from = self._lookup(word, pos, tag_probs)
         if not cands or not v.any():
             return TaggedToken(word, start, end, pos=pos, reason=reason or NO_CONTEXT)
+        return self._sense_token(word, start, end, cands, v, pos_from)
+
+    def _sense_token(self, word: str, start: int, end: int, cands: list[str], v: np.ndarray,
+                     pos_from: str | None) -> TaggedToken:
+        """The tagged token of ``word`` with the best of ``cands`` for its vector ``v`` (D,)."""
+        if not v.any():
+            return TaggedToken(word, start, end, reason=NO_CONTEXT)
         key, best_score, margin = self.best_sense(cands, v)
         wn = self.graph.wn
         syn = wn.synsets[wn.synset_of[key]]
