@@ -184,3 +184,21 @@ def test_an_edited_or_misfit_head_is_refused(senses, tmp_path):
         f["pos_head"][name][...] = f["pos_head"][name][()] + 1
     with pytest.raises(StaleCacheError, match="part-of-speech head does not match the checksum"):
         read_pos_head(path, 16, 3)
+
+
+def test_a_file_built_without_semcor_takes_wordnets_tag_counts(senses, tmp_path):
+    """A sense file with no head and no SemCor counts (a --lemmas build from glosses alone): an unmarked word takes
+    the part of speech WordNet's own tag counts (index.sense's tag_cnt) favour, not every part of speech at once."""
+    from elmo_tasks.wsd.tagging import SenseTagger
+
+    path = tmp_path / "glosses_only.h5"
+    shutil.copy(senses / "senses.h5", path)
+    with h5py.File(path, "a") as f:
+        del f["pos_head"]
+    tagger = SenseTagger(str(path))
+    tagger.counts = tagger.counts * 0  # (what a build from glosses alone records: no SemCor instance)
+    counts = tagger.graph.wn.tag_count  # (the tiny WordNet's index.sense counts nothing: say the verb is counted most)
+    counts.update({k: 1 for k in counts} | {VERB: 25})
+    assert tagger.candidates("bank", None) == [VERB]
+    bank = word(tagger, "the bank of the river")
+    assert (bank.key, bank.pos, bank.pos_from) == (VERB, "VERB", "count")

@@ -289,12 +289,14 @@ class SenseTagger:
     def _choose_pos(self, by_pos: dict[str, list[str]], pos: str | None,
                     tag_probs: dict[str, float] | None) -> tuple[list[str], None, str]:
         """The candidates of one of ``by_pos``'s parts of speech (``pos`` when marked; else the head's most probable,
-        else SemCor's count), and where it came from."""
+        else SemCor's count, else WordNet's tag counts), and where it came from."""
         if pos is not None or len(by_pos) < 2:
             return [k for keys in by_pos.values() for k in keys], None, "mark" if pos else "wordnet"
         if tag_probs is not None:  # the head's most probable of the word's parts of speech
             return by_pos[max(by_pos, key=lambda p: tag_probs.get(p, 0.0))], None, "head"
         tagged = {p: int(sum(self.counts[self.index[k]] for k in keys)) for p, keys in by_pos.items()}
+        if not any(tagged.values()):  # (a file built without SemCor: WordNet's own tag counts)
+            tagged = {p: sum(self.graph.wn.tag_count.get(k, 0) for k in keys) for p, keys in by_pos.items()}
         best = max(tagged, key=tagged.get)  # the first of equals: nouns, verbs, adjectives, adverbs
         return (by_pos[best] if tagged[best] > 0 else [k for keys in by_pos.values() for k in keys]), None, "count"
 

@@ -57,6 +57,7 @@ class WordNet:
             self._read_data(path, pos)
         self.synset_of: dict[str, str] = {}  # sense key -> synset id
         self.sense_number: dict[str, int] = {}
+        self.tag_count: dict[str, int] = {}  # sense key -> WordNet's tag_cnt (its sense's count in semantic concordances)
         self.keys_of: dict[str, list[str]] = {}  # synset id -> its sense keys, in index.sense order
         for lineno, line in iter_lines(index):  # UTF-8, a bad byte named by file, line and column
             parts = line.split()
@@ -70,6 +71,7 @@ class WordNet:
                 raise InventoryError(f"{index}:{lineno}: {key} points at synset {sid}, which no data file holds")
             self.synset_of[key] = sid
             self.sense_number[key] = int(parts[2])
+            self.tag_count[key] = int(parts[3]) if parts[3].isdigit() else 0
             self.keys_of.setdefault(sid, []).append(key)
 
     def _read_data(self, path: Path, pos: str) -> None:
