@@ -17,6 +17,7 @@ modules a run uses (recorded in its metrics.json: ``compare --resume`` refuses a
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import hashlib
 import importlib
@@ -107,6 +108,21 @@ def is_toolkit(module: str) -> bool:
 
 
 @contextlib.contextmanager
+def _builtins_kept():
+    """Python's builtins (print, open, ...) that a plugin replaces or deletes while it is imported are put back, and
+    the plugin's failure is one PluginError naming them: the toolkit's own code (its error line too) calls them."""
+    before = dict(vars(builtins))
+    try:
+        yield
+    finally:
+        changed = sorted(k for k, v in before.items() if vars(builtins).get(k, _builtins_kept) is not v)
+        vars(builtins).update({k: before[k] for k in changed})
+    if changed:
+        raise PluginError(f"it replaced or deleted Python's builtin(s) {', '.join(changed)} (put back); a plugin "
+                          "module must not change builtins: import what it needs instead")
+
+
+@contextlib.contextmanager
 def _stdout_to_stderr():
     """What a plugin prints while it is imported goes to standard error: a command's standard output (a YAML config,
     JSON lines) stays its own."""
@@ -145,7 +161,7 @@ def include(name: str) -> None:
                           "--include names your own plugin module (one that registers components), or leave it out")
     stops = stop.count()
     try:
-        with _stdout_to_stderr(), stop.noted():
+        with _stdout_to_stderr(), stop.noted(), _builtins_kept():
             _import_tree(name)
     except ElmoTasksError as e:  # e.g. a ContractError: already one line
         raise PluginError(f"--include {name}: {e}") from None
@@ -191,7 +207,7 @@ def load_entry_points() -> list[str]:
             continue
         stops = stop.count()
         try:
-            with _stdout_to_stderr(), stop.noted():
+            with _stdout_to_stderr(), stop.noted(), _builtins_kept():
                 ep.load()
         except BaseException as e:  # noqa: BLE001  (any failure of foreign code: one line, then go on)
             if isinstance(e, KeyboardInterrupt) and stop.count() > stops:  # a real stop: the command stops

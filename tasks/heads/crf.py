@@ -35,7 +35,7 @@ class ConditionalRandomField(nn.Module):
         if emissions.dim() != 3 or emissions.shape[-1] != self.num_tags or mask.shape != emissions.shape[:2]:
             raise ValueError(f"CRF expects emissions (B, T, {self.num_tags}) and mask (B, T); got "
                              f"{tuple(emissions.shape)} and {tuple(mask.shape)}")
-        mask = check_mask(mask, "CRF mask")
+        mask = check_mask(mask, "CRF mask", prefix=True)  # (B, T) bool, left-aligned
         if not bool(mask[:, 0].all()):
             raise ValueError("CRF: every sequence needs at least one token (mask[:, 0] must be true)")
         return mask

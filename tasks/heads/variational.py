@@ -11,6 +11,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from elmo_features.util.arguments import check_mask
+
 from elmo_tasks.heads.base import BiLSTMEncoder
 
 
@@ -44,6 +46,7 @@ class VariationalBiLSTMEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T, D), (B, T) -> (B, T, output_dim), zero at padding."""
+        mask = check_mask(mask, "VariationalBiLSTMEncoder mask", prefix=True)  # (B, T) bool, left-aligned
         T = x.shape[1]
         x = self.drop(x)
         lengths = mask.sum(1).cpu()

@@ -106,8 +106,10 @@ def _register_tag(sub) -> None:
     t.add_argument("--senses", required=True, help="a sense file written by elmo-tasks wsd senses")
     t.add_argument("--wordnet", help="the WordNet folder (default: the one the sense file names, else "
                                      "data/wordnet-3.0)")
-    t.add_argument("--out", help="the output file (default: stdout); its extension sets the format: .jsonl, .tsv, "
-                                 ".txt")
+    t.add_argument("--out", help="the output file (default: stdout); its extension sets the format: .jsonl (or "
+                                 ".json), .tsv, .txt (another needs --format); an existing file is replaced only "
+                                 "with --force")
+    t.add_argument("--force", action="store_true", help="replace --out if it exists")
     t.add_argument("--format", choices=FORMATS, help="text: each tagged word with its sense key, synset lemmas and a "
                                                      "short gloss; jsonl: a JSON array per line, every token with "
                                                      "offsets, lemma, pos, key, synset, gloss, score, margin (an "
@@ -250,7 +252,7 @@ def _senses_on_ranks(args, cfg, train, context, command: str, lemmas) -> dict | 
 
 def cmd_tag(args) -> int:
     from elmo_features.util.locking import lock_output_file
-    from elmo_features.util.paths import check_flags_given, check_text_output
+    from elmo_features.util.paths import check_flags_given, check_text_output, is_stream
     from elmo_features.util.provenance import write_text_atomic
     from elmo_features.embedding.embed_input import read_sentence_lines
     from elmo_features.util.threads import set_threads
@@ -268,6 +270,9 @@ def cmd_tag(args) -> int:
     if args.out:
         _check_tag_output(args, meta)
     check_text_output(args.out)
+    if args.out and not args.force and os.path.lexists(args.out) and not is_stream(args.out):
+        raise UsageError(f"--out {args.out} exists; give another file, or --force to replace it")
+    fmt = format_for(args.out, args.format, sys.stdout.isatty())  # (an unknown extension: refused before any work)
     set_threads(args.threads)
     rerun = command_line(argparse.Namespace(**{k: v for k, v in vars(args).items() if k != "input"}), "tag",
                          args.input)
@@ -279,7 +284,7 @@ def cmd_tag(args) -> int:
         tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))),
                              prior=args.prior)
         tagged = tagger.tag("\n".join(lines), pretokenized=args.pretokenized)
-        text = render(tagged, format_for(args.out, args.format, sys.stdout.isatty()))
+        text = render(tagged, fmt)
         if args.out:
             write_text_atomic(args.out, text)
         else:

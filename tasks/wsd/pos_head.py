@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shlex
 import sys
 import time
 from typing import Sequence
@@ -176,10 +178,32 @@ def write_pos_head(f: h5py.File, head: PosHead) -> None:
     g.attrs["sha256"] = _digest(state, head.config)
 
 
-def read_pos_head(path, dim: int, n_layers: int) -> PosHead | None:
+def _written_by(meta: dict) -> str:
+    """The version and commit a sense file's meta records ("version 0.1.0, commit 2dac200"), or what it lacks."""
+    said = [f"version {meta['version']}" if meta.get("version") else "",
+            f"commit {str(meta['git_commit']).removesuffix('-dirty')}" if meta.get("git_commit") else ""]
+    return ", ".join(s for s in said if s) or "it records no version"
+
+
+def _remake(path, meta: dict) -> str:
+    """How to make the sense file at ``path`` again: the command its meta records, run from the folder it ran in, its
+    --out pointed at ``path``; else ``FIX``."""
+    try:
+        words = shlex.split(str(meta.get("command") or ""))
+    except ValueError:
+        words = []
+    if "--out" not in words[:-1] or words[:3] != ["elmo-tasks", "wsd", "senses"]:
+        return FIX
+    words[words.index("--out") + 1] = os.path.abspath(path)
+    cwd = meta.get("cwd")
+    return "make it again: " + (f"cd {shlex.quote(str(cwd))} && " if cwd and cwd != os.getcwd() else "") + shlex.join(words)
+
+
+def read_pos_head(path, dim: int, n_layers: int, meta: dict | None = None) -> PosHead | None:
     """The head stored in the sense file at ``path`` (None: a file without one), for a source of ``n_layers`` layers of
-    vectors of ``dim``; arrays read
-    by h5py into the state_dict (no pickle); an edited or misshapen head is one StaleCacheError naming the file."""
+    vectors of ``dim``; arrays read by h5py into the state_dict (no pickle); an edited or misshapen head is one
+    StaleCacheError naming the file, a head of an older version's format (its config without ``layers``) one saying
+    so, with the version, commit and command that ``meta`` (the file's meta) records."""
     with h5py.File(path, "r") as f:
         g = f.get(GROUP)
         if g is None:
@@ -197,6 +221,10 @@ def read_pos_head(path, dim: int, n_layers: int) -> PosHead | None:
         raise StaleCacheError(f"{path}: its part-of-speech head reads vectors of dimension {config.get('dim')}, its "
                               f"feature source gives {dim}; " + FIX)
     layers = config.get("layers")
+    if "layers" not in config:  # (written before the head read a mix of the source's layers)
+        raise StaleCacheError(f"{path}: written by an older version of elmo-tasks ({_written_by(meta or {})}), whose "
+                              "part-of-speech head this version reads differently; "
+                              f"{_remake(path, meta or {})}")
     if not isinstance(layers, list) or len(layers) != n_layers or not np.all(np.isfinite(layers)):
         raise StaleCacheError(f"{path}: its part-of-speech head mixes layers {layers!r}, not {n_layers} weights, one per "
                               "layer of its feature source; " + FIX)

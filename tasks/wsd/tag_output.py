@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from elmo_features.util.errors import UsageError
+from elmo_features.util.paths import is_stream
+
 FORMATS = ("text", "jsonl", "tsv")
 EXTENSIONS = {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv", ".txt": "text"}  # --out's extension -> format
 GLOSS_CHARS = 70  # the text format's gloss is cut there
@@ -132,13 +135,17 @@ def short_gloss(gloss: str | None, limit: int = GLOSS_CHARS) -> str:
 
 
 def format_for(out: str | None, given: str | None, terminal: bool) -> str:
-    """The output format: ``given`` (--format); else by --out's extension (jsonl for any other); else text on a
-    terminal, jsonl when piped."""
+    """The output format: ``given`` (--format); else by --out's extension (``EXTENSIONS``; a pipe or device without
+    one, such as /dev/stdout: jsonl, as when piped); else text on a terminal, jsonl when piped. Another extension
+    (tags.csv) or none is a UsageError naming the extensions and --format, before any work."""
     if given:
         return given
     if out:
         suffix = out[out.rfind("."):].lower() if "." in out.rpartition("/")[2] else ""
-        return EXTENSIONS.get(suffix, "jsonl")
+        if suffix in EXTENSIONS or is_stream(out):
+            return EXTENSIONS.get(suffix, "jsonl")
+        raise UsageError(f"--out {out}: its extension does not set the format (.jsonl or .json: jsonl, .tsv: tsv, "
+                         ".txt: text); name the file with one of them, or add --format jsonl (or text, tsv)")
     return "text" if terminal else "jsonl"
 
 

@@ -232,7 +232,8 @@ class SenseTagger:
                                   f"gives {self.source.output_dim}; the file is damaged: make it again with "
                                   "`elmo-tasks wsd senses --source SOURCE --out FILE`")
         _check_recipe(path, self.meta, self.source)
-        self.pos_head = read_pos_head(path, self.source.output_dim, len(self.meta["layers"]))  # (None: the count)
+        self.pos_head = read_pos_head(path, self.source.output_dim, len(self.meta["layers"]), self.meta)  # (None:
+        # the count)
         if edited:  # (after the checks that name what is misshapen)
             raise StaleCacheError(f"{path}: its datasets do not match the checksum written with them (edited or "
                                   "damaged); make it again with `elmo-tasks wsd senses --source SOURCE --out FILE`")
@@ -425,9 +426,17 @@ def _check_recipe(path, meta: dict, source) -> None:
 
 
 def _warn_unknown_tags(parsed: list[list[tuple[str, str | None]]]) -> None:
-    """Tokens ending in "/" + capitals that are no part of speech (bank/NUON, bank/NOUN/VERB) are looked up whole
-    (as a word holding a slash): said once per command, naming the first few."""
-    odd = list(dict.fromkeys(w for s in parsed for w, _ in s if re.fullmatch(r".+/[A-Z]{2,}", w)))
+    """Tokens ending in "/" + capitals that are no part of speech (bank/NUON), and tokens with two marks
+    (bank/NOUN/VERB: the word part bank/NOUN), are looked up whole (as a word holding a slash): each said once per
+    command, naming the first few."""
+    twice = list(dict.fromkeys(f"{w}/{p}" for s in parsed for w, p in s if p and _split_pos(w)[1]))
+    if twice and first_time(("wsd tag: two part-of-speech marks",)):  # (bank/NOUN/VERB: the word part is bank/NOUN)
+        print(f"warning: {len(twice)} token(s) carry two part-of-speech marks ({', '.join(twice[:3])}"
+              f"{', ...' if len(twice) > 3 else ''}): the last is read as the part of speech and the rest looked up "
+              f"whole, as a word holding a slash ({twice[0].rpartition('/')[0]}); give one mark per word",
+              file=sys.stderr)
+    odd = list(dict.fromkeys(w for s in parsed for w, p in s if re.fullmatch(r".+/[A-Z]{2,}", w)
+                             and not (p and _split_pos(w)[1])))
     if odd and first_time(("wsd tag: unknown part-of-speech tags",)):
         print(f"warning: {len(odd)} token(s) end in /CAPITALS that are not a part of speech ({', '.join(odd[:3])}"
               f"{', ...' if len(odd) > 3 else ''}): they are looked up whole; the tags are {', '.join(POS_TAGS)}",
