@@ -69,7 +69,7 @@ def _register_senses(sub) -> None:
     s = sub.add_parser("senses", help="save sense vectors for every WordNet sense (with provenance) to an HDF5 file",
                        description="Sense vectors of every WordNet 3.0 sense from one feature source of a config "
                                    "(SemCor centroids, propagation, glosses; settings chosen on held-out SemCor "
-                                   "sentences), saved for wsd tag.")
+                                   "documents, or sentences with --set dev_split=sentences), saved for wsd tag.")
     s.add_argument("--config", default="wsd_senses", help="a packaged config's name (elmo-tasks configs list shows "
                                                            "them) or the path of a YAML config (default: wsd_senses)")
     s.add_argument("--source", required=True, help="the feature source of the config (e.g. minilm)")
