@@ -186,6 +186,7 @@ def test_an_interrupted_wsd_command_says_what_was_kept_and_how_to_rerun(toy, sen
         needles = [f"{out} was not written", "to run again: elmo-tasks wsd senses"]
     else:
         monkeypatch.setattr(elmo_tasks.wsd.tagging.SenseTagger, "tag", stop)
+        out = tmp_path / "o.jsonl"  # (an extension that sets the format)
         argv = ["wsd", "tag", str(senses / "in.txt"), "--senses", str(senses / "senses.h5"), "--out", str(out)]
         needles = [f"{out} was not written", "to run again"]
     capsys.readouterr()
