@@ -920,8 +920,8 @@ def test_symlink_loops_configless_wsd_sources_and_a_missing_semcor_are_told_what
     one_line_error(capsys, "unknown source 'glove': there are no sources without a config; give --config with a "
                            "sources section")
     assert main(["wsd", "senses", "--config", "wsd_senses", "--source", "glove", "--out", "s.h5"]) == 2
-    one_line_error(capsys, "train (the config's; --train overrides): data/wsd/semcor not found; run `elmo-tasks data "
-                           "get wsd-framework`")
+    one_line_error(capsys, "wsd senses: SemCor (data/wsd/semcor) not found; get it with `elmo-tasks data get "
+                           "wsd-framework` (or give --train FOLDER; --lemmas LEMMA,... builds a few lemmas without it)")
 
 
 def test_an_out_of_vocabulary_warning_is_said_once_for_a_set_embedded_in_chunks(tmp_path, capsys):
