@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import sys
 import time
@@ -22,23 +21,13 @@ from pathlib import Path
 import numpy as np
 
 import elmo_tasks.data  # noqa: F401 (first: elmo_tasks.wsd.data.reader cannot be imported first)
-from elmo_features.util.provenance import git_commit, package_version, write_text_atomic
+from elmo_features.util.provenance import git_commit, machine, package_version, write_text_atomic
 from elmo_tasks.features.base import FeatureContext, build_features
 from elmo_tasks.wsd import pos_head
 from elmo_tasks.wsd.config import load_wsd_config
 from elmo_tasks.wsd.data.reader import load_dataset
 from elmo_tasks.wsd.sense_method import held_out_sentences
 from elmo_tasks.wsd.vectors import CHUNK, all_layers
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def every_layer(source, sentences) -> tuple[np.ndarray, list[str]]:
@@ -110,7 +99,7 @@ def main() -> None:
               "held_out_sentences": len(test), "held_out_tokens": len(htags), "rows": rows,
               "embed_seconds": round(embed_s, 1), "seconds": round(time.perf_counter() - t0, 1),
               "command": "HF_HUB_OFFLINE=1 python " + shlex.join(sys.argv), "git_commit": git_commit(),
-              "version": package_version(), "cpu": cpu_name(), "cpus": os.cpu_count(),
+              "version": package_version(), "cpu": machine()["cpu_model"], "cpus": os.cpu_count(),
               "load_average": [round(v, 1) for v in os.getloadavg()]}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import resource
 import subprocess
@@ -22,16 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo), else platform.processor()."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from common import machine  # also puts the repo on sys.path
 
 
 def tagged_sample(train: Path, n: int) -> list[str]:
@@ -70,8 +60,9 @@ def main() -> int:
                 senses = len(f["keys"])
     shown = cmd[:-1] + [f"<{len(lemmas.split(','))} lemmas>"] if lemmas else cmd
     print(json.dumps({"command": " ".join(shown), "exit": rc, "wall_seconds": round(wall, 1),
-                      "peak_rss_gb": round(peak_kb / 2 ** 20, 2), "senses": senses, "cpu": cpu_model(),
-                      "cores": os.cpu_count(), "threads": args.threads, "python": sys.version.split()[0]}, indent=1))
+                      "peak_rss_gb": round(peak_kb / 2 ** 20, 2), "senses": senses,
+                      "cpu": machine()["cpu_model"], "cores": os.cpu_count(), "threads": args.threads,
+                      "python": sys.version.split()[0]}, indent=1))
     return rc
 
 

@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parents[1]
 LAYERS = [  # highest first; siblings in one layer
     {"cli"},
     {"wsd.cli"},
-    {"wsd.sense_build", "wsd.raw_eval", "wsd.run", "wsd.tagging", "wsd.tag_output", "wsd.pos_head", "wsd.semcor_sums", "wsd.example_sums", "wsd.sense_method", "wsd.table", "wsd.plot", "wsd.config", "wsd.knn", "wsd.senses",
+    {"wsd.cli_senses"},
+    {"wsd.sense_build", "wsd.raw_eval", "wsd.ranks", "wsd.run", "wsd.tagging", "wsd.sense_file", "wsd.tag_output",
+     "wsd.multiword", "wsd.pos_head", "wsd.semcor_sums", "wsd.example_sums", "wsd.sense_method", "wsd.table", "wsd.plot", "wsd.config", "wsd.knn", "wsd.senses",
      "wsd.baselines", "wsd.vectors"},
     {"experiment.compare"},
     {"experiment.run", "experiment.parallel", "experiment.preflight", "experiment.compare_checks",

@@ -160,12 +160,13 @@ def test_k09_a_source_md_that_is_not_utf8_is_damaged(tmp_path, capsys, monkeypat
 # ---------------------------------------------------------------- H02: the rerun command of wsd tag
 
 def test_h02_an_interrupted_wsd_tag_prints_the_command(tmp_path, capsys, monkeypatch):
+    import elmo_tasks.wsd.sense_file as sense_file
     import elmo_tasks.wsd.tagging as tagging
 
     senses = tmp_path / "s.h5"
     senses.write_bytes(b"")
     (tmp_path / "in.txt").write_text("the bank\n")
-    monkeypatch.setattr(tagging, "read_sense_meta", lambda path: {})
+    monkeypatch.setattr(sense_file, "read_sense_meta", lambda path: {})
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt

@@ -7,7 +7,6 @@ import json
 
 import numpy as np
 import pytest
-import yaml
 
 import elmo_tasks.data  # noqa: F401 (first: elmo_tasks.wsd.data.reader cannot be imported first)
 from elmo_tasks.cli import main
@@ -18,8 +17,8 @@ from elmo_tasks.wsd.raw_eval import align, evaluate, evaluate_set, raw_sentences
 from elmo_tasks.wsd.tag_output import TaggedSentence, TaggedText, TaggedToken
 
 # isort: split
-from test_tasks_helpers import make_bilm
 from test_wsd_tag_text import write_wordnet
+from wsd_tag_fixture import bank_sentences, build_sense_file
 from wsd_toy import ToyInstance as I
 from wsd_toy import write_dataset
 
@@ -149,29 +148,14 @@ def test_all_sums_the_sets_counts(toy, tmp_path):
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("raweval")
-    write_wordnet(root / "wn")
-    opts, weights = make_bilm(root / "bilm")
-    river = lambda: I("bank", "bank", "NOUN", ["bank%1:17:01::"])  # noqa: E731
+    root = build_sense_file(tmp_path_factory.mktemp("raweval"), write_wordnet, bank_sentences())
     money_bank = lambda: I("bank", "bank", "NOUN", ["bank%1:14:00::"])  # noqa: E731
-    train = [["we", "sat", "on", "the", river(), "of", "the", I("river", "river", "NOUN", ["river%1:17:00::"])],
-             ["I", I("deposited", "deposit", "VERB", ["deposit%2:40:00::"]),
-              I("money", "money", "NOUN", ["money%1:21:00::"]), "at", "the", money_bank()],
-             ["they", I("fished", "fish", "VERB", ["fish%2:38:00::"]), "in", "the",
-              I("river", "river", "NOUN", ["river%1:17:00::"])]] * 3
-    write_dataset(root / "train", "train", train)
     test = [["I", I("deposited", "deposit", "VERB", ["deposit%2:40:00::"]), I("money", "money", "NOUN",
              ["money%1:21:00::"]), "at", "the", money_bank(), ",", "then", I("fished", "fish", "VERB",
              ["fish%2:38:00::"]), "by", "the", I("river", "river", "NOUN", ["river%1:17:00::"]), "."],
             ["``", "We", I("bank", "bank", "VERB", ["bank%2:40:00::"]), "on", "it", "''", ",", "he", "said", "."],
             ["the", I("river bank", "river_bank", "NOUN", ["bank%1:17:01::"]), "."]]
     write_dataset(root / "test", "test", test)
-    cfg = {"name": "tiny", "wordnet": str(root / "wn"), "train": str(root / "train"), "test": [str(root / "train")],
-           "sources": {"elmo": {"name": "elmo", "options_file": str(opts), "weights_file": str(weights)}},
-           "head": None, "head_dev_every": 2, "knn": ["senses_glosses"]}
-    (root / "c.yaml").write_text(yaml.safe_dump(cfg))
-    assert main(["wsd", "senses", "--config", str(root / "c.yaml"), "--source", "elmo", "--out",
-                 str(root / "senses.h5"), "--cache-dir", "none", "--progress", "off"]) == 0
     return root
 
 

@@ -182,7 +182,7 @@ def test_wsd_senses_and_tag_disambiguate_plain_text(tmp_path, monkeypatch, capsy
     assert main(["wsd", "senses", "--config", "c.yaml", "--source", "elmo", "--out", "senses.h5", "--cache-dir",
                  "none", "--progress", "off"]) == 0
     from elmo_tasks import __version__
-    from elmo_tasks.wsd.tagging import read_sense_meta
+    from elmo_tasks.wsd.sense_file import read_sense_meta
 
     assert read_sense_meta(tmp_path / "senses.h5")["version"] == __version__  # beside its git_commit
     (tmp_path / "in.txt").write_text("I sat on the bank of the river\nthe bank raised its interest rates\n")

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import yaml
 
 import elmo_tasks.data  # noqa: F401 (first: elmo_tasks.wsd.data.reader cannot be imported first)
-from elmo_tasks.cli import main
 from elmo_tasks.wsd.data.morphy import Morphy
 from elmo_tasks.wsd.multiword import MultiwordIndex
 from elmo_tasks.wsd.pos_head import token_vectors
 
 # isort: split
-from test_tasks_helpers import make_bilm
+from wsd_tag_fixture import build_sense_file, by_token, write_toy_wordnet
+from wsd_tag_fixture import tagger  # noqa: F401 (a pytest fixture: SenseTagger of the senses fixture)
 from wsd_toy import ToyInstance as I
 from wsd_toy import write_dataset
 
@@ -37,15 +36,7 @@ EXCEPTIONS = {"verb": ["took take", "taken take", "was be", "were be"], "noun": 
 
 
 def write_wordnet(folder):
-    folder.mkdir(parents=True, exist_ok=True)
-    files = {p: ["  1 licence header line"] for p in "nvar"}
-    for pos, off, lex, lemmas, gloss in SYNSETS:
-        files[pos].append(f"{off} {lex} {pos} {len(lemmas):02x} {' '.join(f'{w} 0' for w in lemmas)} 000 | {gloss}")
-    for pos, name in zip("nvar", ("noun", "verb", "adj", "adv")):
-        (folder / f"data.{name}").write_text("\n".join(files[pos]) + "\n")
-        (folder / f"{name}.exc").write_text("".join(line + "\n" for line in EXCEPTIONS[name]))
-    (folder / "index.sense").write_text("".join(f"{k} {off} {n} 0\n" for k, off, n in sorted(KEYS)))
-    return folder
+    return write_toy_wordnet(folder, SYNSETS, KEYS, EXCEPTIONS)
 
 
 def training_sentences():
@@ -60,29 +51,8 @@ def training_sentences():
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tagmulti")
-    write_wordnet(root / "wn")
-    opts, weights = make_bilm(root / "bilm")
-    write_dataset(root / "train", "train", training_sentences())
-    cfg = {"name": "tiny", "wordnet": str(root / "wn"), "train": str(root / "train"), "test": [str(root / "train")],
-           "sources": {"elmo": {"name": "elmo", "options_file": str(opts), "weights_file": str(weights)}},
-           "head": None, "head_dev_every": 2, "knn": ["senses_glosses"]}
-    (root / "c.yaml").write_text(yaml.safe_dump(cfg))
-    assert main(["wsd", "senses", "--config", str(root / "c.yaml"), "--source", "elmo", "--out",
-                 str(root / "senses.h5"), "--cache-dir", "none", "--progress", "off"]) == 0
-    return root
-
-
-@pytest.fixture(scope="module")
-def tagger(built):
-    from elmo_tasks.wsd.tagging import SenseTagger
-
-    return SenseTagger(str(built / "senses.h5"))
-
-
-def by_token(sentence):
-    return {t.token: t for t in sentence}
+def senses(tmp_path_factory):
+    return build_sense_file(tmp_path_factory.mktemp("tagmulti"), write_wordnet, training_sentences())
 
 
 # ---------------------------------------------------------------- the matcher's rule
@@ -152,15 +122,15 @@ def test_the_jsonl_and_tsv_formats_carry_the_units_span(tagger):
 
 # ---------------------------------------------------------------- wsd raw-eval
 
-def test_raw_eval_aligns_a_multiword_instance_to_its_unit(built, tagger):
+def test_raw_eval_aligns_a_multiword_instance_to_its_unit(senses, tagger):
     from elmo_tasks.wsd.data.reader import load_dataset
     from elmo_tasks.wsd.raw_eval import evaluate_set
 
     test = [["the", I("plane", "plane", "NOUN", ["plane%1:06:00::"]),
              I("took off", "take_off", "VERB", ["take_off%2:38:00::"]), "for", "New", "York", "."],
             ["it", I("was", "be", "VERB", ["be%2:42:00::"]), "a", I("city", "city", "NOUN", ["city%1:15:00::"])]]
-    write_dataset(built / "test", "test", test)
-    r = evaluate_set(tagger, load_dataset(built / "test"))
+    write_dataset(senses / "test", "test", test)
+    r = evaluate_set(tagger, load_dataset(senses / "test"))
     assert (r["instances"], r["multiword"], r["aligned"]) == (4, 1, 4)
     raw = r["scores"]["raw"]
     assert (raw["correct"], raw["answered"], raw["total"]) == (4, 4, 4)

@@ -10,16 +10,14 @@ import shutil
 
 import numpy as np
 import pytest
-import yaml
 
 import elmo_tasks.data  # noqa: F401 (first: elmo_tasks.wsd.data.reader cannot be imported first)
 from elmo_tasks.cli import main
 from elmo_tasks.data.tokenizer import normalize, tokenize, tokenize_spans, whitespace_spans
 
 # isort: split
-from test_tasks_helpers import make_bilm
-from wsd_toy import ToyInstance as I
-from wsd_toy import write_dataset
+from wsd_tag_fixture import bank_sentences, build_sense_file, by_token, write_toy_wordnet
+from wsd_tag_fixture import tagger  # noqa: F401 (a pytest fixture: SenseTagger of the senses fixture)
 
 SENTENCE = "I deposited money at the bank, then fished by the river."
 
@@ -40,48 +38,12 @@ KEYS = [("bank%1:17:01::", "00000010", 1), ("bank%1:14:00::", "00000020", 2),
 
 
 def write_wordnet(folder):
-    folder.mkdir(parents=True, exist_ok=True)
-    files = {p: ["  1 licence header line"] for p in "nvar"}
-    for pos, off, lex, lemmas, gloss in SYNSETS:
-        words = " ".join(f"{w} 0" for w in lemmas)
-        files[pos].append(f"{off} {lex} {pos} {len(lemmas):02x} {words} 000 | {gloss}")
-    for pos, name in zip("nvar", ("noun", "verb", "adj", "adv")):
-        (folder / f"data.{name}").write_text("\n".join(files[pos]) + "\n")
-    (folder / "index.sense").write_text("".join(f"{k} {off} {n} 0\n" for k, off, n in sorted(KEYS)))
-    return folder
+    return write_toy_wordnet(folder, SYNSETS, KEYS)
 
 
 @pytest.fixture(scope="module")
 def senses(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tagtext")
-    write_wordnet(root / "wn")
-    opts, weights = make_bilm(root / "bilm")
-    river = lambda: I("bank", "bank", "NOUN", ["bank%1:17:01::"])  # noqa: E731
-    money_bank = lambda: I("bank", "bank", "NOUN", ["bank%1:14:00::"])  # noqa: E731
-    sentences = [["we", "sat", "on", "the", river(), "of", "the", I("river", "river", "NOUN", ["river%1:17:00::"])],
-                 ["I", I("deposited", "deposit", "VERB", ["deposit%2:40:00::"]),
-                  I("money", "money", "NOUN", ["money%1:21:00::"]), "at", "the", money_bank()],
-                 ["they", I("fished", "fish", "VERB", ["fish%2:38:00::"]), "in", "the",
-                  I("river", "river", "NOUN", ["river%1:17:00::"])]] * 3
-    write_dataset(root / "train", "train", sentences)
-    cfg = {"name": "tiny", "wordnet": str(root / "wn"), "train": str(root / "train"), "test": [str(root / "train")],
-           "sources": {"elmo": {"name": "elmo", "options_file": str(opts), "weights_file": str(weights)}},
-           "head": None, "head_dev_every": 2, "knn": ["senses_glosses"]}
-    (root / "c.yaml").write_text(yaml.safe_dump(cfg))
-    assert main(["wsd", "senses", "--config", str(root / "c.yaml"), "--source", "elmo", "--out",
-                 str(root / "senses.h5"), "--cache-dir", "none", "--progress", "off"]) == 0
-    return root
-
-
-@pytest.fixture(scope="module")
-def tagger(senses):
-    from elmo_tasks.wsd.tagging import SenseTagger
-
-    return SenseTagger(str(senses / "senses.h5"))
-
-
-def by_word(sentence):
-    return {t.token: t for t in sentence}
+    return build_sense_file(tmp_path_factory.mktemp("tagtext"), write_wordnet, bank_sentences())
 
 
 # ---------------------------------------------------------------- the tokenizer's offsets
@@ -111,7 +73,7 @@ def test_tokenize_spans_of_the_example_sentence():
 
 def test_raw_text_tags_bank_and_river_with_their_offsets(tagger):
     (sent,) = tagger.tag(SENTENCE)
-    words = by_word(sent)
+    words = by_token(sent)
     assert words["bank"].key in tagger.candidates("bank", None) and words["river"].key == "river%1:17:00::"
     for t in sent:
         assert SENTENCE[t.start:t.end] == t.token
@@ -126,7 +88,7 @@ def test_raw_text_tags_as_its_tokens_do_and_pretokenized_keeps_whitespace_tokens
     (pre,) = tagger.tag([tokenize(SENTENCE)])  # the old call: a list of token lists
     assert [(t.token, t.key, t.score, t.margin) for t in raw] == [(t.token, t.key, t.score, t.margin) for t in pre]
     (white,) = tagger.tag(SENTENCE, pretokenized=True)  # as wsd tag read every line before
-    words = by_word(white)
+    words = by_token(white)
     assert "bank," in words and words["bank,"].key is None and words["bank,"].reason == "not in WordNet"
     assert words["river."].key is None and (words["bank,"].start, words["bank,"].end) == (25, 30)
 
@@ -138,7 +100,7 @@ def test_reasons_score_and_margin(tagger, senses):
         keys = [k.decode() for k in f["keys"][()]]
         assert f["step"][keys.index("rock%1:05:00::")] < 0
     (sent,) = tagger.tag("the zebra saw a rock by the bank")
-    words = by_word(sent)
+    words = by_token(sent)
     assert words["zebra"].reason == "not in WordNet" and words["rock"].reason == "no sense vector for this lemma"
     assert words["the"].reason == "function word"
     bank, (river,) = words["bank"], [t for t in tagger.tag("the river")[0] if t.key]
@@ -172,7 +134,7 @@ def test_a_word_pos_mark_survives_tokenization_and_names_the_part_of_speech(tagg
 
 def test_tagged_objects_print_the_text_format(tagger):
     tagged = tagger.tag(SENTENCE + "\nthey fished in the river")
-    bank = by_word(tagged[0])["bank"]
+    bank = by_token(tagged[0])["bank"]
     assert bank.synset_name in ("bank.n.01", "depository_financial_institution.n.01")
     line = str(bank)
     assert line.startswith(f"bank  {bank.key}") and ", ".join(bank.lemmas) in line and f"{bank.score:.3f}" in line

@@ -36,7 +36,7 @@ from elmo_tasks.wsd.semcor_sums import all_sums, held_out_of, stream_sums
 from elmo_tasks.wsd.sense_method import SensePlan, check_hold_out, layer_candidates, plan_senses, sense_context, \
     sense_glosses
 from elmo_tasks.wsd.senses import POS, STEPS, Graph, mix, wordnet_fingerprint
-from elmo_tasks.wsd.tagging import FORMAT, SENSE_ARRAYS, sense_digest
+from elmo_tasks.wsd.sense_file import FORMAT, SENSE_ARRAYS, sense_digest
 
 POS_FEW = {"train_sentences": 500, "held_sentences": 200}  # the part-of-speech head of a --lemmas build (quick)
 POS_FEW_EVERY = 12  # a --lemmas build reads every 12th SemCor sentence for it, besides those of its lemmas
