@@ -5,6 +5,7 @@ A tiny WordNet (bank of the river, bank that takes deposits, the verb bank) and 
 SemCor, "bank" after "we"/"they" is a verb, after "the"/"a" a noun, and nouns are the more frequent."""
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import shutil
@@ -143,13 +144,22 @@ def test_jsonl_says_where_the_part_of_speech_came_from(senses, tmp_path, capsys)
     assert next(r for r in records if r["token"] == "we")["pos_from"] is None  # untagged
 
 
+def _drop_head(f: h5py.File) -> None:
+    """The open sense file ``f`` as a build without a head writes it: no head group, none in its (signed) meta."""
+    del f["pos_head"]
+    meta = json.loads(f.attrs["meta"])
+    meta["pos_head"] = None
+    f.attrs["meta"] = json.dumps(meta)
+    f.attrs["meta_sha256"] = hashlib.sha256(f.attrs["meta"].encode("utf-8")).hexdigest()
+
+
 def test_a_file_without_a_head_falls_back_to_the_count(senses, tmp_path):
     from elmo_tasks.wsd.tagging import SenseTagger
 
     path = tmp_path / "nohead.h5"
     shutil.copy(senses / "senses.h5", path)
     with h5py.File(path, "a") as f:
-        del f["pos_head"]  # (a sense file made before the head, or from a source without it)
+        _drop_head(f)  # (a sense file made before the head, or from a source without it)
     tagger = SenseTagger(str(path))
     assert tagger.pos_head is None
     bank = word(tagger, "we bank on it")
@@ -194,7 +204,7 @@ def test_a_file_built_without_semcor_takes_wordnets_tag_counts(senses, tmp_path)
     path = tmp_path / "glosses_only.h5"
     shutil.copy(senses / "senses.h5", path)
     with h5py.File(path, "a") as f:
-        del f["pos_head"]
+        _drop_head(f)
     tagger = SenseTagger(str(path))
     tagger.counts = tagger.counts * 0  # (what a build from glosses alone records: no SemCor instance)
     counts = tagger.graph.wn.tag_count  # (the tiny WordNet's index.sense counts nothing: say the verb is counted most)

@@ -19,7 +19,6 @@ _CHAR_MAP = str.maketrans({
     "\u2014": " -- ", "\u2015": " -- ", "\u2013": " -- ",
     "\u2012": "-", "\u2010": "-", "\u2011": "-", "\u2212": "-",
     "\u2026": "...", "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u2007": " ",
-    "\u00ad": "", "\u200b": "", "\u200c": "", "\u200d": "", "\ufeff": "",
     "\u2022": " ", "\u00b7": " ",
 })
 _ABBREV_CAP = set("Mr Mrs Ms Dr Prof St Mt Gen Col Capt Lt Sgt Rev Hon Gov Sen Rep Jr Sr Co Corp Inc Ltd "
@@ -43,11 +42,19 @@ _CLITIC = re.compile(r"^(.+?)(n't|'s|'m|'ll|'re|'ve|'d)$", re.IGNORECASE)
 _ACRONYM = re.compile(r"^(?:[A-Za-z]{1,2}\.){2,}$|^[A-Z]\.$")
 
 
+def _translate(text: str) -> str:
+    """``_CHAR_MAP`` applied, and every invisible format character (Unicode category Cf: zero-width space and
+    joiners, soft hyphen, BOM, word joiner, left-to-right/right-to-left marks, bidi embeddings, overrides and
+    isolates) dropped, so "York\u200f" reads as "York"."""
+    return "".join(c for c in text.translate(_CHAR_MAP) if unicodedata.category(c) != "Cf")
+
+
 def normalize(text: str) -> str:
-    """Quote/dash/ellipsis mapping, NFKC, PTB double quotes -> ``"``, whitespace squeezed."""
+    """Quote/dash/ellipsis mapping, format characters dropped, NFKC, PTB double quotes -> ``"``, whitespace
+    squeezed."""
     if not isinstance(text, str):
         raise TypeError(f"tokenize: text must be a str, got {type(text).__name__} {text!r:.40}")
-    text = unicodedata.normalize("NFKC", text.translate(_CHAR_MAP)).translate(_CHAR_MAP)
+    text = _translate(unicodedata.normalize("NFKC", _translate(text)))
     text = text.replace("''", '"')
     text = re.sub(r"(?<=\d) -- (?=\d)", "-", text)
     text = "".join(" " if unicodedata.category(c) in ("Cc", "Cs") or c == "\ufffd" else c for c in text)
@@ -142,7 +149,9 @@ def tokenize(text: str) -> list[str]:
 def tokenize_spans(text: str) -> list[tuple[str, int, int]]:
     """``tokenize(text)`` with each token's character offsets in ``text`` (start, end: ``text[start:end]`` is what
     the token was read from, e.g. "“" for the token '"', "don" for "do"; a final abbreviation's added period
-    spans that abbreviation's own)."""
+    spans that abbreviation's own). Invisible format characters are dropped from tokens: one inside a token is
+    inside its span ("New\u200bYork" -> "NewYork" spanning all 8 characters), one at a token's edge is not
+    ("York\u200f" -> "York" spanning the 4 letters)."""
     norm, spans = _normalize_spans(text)
     return [(t, spans[s][0], spans[e - 1][1]) for t, s, e in _tokens_of(norm)]
 
@@ -150,7 +159,7 @@ def tokenize_spans(text: str) -> list[tuple[str, int, int]]:
 def _normalize_spans(text: str) -> tuple[str, list[tuple[int, int]]]:
     """``normalize(text)`` and, per character of it, the (start, end) of the characters of ``text`` it came from."""
     norm = normalize(text)  # (first: a text that is no str is its error)
-    chars = [(o, i, i + 1) for i, c in enumerate(text) for o in c.translate(_CHAR_MAP)]
+    chars = [(o, i, i + 1) for i, c in enumerate(text) for o in _translate(c)]
     nfkc, group = [], []  # NFKC per run of a starter and its combining marks
     for item in chars + [(" ", len(text), len(text))]:
         if group and not unicodedata.combining(item[0]):
@@ -158,7 +167,7 @@ def _normalize_spans(text: str) -> tuple[str, list[tuple[int, int]]]:
             nfkc += [(o, group[0][1], group[-1][2]) for o in out]
             group = []
         group.append(item)
-    chars = [(o, s, e) for c, s, e in nfkc for o in c.translate(_CHAR_MAP)]
+    chars = [(o, s, e) for c, s, e in nfkc for o in _translate(c)]
     chars = _merge(chars, re.compile("''"), '"')
     chars = _merge(chars, re.compile(r"(?<=\d) -- (?=\d)"), "-")
     chars = [(" " if unicodedata.category(c) in ("Cc", "Cs") or c == "\ufffd" else c, s, e) for c, s, e in chars]

@@ -42,9 +42,10 @@ def register_senses(sub) -> None:
     s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE",
                    help="override a config value (YAML syntax), e.g. --set head_dev_every=10")
     s.add_argument("--out", required=True, help="the HDF5 file to write (e.g. senses.h5)")
-    s.add_argument("--lemmas", metavar="LEMMA,...",
-                   help="only the senses of these lemmas (e.g. bank,plant): their SemCor instances and glosses, a "
-                        "build of seconds for trying it; without SemCor, from their glosses alone")
+    s.add_argument("--lemmas", metavar="LEMMA,...", action="append",
+                   help="only the senses of these lemmas (e.g. bank,plant; given twice, both lists): their SemCor "
+                        "instances and glosses, a build of seconds for trying it; without SemCor, from their glosses "
+                        "alone")
     run_options(s)
     s.set_defaults(func=cmd_senses)
 
@@ -94,7 +95,24 @@ def command_line(args, *sub: str) -> str:
     sub-command (``senses``)."""
     return rebuild_command(["elmo-tasks", "wsd", *sub], args, {"cache_dir": DEFAULT_CACHE, "progress": "auto",
                                                          "device": "cpu"},
-                           skip=("command", "wsd_command"), repeated={"overrides": "--set", "include": "--include"})
+                           skip=("command", "wsd_command"),
+                           repeated={"overrides": "--set", "include": "--include", "lemmas": "--lemmas"})
+
+
+def lemmas_of(given: list[str] | None) -> list[str] | None:
+    """The lemmas of every ``--lemmas`` given (each a comma-separated list, all joined), None when none is given;
+    UsageError for an empty item (``bank,,river``, ``,``), naming the list and the item's position."""
+    if not given:
+        return None
+    lemmas = []
+    for value in given:
+        items = value.split(",")
+        for i, item in enumerate(items, 1):
+            if not item.strip():
+                raise UsageError(f"--lemmas {value!r}: item {i} of {len(items)} is empty; give lemmas separated by "
+                                 "single commas, e.g. --lemmas bank,river")
+            lemmas.append(item.strip())
+    return lemmas
 
 
 def cmd_senses(args) -> int:
@@ -109,8 +127,9 @@ def cmd_senses(args) -> int:
     from elmo_tasks.wsd.config import load_wsd_config, warn_senses_inert
     from elmo_tasks.wsd.sense_file import is_sense_file
 
-    check_flags_given(args, "out", "train", "wordnet", "config", "lemmas")
-    lemmas = [w for w in (args.lemmas or "").split(",") if w.strip()] or None
+    check_flags_given(args, "out", "train", "wordnet", "config")
+    check_flags_given(args, "lemmas", what="list of lemmas")
+    lemmas = lemmas_of(args.lemmas)
     if args.config:
         warn_unrepeatable(args.config)  # its command goes into the sense file's meta
     overrides = list(args.overrides) + ([f"wordnet={args.wordnet}"] if args.wordnet else [])

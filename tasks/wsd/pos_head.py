@@ -159,23 +159,28 @@ def fit_head(x: np.ndarray, y: np.ndarray, labels: Sequence[str], hidden: int = 
     return head.eval()
 
 
-def _digest(state: dict[str, np.ndarray], config: dict) -> str:
+def _digest(state: dict[str, np.ndarray], config: dict, bound: str | None = None) -> str:
+    """sha256 of a head's arrays and config; ``bound``: the sense digest of the file it is written into (a head
+    copied into another sense file no longer matches)."""
     h = hashlib.sha256(json.dumps(config, sort_keys=True).encode("utf-8"))
+    if bound is not None:
+        h.update(f"|file|{bound}|".encode())
     for name in sorted(state):
         a = np.ascontiguousarray(state[name])
         h.update(f"|{name}|{a.dtype.str}|{a.shape}|".encode() + a.tobytes())
     return h.hexdigest()
 
 
-def write_pos_head(f: h5py.File, head: PosHead) -> None:
+def write_pos_head(f: h5py.File, head: PosHead, sense_sha: str) -> str:
     """Store ``head`` in the open sense file ``f``: its state_dict's arrays, the config (with the labels) as JSON,
-    and their checksum."""
+    and their checksum bound to the file's sense digest ``sense_sha`` (returned: the meta records it too)."""
     g = f.create_group(GROUP)
     state = {k: v.detach().numpy() for k, v in head.state_dict().items()}
     for name, a in state.items():
         g.create_dataset(name, data=a)
     g.attrs["config"] = json.dumps(head.config)
-    g.attrs["sha256"] = _digest(state, head.config)
+    g.attrs["sha256"] = digest = _digest(state, head.config, sense_sha)
+    return digest
 
 
 def _written_by(meta: dict) -> str:
@@ -204,9 +209,13 @@ def read_pos_head(path, dim: int, n_layers: int, meta: dict | None = None) -> Po
     vectors of ``dim``; arrays read by h5py into the state_dict (no pickle); an edited or misshapen head is one
     StaleCacheError naming the file, a head of an older version's format (its config without ``layers``) one saying
     so, with the version, commit and command that ``meta`` (the file's meta) records."""
+    record = (meta or {}).get("pos_head")
     with h5py.File(path, "r") as f:
         g = f.get(GROUP)
         if g is None:
+            if record:  # (the meta, checked by its own checksum, says the build wrote one)
+                raise StaleCacheError(f"{path}: its meta records a part-of-speech head, but the file holds none "
+                                      f"(removed or damaged); {_remake(path, meta)}")
             return None
         try:
             config = json.loads(g.attrs["config"])
@@ -214,9 +223,14 @@ def read_pos_head(path, dim: int, n_layers: int, meta: dict | None = None) -> Po
             recorded = g.attrs["sha256"]
         except (KeyError, TypeError, ValueError, OSError) as e:
             raise StaleCacheError(f"{path}: its part-of-speech head is unreadable ({e}); " + FIX) from None
-    if _digest(state, config) != recorded:
-        raise StaleCacheError(f"{path}: its part-of-speech head does not match the checksum written with it (edited "
-                              "or damaged); " + FIX)
+        sense_sha = f.attrs.get("sha256")
+    bound = isinstance(record, dict) and "sha256" in record
+    older = not bound or not isinstance(config, dict) or "layers" not in config  # (written before heads were bound
+    # to their file: their checksum is their own; a head without layers is refused below as an older version's)
+    if (recorded != _digest(state, config, str(sense_sha)) or bound and recorded != record["sha256"]) and \
+            not (older and recorded == _digest(state, config)):
+        raise StaleCacheError(f"{path}: its part-of-speech head does not match the checksum written with it (edited, "
+                              f"damaged, or copied from another sense file); {_remake(path, meta or {})}")
     if config.get("dim") != dim:
         raise StaleCacheError(f"{path}: its part-of-speech head reads vectors of dimension {config.get('dim')}, its "
                               f"feature source gives {dim}; " + FIX)

@@ -51,9 +51,13 @@ def lemma_keys(wn: WordNet, lemmas: Sequence[str]) -> list[str]:
         by_lemma.setdefault(k.partition("%")[0], []).append(k)
     wanted = [lemma.strip().lower().replace(" ", "_") for lemma in lemmas if lemma.strip()]
     missing = [lemma for lemma in wanted if lemma not in by_lemma]
-    if not wanted or missing:
-        raise UsageError(f"--lemmas: {', '.join(missing) or 'no lemma given'}: " +
-                         ("not a lemma of WordNet " + str(wn.folder) if missing else "give lemmas, e.g. bank,plant"))
+    if not wanted:
+        raise UsageError("--lemmas: no lemma given; give lemmas, e.g. bank,plant")
+    if missing:  # (the first five: a long list of typos would make a line of kilobytes)
+        more = f" and {len(missing) - 5:,} more ({len(missing):,} of the {len(wanted):,} given)" if len(missing) > 5 \
+            else ""
+        raise UsageError(f"--lemmas: {', '.join(missing[:5])}{more}: not "
+                         f"{'a lemma' if len(missing) == 1 else 'lemmas'} of WordNet {wn.folder}")
     return sorted({k for lemma in wanted for k in by_lemma[lemma]})
 
 
@@ -180,9 +184,9 @@ def _finish(cfg, name, train_dir, out, context, progress, command, lemmas, graph
         f.create_dataset("gloss", data=plan.gloss)
         f.create_dataset("step", data=step)
         f.create_dataset("counts", data=counts)
-        if pos_head:
-            write_pos_head(f, pos_head[0])
+        f.attrs["sha256"] = sense_sha = sense_digest(graph.keys, *(f[n][()] for n in SENSE_ARRAYS))
+        if pos_head:  # (its checksum bound to this file's, recorded in the meta as well)
+            meta["pos_head"] = {**pos_head[1], "sha256": write_pos_head(f, pos_head[0], sense_sha)}
         f.attrs["meta"] = json.dumps(meta)
-        f.attrs["sha256"] = sense_digest(graph.keys, *(f[n][()] for n in SENSE_ARRAYS))
         f.attrs["meta_sha256"] = hashlib.sha256(f.attrs["meta"].encode("utf-8")).hexdigest()
     return meta
