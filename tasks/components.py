@@ -38,8 +38,7 @@ def resolve_component(registry: Registry, section: Any, where: str) -> dict:
         comp = registry.get(section["name"])
     except KeyError as e:
         raise ConfigError(f"{where}.name: {e.args[0]}") from None
-    params = {k: v for k, v in section.items() if k != "name"}
-    cfg = build(comp.Config, params, f"{where} ({section['name']})")
+    cfg = build(comp.Config, section, f"{where} ({section['name']})", also=("name",))
     out = {"name": section["name"], **to_dict(cfg)}
     for f in dataclasses.fields(comp.Config):
         sub = f.metadata.get("component")

@@ -189,7 +189,7 @@ def test_unknown_fusion_names_list_the_valid_ones(env):
         resolve(tiny_config(env, features=elmo_section(env, mix={"name": "attention"})))
     with pytest.raises(ConfigError, match=f"head.output_mix.name: unknown fusion 'gate' \\(did you mean gated\\?\\); {valid}"):
         resolve(tiny_config(env, head={"name": "crf_tagger", "output_mix": {"name": "gate"}}))
-    with pytest.raises(ConfigError, match="unknown key 'outdim'; valid keys: layer_norm, output_dim, l2_coef"):
+    with pytest.raises(ConfigError, match="unknown key 'outdim'; valid keys: name, layer_norm, output_dim, l2_coef"):
         resolve(tiny_config(env, features=elmo_section(env, mix={"name": "concat_project", "outdim": 4})))
     with pytest.raises(ConfigError, match="unknown key 'output_mix'"):  # only heads with a task RNN have it
         resolve(tiny_config(env, head={"name": "wsd_linear", "output_mix": {"name": "scalar"}}))

@@ -103,7 +103,7 @@ def test_keyword_options_of_a_function_are_checked_like_keys():
         return path
 
     assert check_options(reader, {"columns": ["x"], "out": object(), "header": True}, "r")["columns"] == ["x"]
-    with pytest.raises(ConfigError, match=r"^r: unknown key 'colums'; valid keys: columns, out, header$"):
+    with pytest.raises(ConfigError, match=r"^r: unknown key 'colums'; valid keys: columns, out, header \(did you mean columns\?\)$"):
         check_options(reader, {"colums": []}, "r")
     with pytest.raises(ConfigError, match=r"^r.columns\[0\]: expected a string, got 1"):
         check_options(reader, {"columns": [1]}, "r")

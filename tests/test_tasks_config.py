@@ -38,7 +38,7 @@ def test_defaults_are_filled_and_resolution_is_idempotent():
 
 @pytest.mark.parametrize("mutate,message", [
     (lambda c: c.update(extra=1), "unknown top-level key(s) 'extra'; valid keys: name, data"),
-    (lambda c: c["head"].update(hidden=3), "unknown key 'hidden'; valid keys: hidden_dim, num_layers"),
+    (lambda c: c["head"].update(hidden=3), "unknown key 'hidden'; valid keys: name, hidden_dim, num_layers"),
     (lambda c: c["head"].update(name="nope"), "unknown head 'nope'; valid head names: crf_tagger"),
     (lambda c: c["features"].update(name="bert"), "unknown feature source 'bert'; valid feature source names: concat"),
     (lambda c: c["training"].update(epochs=3), "valid keys: seed, max_epochs"),
@@ -53,7 +53,7 @@ def test_defaults_are_filled_and_resolution_is_idempotent():
     (lambda c: c["features"].pop("path"), "missing required key 'path'"),
     (lambda c: c.update(features={"name": "elmo", "layer": 1, "mix": {"name": "scalar"}}), "either layer"),
     (lambda c: c.update(features={"name": "elmo", "mix": {"name": "softmax"}}), "unknown fusion 'softmax'; valid fusion"),
-    (lambda c: c.update(features={"name": "elmo", "mix": {"name": "scalar", "l2": 1}}), "valid keys: layer_norm"),
+    (lambda c: c.update(features={"name": "elmo", "mix": {"name": "scalar", "l2": 1}}), "valid keys: name, layer_norm"),
     (lambda c: c.update(features={"name": "concat", "sources": [{"name": "static", "path": "v"}]}), "at least two"),
     (lambda c: c.update(features={"name": "concat", "sources": [{"name": "static", "path": "v"}, {"name": "x"}]}),
      "features.sources[1].name: unknown feature source 'x'"),

@@ -70,7 +70,7 @@ def test_config_error_exit_code(env, tmp_path, capsys):
     cfg["head"]["hiden_dim"] = 3
     rc = main(["run", str(write_config(tmp_path / "bad.yaml", cfg)), "--out", str(tmp_path / "r")])
     assert rc == 2
-    assert "unknown key 'hiden_dim'; valid keys: hidden_dim" in capsys.readouterr().err
+    assert "unknown key 'hiden_dim'; valid keys: name, hidden_dim" in capsys.readouterr().err
 
 
 def test_same_seed_same_results_other_seed_differs(env, tmp_path):

@@ -70,11 +70,36 @@ class RenamedOption(argparse.Action):
         if first_time(("renamed option", option_string)):
             print(f"warning: {option_string} is now spelled {self.new} (the old spelling still works, for now)",
                   file=sys.stderr)
+        check_one_spelling(self, namespace, option_string, values)
+        setattr(namespace, self.dest, values)
+
+
+SPELLINGS = "option_spellings"  # the namespace attribute: dest -> (flag, value) given under one of its spellings
+
+
+def check_one_spelling(action: argparse.Action, namespace, flag: str, value) -> None:
+    """An option given under two of its spellings (``--data-dir`` and ``--download-dir``) with two values: an
+    ArgumentError naming both (argparse would keep the last without a word); the same value twice is fine."""
+    given = getattr(namespace, SPELLINGS, None) or {}
+    earlier = given.get(action.dest)
+    if earlier and earlier[0] != flag and earlier[1] != value:
+        raise argparse.ArgumentError(action, f"{earlier[0]} {earlier[1]} and {flag} {value}: two spellings of one "
+                                             f"option with two values; give one of them")
+    setattr(namespace, SPELLINGS, {**given, action.dest: (flag, value)})
+
+
+class SpelledOption(argparse._StoreAction):
+    """``store`` for an option that also has older spellings (``add_renamed_option``): refuses two spellings with
+    two values (``check_one_spelling``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        check_one_spelling(self, namespace, option_string, values)
         setattr(namespace, self.dest, values)
 
 
 def add_renamed_option(parser: argparse.ArgumentParser, old: str, new: str, dest: str) -> None:
-    """Keep ``old`` as a hidden alias of the option ``new`` (same ``dest``) that warns once when used."""
+    """Keep ``old`` as a hidden alias of the option ``new`` (same ``dest``) that warns once when used; give ``new``
+    ``action=SpelledOption`` so that the two spellings with two values are refused in either order."""
     parser.add_argument(old, dest=dest, action=RenamedOption, new=new, default=argparse.SUPPRESS,
                         help=argparse.SUPPRESS)
 
@@ -82,7 +107,7 @@ def add_renamed_option(parser: argparse.ArgumentParser, old: str, new: str, dest
 def add_download_cache_argument(parser: argparse.ArgumentParser, what: str) -> None:
     """``--download-cache DIR``: where downloaded models (``what``) are kept (``--download-dir``: its older
     spelling, hidden, warns). The data folder of ``data get`` is another option, ``--data-dir``."""
-    parser.add_argument("--download-cache", metavar="DIR", default=None,
+    parser.add_argument("--download-cache", metavar="DIR", default=None, action=SpelledOption,
                         help=f"where {what} are downloaded (default: $ELMO_TASKS_DOWNLOAD_CACHE or "
                              "~/.cache/elmo_tasks)")
     add_renamed_option(parser, "--download-dir", "--download-cache", "download_cache")
@@ -190,7 +215,7 @@ def add_cache_dir_argument(parser: argparse.ArgumentParser) -> None:
                              "if set); 'none' = off")
 
 
-NOT_TYPED = ("debug", "interrupt_hint")  # attributes never part of a recorded command (set by the commands, or a
+NOT_TYPED = ("debug", "interrupt_hint", SPELLINGS)  # attributes never part of a recorded command (set by the commands, or a
 # debugging switch)
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from elmo_features.util.errors import ConfigError
+from elmo_features.util.wording import did_you_mean
 
 
 _SAVED = contextvars.ContextVar("saved_config", default=False)
@@ -221,8 +222,10 @@ class OneOf(Spec):
 
 
 def _unknown(where: str, unknown: list, valid) -> ConfigError:
+    valid = list(valid)
+    guess = did_you_mean(unknown[0], valid) if len(unknown) == 1 else ""
     return ConfigError(f"{_at(where)}unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-                       f"valid keys: {', '.join(valid) or '(none)'}")
+                       f"valid keys: {', '.join(valid) or '(none)'}{guess}")
 
 
 @dataclass(frozen=True)
@@ -324,13 +327,14 @@ class Record(Spec):
     cls: type = object
     extra: bool = False
     numeric_strings: bool = True
+    also: tuple = ()  # keys the caller reads itself (a component's ``name``): valid, listed, not passed to ``cls``
 
     def _check(self, value, where):
         if not isinstance(value, dict):
             raise ConfigError(f"{_at(where)}expected a mapping, got {_show(value)}")
         specs = key_specs(self.cls, self.numeric_strings)
         paths = {f.name: key_path(f) for f in dataclasses.fields(self.cls)}
-        valid = list(dict.fromkeys(paths[name][0] for name in specs))
+        valid = list(dict.fromkeys([*self.also, *(paths[name][0] for name in specs)]))
         unknown = sorted(set(value) - set(valid), key=str)
         if unknown and not self.extra:
             raise _unknown(where, unknown, valid)
@@ -353,10 +357,11 @@ class Record(Spec):
         return obj
 
 
-def build(cls: type, data: Any, where: str) -> Any:
+def build(cls: type, data: Any, where: str, also: tuple = ()) -> Any:
     """Dataclass ``cls`` from a mapping (None: all defaults), every problem one ``ConfigError`` line naming the key
-    path after ``where`` (a file: ``"run.yaml:"``, or a file and a section: ``"run.yaml: training"``)."""
-    return Record(cls).check({} if data is None else data, where)
+    path after ``where`` (a file: ``"run.yaml:"``, or a file and a section: ``"run.yaml: training"``); ``also``:
+    keys the caller reads itself (valid and listed among the valid keys, not passed to ``cls``)."""
+    return Record(cls, also=tuple(also)).check({} if data is None else data, where)
 
 
 def to_dict(obj: Any) -> dict:

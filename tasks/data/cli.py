@@ -6,7 +6,7 @@ import os
 import shlex
 from pathlib import Path
 
-from elmo_features.util.cli_types import add_renamed_option
+from elmo_features.util.cli_types import SpelledOption, add_renamed_option
 from elmo_features.util.errors import UsageError
 from elmo_features.util.paths import check_flags_given, check_input_file, check_output_dir
 from elmo_features.util.wording import did_you_mean
@@ -80,10 +80,11 @@ def _list(args: argparse.Namespace) -> int:
 def add_data_dir(parser) -> None:
     """``--data-dir DIR``: the data folder (``--download-dir``: its older spelling, hidden, warns; ``--dest``: an
     older one still, hidden). The download cache of ``embed`` and ``models`` is another option, ``--download-cache``."""
-    parser.add_argument("--data-dir", metavar="DIR", default=None,
+    parser.add_argument("--data-dir", metavar="DIR", default=None, action=SpelledOption,
                         help="the data folder data sets are fetched into (default: $ELMO_TASKS_DATA or ./data)")
     add_renamed_option(parser, "--download-dir", "--data-dir", "data_dir")
-    parser.add_argument("--dest", dest="data_dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    parser.add_argument("--dest", dest="data_dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS,
+                        action=SpelledOption)
 
 
 def register(subparsers) -> None:

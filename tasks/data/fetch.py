@@ -22,11 +22,12 @@ def default_data_dir() -> Path:
     return Path(os.environ.get("ELMO_TASKS_DATA", "").strip() or "data")  # (set but blank: unset)
 
 
-def fetch_hint(path: str | Path) -> str:
+def fetch_hint(path: str | Path, own_copy: str = "--train DIR --test DIR") -> str:
     """'run `elmo-tasks data get NAME`' when ``path`` lies in the folder of a public data set (``data/NAME/...``, or
     under ``$ELMO_TASKS_DATA``), else '' (a user's own folder that happens to be named ``wsd`` is not one, nor one
     of the user's inside ``data/wsd/`` that the framework does not have). The framework's hint also names the route
-    for a copy of its own (``--train/--test``), so that a copy ``data get`` refuses does not lead back here."""
+    for a copy of its own (``own_copy``: the command's options for it), so that a copy ``data get`` refuses does not
+    lead back here."""
     folders = {name: name for name in SOURCES} | {FRAMEWORK_FOLDER: FRAMEWORK_NAME}
     parts = Path(path).expanduser().parts
     data = default_data_dir().expanduser()
@@ -41,7 +42,7 @@ def fetch_hint(path: str | Path) -> str:
             if parts[i + 1:i + 2] and parts[i + 1] not in {s.name for s in framework.MANIFEST}:
                 return ""
             return (f"run `elmo-tasks data get {FRAMEWORK_NAME}` (a copy of the framework of your own: give its "
-                    "folders with --train DIR --test DIR)")
+                    f"folders with {own_copy})")
     return ""
 
 

@@ -177,12 +177,17 @@ def result_table(s: dict) -> str:
 
 
 def cv_markdown(cv: dict) -> list[str]:
-    """The cross-validation section: out-of-fold accuracy and paired tests against the first source."""
+    """The cross-validation section: out-of-fold accuracy and paired tests against the first source (a task whose
+    runs record no per-sentence correctness, such as span F1: the section says so, without those tables)."""
     lines = ["", f"## {cv['folds']}-fold cross-validation over all {cv['sentences']} sentences", "",
              f"Folds from one fixed permutation (fold_seed {cv['fold_seed']}), the same for every source; each run "
-             "tests on one fold and stops early on the next. The table above averages the per-fold scores; below, "
-             "every sentence is predicted once per seed (out of fold).", "",
-             "| source | out-of-fold accuracy (per seed) |", "|---|---|"]
+             "tests on one fold and stops early on the next. The table above averages the per-fold scores"]
+    if not cv["out_of_fold_accuracy"]:
+        lines[-1] += (". This task's metric is not a per-sentence score (span F1, for one, counts spans over a whole test "
+                      "fold), so there is no out-of-fold accuracy per sentence and no paired tests on sentences.")
+        return lines
+    lines[-1] += "; below, every sentence is predicted once per seed (out of fold)."
+    lines += ["", "| source | out-of-fold accuracy (per seed) |", "|---|---|"]
     for name, by_seed in cv["out_of_fold_accuracy"].items():
         lines.append(f"| {name} | " + ", ".join(f"{v * 100:.2f} (seed {k})" for k, v in by_seed.items()) + " |")
     if cv["paired"]:

@@ -51,10 +51,12 @@ class ConditionalRandomField(nn.Module):
         return torch.logsumexp(alpha + self.end.unsqueeze(0), dim=1)  # (B,)
 
     def path_score(self, emissions: torch.Tensor, tags: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """Unnormalised score of the given tag paths. (B, T, K), (B, T) long, (B, T) -> (B,)."""
+        """Unnormalised score of the given tag paths. (B, T, K), (B, T) long, (B, T) -> (B,). Tags where the mask
+        is 0 are ignored (any padding value, e.g. -100)."""
         mask = self._check(emissions, mask)
         B, T, _ = emissions.shape
         m = mask.to(emissions.dtype)  # (B, T)
+        tags = torch.where(mask.bool(), tags, torch.zeros_like(tags))  # (B, T): padding (-100, -1) never read
         emit = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # (B, T)
         score = self.start[tags[:, 0]] + (emit * m).sum(1)  # (B,)
         if T > 1:

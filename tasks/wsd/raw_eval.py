@@ -188,9 +188,33 @@ def render(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def write_results(summary: dict, out: Path) -> None:
-    """``out/raw_eval.json`` and ``out/raw_eval.md`` (atomically)."""
+def key_files(names: list[str]) -> list[str]:
+    """The answer files ``evaluate`` writes for the data sets ``names``, relative to the results folder."""
+    return [f"keys/{mode}/{name}.key.txt" for name in names for mode in MODES]
+
+
+def earlier_key_files(out: Path) -> list[str]:
+    """The answer files the run that wrote ``out/raw_eval.json`` recorded (none: no earlier run, or unreadable)."""
     import json
 
+    try:
+        earlier = json.loads((out / "raw_eval.json").read_text(encoding="utf-8"))
+        return [str(k) for k in earlier.get("keys", key_files([t["name"] for t in earlier["tests"]]))]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+
+
+def write_results(summary: dict, out: Path) -> None:
+    """``out/raw_eval.json`` and ``out/raw_eval.md`` (atomically), then the answer files an earlier run into
+    ``out`` wrote that this one did not (only those its raw_eval.json records), so the folder is one run's."""
+    import json
+
+    summary = {**summary, "keys": key_files([t["name"] for t in summary["tests"]])}
+    stale = [k for k in earlier_key_files(out) if k not in summary["keys"]]
     write_text_atomic(out / "raw_eval.json", json.dumps(summary, indent=1) + "\n")
     write_text_atomic(out / "raw_eval.md", render(summary))
+    keys = (out / "keys").resolve()
+    for k in stale:
+        path = (out / k).resolve()
+        if path.parent.parent == keys and path.name.endswith(".key.txt"):  # (never a file outside out/keys)
+            path.unlink(missing_ok=True)
