@@ -54,7 +54,8 @@ RAW_EVAL_DESCRIPTION = (
     "Measure a sense file on raw text: every sentence of each test folder (framework format) is joined back into "
     "raw text (punctuation and clitics attached), tagged as wsd tag tags a line (no gold lemma, part of speech or "
     "tokens), and scored on the gold instances whose character span one of the tagger's tokens has exactly "
-    "(multi-word instances never are: they count as unanswered). Beside it, the same sense file with the gold "
+    "(a multi-word instance, such as take off, when the tagger joined its words into one WordNet unit; otherwise "
+    "it counts as unanswered). Beside it, the same sense file with the gold "
     "lemma and part of speech, and WordNet's first sense through both pipelines.",
     "Writes OUT/raw_eval.md (F1 per test set and ALL, their union; coverage, precision, how often the tagger's "
     "part of speech and lemma are the gold ones), OUT/raw_eval.json (every count, the command, commit and machine) "
@@ -202,6 +203,30 @@ def _senses_on_ranks(args, cfg, train, context, command: str, lemmas) -> dict | 
     return meta
 
 
+def check_distinct_folders(folders: list, flag: str) -> None:
+    """Each test folder given once (after resolving links and ``..``): a repeat would count its instances twice in
+    ALL. UsageError naming the folder."""
+    seen: dict[Path, str] = {}
+    for d in folders:
+        real = Path(d).expanduser().resolve()
+        if real in seen:
+            twice = f"{d} is given twice" if seen[real] == str(d) else f"{seen[real]} and {d} are the same folder"
+            raise UsageError(f"{flag}: {twice}; give each test folder once")
+        seen[real] = str(d)
+
+
+def check_distinct_names(datasets: list, flag: str) -> None:
+    """Each data set name once: its answers are written to keys/MODE/NAME.key.txt and its column is named NAME.
+    UsageError naming both folders."""
+    seen: dict[str, object] = {}
+    for ds in datasets:
+        if ds.name in seen:
+            raise UsageError(f"{flag}: {seen[ds.name]} and {ds.folder} both hold a data set named {ds.name!r} "
+                             f"({ds.name}.data.xml); their answer files and columns would clash: rename one set's "
+                             "files (NAME.data.xml, NAME.gold.key.txt) or score them in two runs")
+        seen[ds.name] = ds.folder
+
+
 def cmd_raw_eval(args) -> int:
     from elmo_features.util.paths import check_flags_given, check_input_dir, check_not_an_input
     from elmo_features.util.provenance import git_commit
@@ -224,11 +249,13 @@ def cmd_raw_eval(args) -> int:
     tests = args.test or WsdConfig().test
     for d in tests:
         check_input_dir(d, "--test" if args.test else "test (the default; --test FOLDER ... gives others)",
-                        hint=fetch_hint(d) or "")
+                        hint=fetch_hint(d, own_copy="--test DIR ...") or "")
+    check_distinct_folders(tests, "--test")
     out = Path(args.out)
     check_output_dirs(out=out)
     check_not_an_input(out, [args.senses, *tests, *wordnet_inputs(args.wordnet or meta.get("wordnet"))], "--out")
     datasets = [load_dataset(d) for d in tests]  # (a malformed file: one error naming it, before the model loads)
+    check_distinct_names(datasets, "--test")
     set_threads(args.threads)
     commit, command = git_commit(), command_line(args, "raw-eval")
     args.interrupt_hint = f"{out / 'raw_eval.md'} was not written (it is written at the end); to run again: {command}"
