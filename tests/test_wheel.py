@@ -105,7 +105,13 @@ def test_a_plugin_from_include_and_from_its_entry_point(venv, tmp_path):
     write_wsd(work)
     write_plugin(work)  # a module next to the config: --include finds it in the current folder
     run([cli, "compare", "acme.yaml", "--include", PLUGIN, "--results-dir", "res1", "--progress", "off"], work, env)
-    assert "| hashed |" in (work / "res1" / "summary.md").read_text()
+    summary = (work / "res1" / "summary.md").read_text()
+    assert "| hashed |" in summary
+    import tomllib  # a summary made by the installed wheel records the package's version; --version prints it
+
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert run([cli, "--version"], work, env).stdout.strip() == f"elmo-tasks {version}"
+    assert f"elmo-tasks {version}, git commit:" in summary
     shutil.rmtree(work / PLUGIN)
 
     # the same package, installed with an entry point in the group elmo_tasks.plugins: no --include needed
