@@ -95,11 +95,11 @@ class SenseTagger:
                                   f"gives {self.source.output_dim}; the file is damaged: make it again with "
                                   "`elmo-tasks wsd senses --source SOURCE --out FILE`")
         check_recipe(path, self.meta, self.source)
-        self.pos_head = read_pos_head(path, self.source.output_dim, len(self.meta["layers"]), self.meta)  # (None:
-        # the count)
-        if edited:  # (after the checks that name what is misshapen)
+        if edited:  # (after the checks that name what is misshapen; before the head, whose checksum covers them)
             raise StaleCacheError(f"{path}: its datasets do not match the checksum written with them (edited or "
                                   "damaged); make it again with `elmo-tasks wsd senses --source SOURCE --out FILE`")
+        self.pos_head = read_pos_head(path, self.source.output_dim, len(self.meta["layers"]), self.meta)  # (None:
+        # the count)
         self.index = {k: i for i, k in enumerate(self.keys)}
         self.by_lemma: dict[tuple[str, str], list[str]] = {}
         for k in self.keys:
