@@ -34,3 +34,9 @@ def mapping_text(mapping: Mapping[object, object], limit: int | None = None) -> 
     shown = items if limit is None else items[:limit]
     text = ", ".join(f"{k} {v}" for k, v in shown)
     return text + (", ..." if len(shown) < len(items) else "")
+
+
+def first_few(items: Iterable[object], n: int = 5) -> str:
+    """The first ``n`` items, then ``and N more``: a long list named in a line of readable length."""
+    items = list(items)
+    return ", ".join(map(str, items[:n])) + (f" and {len(items) - n:,} more" if len(items) > n else "")

@@ -15,6 +15,7 @@ from pathlib import Path
 from elmo_features.encoders.packaged import VERIFIED, folder_problem, recorded_files
 from elmo_features.formats.download import DownloadError, check_replaceable
 from elmo_features.util.errors import PathError
+from elmo_features.util.wording import first_few
 
 FETCH_OWN = ("SOURCE.md", VERIFIED)  # written by the fetch (and its checks) beside the recorded files
 
@@ -45,10 +46,6 @@ def not_fetched(folder: Path) -> list[str] | None:
     return sorted(found)
 
 
-def _shown(entries: list[str]) -> str:
-    return ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
-
-
 def fetched_state(folder: Path) -> str:
     """'missing', 'present', or 'damaged: what to do (what differs)' -- what ``data list`` shows and ``data get``
     refuses (files unchanged in size and time since the last check are not hashed again)."""
@@ -65,7 +62,7 @@ def _problem(folder: Path) -> tuple[str, str] | None:
         return (folder_problem(folder) or "SOURCE.md lists no files",
                 "its files cannot be told from yours: move the folder away and fetch again")
     if extra:
-        return (f"files not fetched: {_shown(extra)}",
+        return (f"files not fetched: {first_few(extra)}",
                 f"move them out of {folder} (--force replaces only what was fetched)")
     problem = folder_problem(folder)
     return (problem, "use --force") if problem else None
@@ -105,7 +102,7 @@ def claim(name: str, final: Path, given: str | Path | None = None, given_flag: s
                             "cannot tell what it fetched from your own files; move the folder away and rerun")
         if extra:
             raise PathError(f"{final} holds {len(extra)} file(s) or folder(s) that `data get` did not fetch: "
-                            f"{_shown(extra)}; --force replaces the whole folder, so move them out of it and rerun")
+                            f"{first_few(extra)}; --force replaces the whole folder, so move them out of it and rerun")
     return folder_state(final)
 
 

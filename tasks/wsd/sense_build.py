@@ -23,6 +23,7 @@ import numpy as np
 
 from elmo_features.util.errors import ConfigError, UsageError
 from elmo_features.util.provenance import atomic_path, git_commit, package_version
+from elmo_features.util.wording import first_few
 
 from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints
 from elmo_tasks.wsd.data.examples import (WsdSentence, load_inventory, require_known_keys, to_examples,
@@ -54,9 +55,8 @@ def lemma_keys(wn: WordNet, lemmas: Sequence[str]) -> list[str]:
     if not wanted:
         raise UsageError("--lemmas: no lemma given; give lemmas, e.g. bank,plant")
     if missing:  # (the first five: a long list of typos would make a line of kilobytes)
-        more = f" and {len(missing) - 5:,} more ({len(missing):,} of the {len(wanted):,} given)" if len(missing) > 5 \
-            else ""
-        raise UsageError(f"--lemmas: {', '.join(missing[:5])}{more}: not "
+        given = f" ({len(missing):,} of the {len(wanted):,} given)" if len(missing) > 5 else ""
+        raise UsageError(f"--lemmas: {first_few(missing)}{given}: not "
                          f"{'a lemma' if len(missing) == 1 else 'lemmas'} of WordNet {wn.folder}")
     return sorted({k for lemma in wanted for k in by_lemma[lemma]})
 
