@@ -47,7 +47,7 @@ def main() -> int:
         work.mkdir(parents=True, exist_ok=True)
         cmd = ["elmo-tasks", "wsd", "senses", "--source", args.source, "--train", args.train, "--out",
                str(work / "senses.h5"), "--cache-dir", str(work / "cache"), "--threads", args.threads,
-               "--progress", "on"] + (["--lemmas", lemmas] if lemmas else [])
+               "--progress", "on", "--force"] + (["--lemmas", lemmas] if lemmas else [])  # (--force: --keep's rerun)
         env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
         t0 = time.perf_counter()
         rc = subprocess.run(cmd, env=env).returncode

@@ -40,3 +40,9 @@ def first_few(items: Iterable[object], n: int = 5) -> str:
     """The first ``n`` items, then ``and N more``: a long list named in a line of readable length."""
     items = list(items)
     return ", ".join(map(str, items[:n])) + (f" and {len(items) - n:,} more" if len(items) > n else "")
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun`` in the number it takes: ``1 sense``, ``22 senses``, ``1,500 senses`` (``plural``: the
+    plural when it is not ``noun`` + s)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"

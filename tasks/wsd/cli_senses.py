@@ -13,8 +13,8 @@ from elmo_features.util.cli_types import (DEFAULT_CACHE, add_cache_dir_argument,
                                           progress_shown, rebuild_command, warn_unrepeatable)
 from elmo_features.util.devices import add_device_argument, parse_device
 
-from elmo_features.util.errors import UsageError
-from elmo_features.util.wording import mapping_text
+from elmo_features.util.errors import OutputExistsError, UsageError
+from elmo_features.util.wording import counted, mapping_text
 
 from elmo_tasks.plugins import add_include_argument
 
@@ -41,7 +41,10 @@ def register_senses(sub) -> None:
     s.add_argument("--wordnet", help="WordNet 3.0 dict folder (default: the config's)")
     s.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY.SUB=VALUE",
                    help="override a config value (YAML syntax), e.g. --set head_dev_every=10")
-    s.add_argument("--out", required=True, help="the HDF5 file to write (e.g. senses.h5)")
+    s.add_argument("--out", required=True, help="the HDF5 file to write (e.g. senses.h5); an existing sense file is "
+                                                "replaced only with --force")
+    s.add_argument("--force", action="store_true", help="replace --out if it holds a sense file (a file of another "
+                                                        "kind is never replaced)")
     s.add_argument("--lemmas", metavar="LEMMA,...", action="append",
                    help="only the senses of these lemmas (e.g. bank,plant; given twice, both lists): their SemCor "
                         "instances and glosses, a build of seconds for trying it; without SemCor, from their glosses "
@@ -126,7 +129,7 @@ def cmd_senses(args) -> int:
     from elmo_features.util.paths import beside_config_hint
     from elmo_tasks.experiment.preflight import check_feature_paths, check_output_dirs, feature_input_paths
     from elmo_tasks.wsd.config import load_wsd_config, warn_senses_inert
-    from elmo_tasks.wsd.sense_file import is_sense_file
+    from elmo_tasks.wsd.sense_file import is_sense_file, sense_file_summary
 
     check_flags_given(args, "out", "train", "wordnet", "config")
     check_flags_given(args, "lemmas", what="list of lemmas")
@@ -153,17 +156,20 @@ def cmd_senses(args) -> int:
     check_not_an_input(args.out, [*wordnet_inputs(cfg.wordnet), *([train] if train else []),
                                   *feature_input_paths(cfg.sources[args.source])], "--out")
     check_own_output(args.out, "--out", "a sense file written by elmo-tasks wsd senses", is_sense_file)
+    command = command_line(args, "senses")
+    if not args.force and Path(args.out).expanduser().is_file():  # (a sense file: check_own_output refuses others)
+        raise OutputExistsError(f"--out {args.out} holds a sense file ({sense_file_summary(args.out)}); this build "
+                                f"would replace it: give another --out, or replace it with --force: {command} --force")
     set_threads(args.threads)
     cache_dir = cache_dir_of(args)
     check_output_dirs(cache_dir=cache_dir, flags={"cache_dir": cache_dir_flag(args)})
     context = FeatureContext(cache_dir=cache_dir, progress=progress_setting(args.progress),
                              device=str(parse_device(args.device)))
-    command = command_line(args, "senses")
     args.interrupt_hint = f"{args.out} was not written (it is written at the end); to run again: {command}"
     meta = _senses_on_ranks(args, cfg, train, context, command, lemmas)
     if meta is None:  # (a torchrun rank other than 0: rank 0 wrote the file and says so)
         return 0
-    print(f"wrote {args.out}: {sum(meta['steps'].values()):,} senses (their vectors from: "
+    print(f"wrote {args.out}: {counted(sum(meta['steps'].values()), 'sense')} (their vectors from: "
           f"{mapping_text(meta['steps'])}), layers {meta['layer_choice']}, glosses pooled by {meta['pooling']}, "
           f"gloss weight w {mapping_text(meta['w']) or 'none'}")
     head = meta.get("pos_head")

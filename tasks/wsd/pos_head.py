@@ -192,7 +192,7 @@ def _written_by(meta: dict) -> str:
 
 def _remake(path, meta: dict) -> str:
     """How to make the sense file at ``path`` again: the command its meta records, run from the folder it ran in, its
-    --out pointed at ``path``; else ``FIX``."""
+    --out pointed at ``path`` (with --force: the file is there); else ``FIX``."""
     try:
         words = shlex.split(str(meta.get("command") or ""))
     except ValueError:
@@ -200,6 +200,7 @@ def _remake(path, meta: dict) -> str:
     if "--out" not in words[:-1] or words[:3] != ["elmo-tasks", "wsd", "senses"]:
         return FIX
     words[words.index("--out") + 1] = os.path.abspath(path)
+    words += [] if "--force" in words else ["--force"]
     cwd = meta.get("cwd")
     return "make it again: " + (f"cd {shlex.quote(str(cwd))} && " if cwd and cwd != os.getcwd() else "") + shlex.join(words)
 

@@ -25,6 +25,7 @@ from elmo_features.util.errors import ConfigError, UsageError
 from elmo_features.util.provenance import atomic_path, git_commit, package_version
 from elmo_features.util.wording import first_few
 
+from elmo_tasks.data.tokenizer import normalize
 from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints
 from elmo_tasks.wsd.data.examples import (WsdSentence, load_inventory, require_known_keys, to_examples,
                                           warn_unknown_keys)
@@ -45,12 +46,12 @@ DEFAULT_TOP = 4  # without held-out SemCor instances: the sum of the top 4 layer
 
 
 def lemma_keys(wn: WordNet, lemmas: Sequence[str]) -> list[str]:
-    """The sense keys of ``lemmas`` (any letter case, spaces or underscores), or UsageError naming those WordNet
-    lacks."""
+    """The sense keys of ``lemmas`` (any letter case, spaces or underscores; folded as ``wsd tag`` folds a word:
+    fullwidth ｂａｎｋ is bank), or UsageError naming those WordNet lacks."""
     by_lemma: dict[str, list[str]] = {}
     for k in wn.synset_of:
         by_lemma.setdefault(k.partition("%")[0], []).append(k)
-    wanted = [lemma.strip().lower().replace(" ", "_") for lemma in lemmas if lemma.strip()]
+    wanted = [normalize(lemma).lower().replace(" ", "_") for lemma in lemmas if lemma.strip()]
     missing = [lemma for lemma in wanted if lemma not in by_lemma]
     if not wanted:
         raise UsageError("--lemmas: no lemma given; give lemmas, e.g. bank,plant")

@@ -22,6 +22,7 @@ import numpy as np
 
 from elmo_features.util.errors import ElmoTasksError, PathError, StaleCacheError, UsageError
 from elmo_features.util.paths import check_input_file
+from elmo_features.util.wording import counted
 
 from elmo_tasks.wsd.config import WsdConfig
 from elmo_tasks.wsd.data.inventory import InventoryError
@@ -129,6 +130,20 @@ def is_sense_file(path: str | Path) -> bool:
             return "keys" in f and "meta" in f.attrs
     except OSError:
         return False
+
+
+def sense_file_summary(path: str | Path) -> str:
+    """What a sense file holds, for a message: "22 senses of 8 lemmas, source elmo" (its keys and meta read; what
+    cannot be read is left out)."""
+    with h5py.File(path, "r") as f:
+        keys = [k.decode() if isinstance(k, bytes) else str(k) for k in f["keys"][()]]
+        try:
+            source = json.loads(f.attrs["meta"]).get("source")
+        except (KeyError, TypeError, ValueError, AttributeError):
+            source = None
+    lemmas = {k.partition("%")[0] for k in keys}
+    return (f"{counted(len(keys), 'sense')} of {counted(len(lemmas), 'lemma')}" +
+            (f", source {source}" if isinstance(source, str) and source else ""))
 
 
 def read_sense_meta(path: str | Path) -> dict:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from elmo_features.util.text_input import iter_lines
+from elmo_features.util.wording import counted, first_few
 
 from elmo_tasks.data.types import DataFormatError
 
@@ -251,8 +252,8 @@ def load_dataset_where(folder: str | os.PathLike, keep_key, every: int = 0) -> W
     parsed = {i.id for s in sentences for i in s.instances}
     missing = sorted(parsed - gold.keys())
     if missing:
-        raise WsdFormatError(f"{key_path}: key file and {xml_path.name} disagree: {len(missing)} instances without "
-                             f"a gold key (e.g. {missing[:3]})")
+        raise WsdFormatError(f"{key_path}: key file and {xml_path.name} disagree: {counted(len(missing), 'instance')} "
+                             f"without a gold key ({first_few(missing, 3)})")
     return WsdDataset(name, xml_path.parent, sentences, {i: gold[i] for i in parsed})
 
 
@@ -282,8 +283,10 @@ def load_dataset(folder: str | os.PathLike, require_gold: bool = True) -> WsdDat
     ids = {inst.id for s in sentences for inst in s.instances}
     missing = sorted(ids - gold.keys())
     extra = sorted(gold.keys() - ids)
-    if missing or extra:
-        raise WsdFormatError(
-            f"{key_path}: key file and {xml_path.name} disagree: {len(missing)} instances without a gold key "
-            f"(e.g. {missing[:3]}), {len(extra)} keys for unknown instances (e.g. {extra[:3]})")
+    if missing or extra:  # (only the side that has any: never "0 ... (e.g. [])")
+        said = [f"{counted(len(missing), 'instance')} without a gold key ({first_few(missing, 3)})" if missing else "",
+                f"{counted(len(extra), 'gold key line')} for instances not in {xml_path.name} "
+                f"({first_few(extra, 3)})" if extra else ""]
+        raise WsdFormatError(f"{key_path}: key file and {xml_path.name} disagree: "
+                             f"{', '.join(s for s in said if s)}")
     return WsdDataset(name, xml_path.parent, sentences, gold)

@@ -1,0 +1,69 @@
+"""Round six (docs/reliability.md, "Round six"): a sense file replaced by a trial build, gold keys that are not
+WordNet's, a plugin file shadowed by a module of the same name, switch variables, untokenized text given as
+tokenized, a plugin that changes torch's default dtype, and the heads' API on empty rows and tag ids out of range;
+on the tiny sense file of test_wsd_tag_text."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import h5py
+import pytest
+
+import elmo_tasks.data  # noqa: F401 (first: elmo_tasks.wsd.data.reader cannot be imported first)
+from elmo_tasks.cli import main
+
+from test_tasks_helpers import one_line_error
+from test_wsd_tag_text import senses  # noqa: F401 (the module's sense file fixture)
+
+
+def _keys(path) -> list[str]:
+    with h5py.File(path, "r") as f:
+        return [k.decode() if isinstance(k, bytes) else k for k in f["keys"][()]]
+
+
+def _senses_cmd(root, *extra: str, out) -> list[str]:
+    return ["wsd", "senses", "--config", str(root / "c.yaml"), "--source", "elmo", "--cache-dir", "none",
+            "--progress", "off", "--out", str(out), *extra]
+
+
+# ---------------------------------------------------------------- D12: a sense file replaced by a trial build
+
+def test_d12_wsd_senses_keeps_an_existing_sense_file_unless_force(senses, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "senses.h5"
+    shutil.copy(senses / "senses.h5", out)
+    before, keys = out.read_bytes(), _keys(out)
+    lemmas = {k.partition("%")[0] for k in keys}
+    capsys.readouterr()
+    assert main(_senses_cmd(senses, "--lemmas", "river", out=out)) == 2
+    err = one_line_error(capsys, f"--out {out} holds a sense file ({len(keys)} senses of {len(lemmas)} lemmas",
+                         "--force")
+    assert err.split(": ", 2)[-1].rsplit("--force: ", 1)[1].endswith("--lemmas river --force")
+    assert out.read_bytes() == before
+    assert main(_senses_cmd(senses, "--lemmas", "river", "--force", out=out)) == 0
+    assert _keys(out) == ["river%1:17:00::"]
+    assert f"wrote {out}: 1 sense (" in capsys.readouterr().out  # (one sense, not "1 senses")
+
+
+def test_d12_force_never_replaces_a_file_of_another_kind(senses, tmp_path, capsys):  # noqa: F811
+    notes = tmp_path / "notes.h5"
+    notes.write_text("my notes\n")
+    capsys.readouterr()
+    assert main(_senses_cmd(senses, "--lemmas", "river", "--force", out=notes)) == 2
+    one_line_error(capsys, str(notes), "is not a sense file")
+    assert notes.read_text() == "my notes\n"
+
+
+def test_d12_a_new_output_needs_no_force_and_fullwidth_lemmas_are_folded(senses, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "new.h5"
+    assert main(_senses_cmd(senses, "--lemmas", "\uff52\uff49\uff56\uff45\uff52", out=out)) == 0  # ｒｉｖｅｒ
+    assert _keys(out) == ["river%1:17:00::"]
+
+
+def test_d12_the_make_it_again_hint_of_a_sense_file_replaces_it(senses, tmp_path):  # noqa: F811
+    from elmo_tasks.wsd.pos_head import _remake
+
+    with h5py.File(senses / "senses.h5", "r") as f:
+        meta = json.loads(f.attrs["meta"])
+    hint = _remake(tmp_path / "s.h5", meta)
+    assert hint.startswith("make it again: ") and hint.endswith(" --force") and f"--out {tmp_path / 's.h5'}" in hint
