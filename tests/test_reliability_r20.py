@@ -67,3 +67,41 @@ def test_d12_the_make_it_again_hint_of_a_sense_file_replaces_it(senses, tmp_path
         meta = json.loads(f.attrs["meta"])
     hint = _remake(tmp_path / "s.h5", meta)
     assert hint.startswith("make it again: ") and hint.endswith(" --force") and f"--out {tmp_path / 's.h5'}" in hint
+
+
+# ---------------------------------------------------------------- C04: gold keys that are not WordNet's
+
+def _bad_key_test(root):
+    from wsd_toy import ToyInstance as I
+    from wsd_toy import write_dataset
+
+    return write_dataset(root / "t", "test", [["I", I("deposited", "deposit", "VERB", ["deposit%2:40:00::"]), "money",
+                                               "at", "the", I("bank", "bank", "NOUN", ["bank%9:99:99::"]), "."]])
+
+
+def test_c04_raw_eval_says_gold_keys_that_are_not_wordnets_as_wsd_does(senses, tmp_path, capsys):  # noqa: F811
+    t = _bad_key_test(tmp_path)
+    capsys.readouterr()
+    assert main(["wsd", "raw-eval", "--senses", str(senses / "senses.h5"), "--test", str(t), "--out",
+                 str(tmp_path / "re"), "--progress", "off"]) == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "not WordNet" in line]
+    assert len(warnings) == 1 and f"{t / 'test.gold.key.txt'}:2: bank%9:99:99::" in warnings[0], warnings
+    result = json.loads((tmp_path / "re" / "raw_eval.json").read_text())
+    assert result["tests"][0]["gold_keys_not_in_wordnet"] == 1
+    assert "Gold keys that are not sense keys of its WordNet: test 1" in (tmp_path / "re" / "raw_eval.md").read_text()
+    # the wsd evaluation says the same of the same folder
+    assert main(["wsd", "--config", str(senses / "c.yaml"), "--test", str(t), "--out", str(tmp_path / "W"),
+                 "--no-plot", "--cache-dir", "none"]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if "not WordNet" in line] == warnings
+
+
+def test_c09_a_key_file_that_disagrees_names_only_the_side_that_differs(tmp_path):
+    from elmo_tasks.wsd.data.reader import WsdFormatError, load_dataset
+
+    t = _bad_key_test(tmp_path)
+    key = t / "test.gold.key.txt"
+    key.write_text(key.read_text().splitlines()[0] + "\n")
+    with pytest.raises(WsdFormatError) as e:
+        load_dataset(t)
+    msg = str(e.value)
+    assert "disagree: 1 instance without a gold key (d000.s000.t001)" in msg and "[]" not in msg and "0 " not in msg

@@ -244,7 +244,8 @@ def cmd_raw_eval(args) -> int:
     from elmo_tasks.wsd.config import WsdConfig
     from elmo_tasks.wsd.data.reader import load_dataset
     from elmo_tasks.wsd.raw_eval import NAME, evaluate, summary, write_results
-    from elmo_tasks.wsd.sense_file import check_sense_path, prior_weight, read_sense_meta
+    from elmo_tasks.wsd.data.examples import load_inventory, warn_unknown_keys
+    from elmo_tasks.wsd.sense_file import check_sense_path, prior_weight, read_sense_meta, wordnet_folder
     from elmo_tasks.wsd.tagging import SenseTagger
 
     check_flags_given(args, "senses", "test", "wordnet", "out")
@@ -262,6 +263,8 @@ def cmd_raw_eval(args) -> int:
     check_not_an_input(out, [args.senses, *tests, *wordnet_inputs(args.wordnet or meta.get("wordnet"))], "--out")
     datasets = [load_dataset(d) for d in tests]  # (a malformed file: one error naming it, before the model loads)
     check_distinct_names(datasets, "--test")
+    inventory = load_inventory(wordnet_folder(args.senses, meta, args.wordnet))  # gold keys not in it: said, as wsd
+    unknown = {ds.name: warn_unknown_keys(ds, inventory, f"test set {ds.name}") for ds in datasets}  # says them
     set_threads(args.threads)
     commit, command = git_commit(), command_line(args, "raw-eval")
     args.interrupt_hint = f"{out / 'raw_eval.md'} was not written (it is written at the end); to run again: {command}"
@@ -269,7 +272,7 @@ def cmd_raw_eval(args) -> int:
         tagger = SenseTagger(args.senses, args.wordnet, FeatureContext(device=str(parse_device(args.device))),
                              prior=args.prior)
         result = evaluate(tagger, datasets, out / "keys", progress=progress_shown(args.progress))
-        write_results(summary(result, args.senses, tagger, args.prior, command, commit), out)
+        write_results(summary(result, args.senses, tagger, args.prior, command, commit, unknown), out)
     a = result["all"]
     print(f"wrote {out / 'raw_eval.md'} and {out / 'raw_eval.json'}: ALL F1 {a['scores']['raw']['F1']:.1f} on raw "
           f"text (coverage {a['scores']['raw']['coverage']:.1f}%), {a['scores']['gold']['F1']:.1f} with the gold "

@@ -142,12 +142,16 @@ def evaluate(tagger: SenseTagger, datasets: list[WsdDataset], keys_dir: Path | N
     return {"tests": sets, "all": all_row, "seconds": round(time.time() - started, 1)}
 
 
-def summary(result: dict, senses: str, tagger: SenseTagger, prior: bool, command: str, commit: str) -> dict:
-    """``evaluate``'s result with its provenance: the command, the commit, the machine, the sense file's source."""
-    meta = tagger.meta
+def summary(result: dict, senses: str, tagger: SenseTagger, prior: bool, command: str, commit: str,
+            unknown: dict[str, list[str]] | None = None) -> dict:
+    """``evaluate``'s result with its provenance: the command, the commit, the machine, the sense file's source;
+    ``unknown``: per data set, its gold keys that are not WordNet's (``file:line: key``, as ``wsd`` records them)."""
+    meta, unknown = tagger.meta, unknown or {}
+    tests = [{**t, "gold_keys_not_in_wordnet": len(unknown.get(t["name"], [])),
+              "first_not_in_wordnet": unknown.get(t["name"], [])[:3]} for t in result["tests"]]
     return {"name": NAME, "command": command, "git_commit": commit, "machine": machine(), "date": timestamp(),
             "senses": senses, "source": meta.get("source"), "lemmas": len(meta["lemmas"]) if meta.get("lemmas") else
-            None, "prior": prior, "pos_head": tagger.pos_head is not None, **result}
+            None, "prior": prior, "pos_head": tagger.pos_head is not None, **result, "tests": tests}
 
 
 def render(summary: dict) -> str:
@@ -176,6 +180,10 @@ def render(summary: dict) -> str:
             ("tagger's lemma = gold (answered)", lambda c: pct(c["lemma_as_gold"], c["scores"]["raw"]["answered"]))]
     for label, cell in rows:
         lines.append(f"| {label} | " + " | ".join(cell(c) for c in cols) + " |")
+    bad = [f"{t['name']} {t['gold_keys_not_in_wordnet']}" for t in summary["tests"] if t.get("gold_keys_not_in_wordnet")]
+    if bad:
+        lines += ["", f"Gold keys that are not sense keys of its WordNet: {', '.join(bad)} (kept as gold; no answer can "
+                  "match them, so an instance whose only gold keys are such counts as an error)."]
     m = summary["machine"]
     lines += ["", "Each sentence is joined back into raw text (punctuation and clitics attached: docs/wsd.md, "
               "\"WSD on raw text\") and tagged as `wsd tag` tags a line; an instance is aligned when one of the "
