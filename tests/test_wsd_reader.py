@@ -91,7 +91,8 @@ def test_key_file_errors_and_mismatch(tmp_path):
     with pytest.raises(WsdFormatError, match=r"mytest.gold.key.txt:3: expected 'instance_id key"):
         read_gold_keys(d / "mytest.gold.key.txt")
     (d / "mytest.gold.key.txt").write_text("d000.s000.t000 bank%1:14:00::\nd000.s000.t009 bank%1:14:00::\n")
-    with pytest.raises(WsdFormatError, match=r"1 instance without a gold key \(d000.s000.t001\), 1 gold key line for instances not in .*t009"):
+    with pytest.raises(WsdFormatError, match=r"1 instance without a gold key \(d000.s000.t001\), 1 gold key line "
+                                             r"for instances not in .*t009"):
         load_dataset(d)
 
 

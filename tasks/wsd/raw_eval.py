@@ -180,10 +180,11 @@ def render(summary: dict) -> str:
             ("tagger's lemma = gold (answered)", lambda c: pct(c["lemma_as_gold"], c["scores"]["raw"]["answered"]))]
     for label, cell in rows:
         lines.append(f"| {label} | " + " | ".join(cell(c) for c in cols) + " |")
-    bad = [f"{t['name']} {t['gold_keys_not_in_wordnet']}" for t in summary["tests"] if t.get("gold_keys_not_in_wordnet")]
+    bad = [f"{t['name']} {t['gold_keys_not_in_wordnet']}" for t in summary["tests"]
+           if t.get("gold_keys_not_in_wordnet")]
     if bad:
-        lines += ["", f"Gold keys that are not sense keys of its WordNet: {', '.join(bad)} (kept as gold; no answer can "
-                  "match them, so an instance whose only gold keys are such counts as an error)."]
+        lines += ["", f"Gold keys that are not sense keys of its WordNet: {', '.join(bad)} (kept as gold; no answer "
+                  "can match them, so an instance whose only gold keys are such counts as an error)."]
     m = summary["machine"]
     lines += ["", "Each sentence is joined back into raw text (punctuation and clitics attached: docs/wsd.md, "
               "\"WSD on raw text\") and tagged as `wsd tag` tags a line; an instance is aligned when one of the "
