@@ -24,6 +24,7 @@ import importlib
 import importlib.util
 import importlib.metadata
 import inspect
+import multiprocessing
 import os
 import pkgutil
 import sys
@@ -147,8 +148,48 @@ def _failed_module(name: str, e: BaseException) -> str:
     return ("it" if sub == name else f"its submodule {sub}") + where
 
 
+def _own_file_shadowed(name: str) -> str | None:
+    """When a module file or package of ``name``'s top-level name lies in the current folder but the name resolves
+    to another module (one Python has already imported, such as pprint or json, a built-in one, or one found earlier
+    on the path): the PluginError message saying both, else None. Found without importing ``name``."""
+    top, here = name.split(".")[0], Path.cwd()
+    mine = [p for p in (here / f"{top}.py", here / top / "__init__.py") if p.is_file()]
+    if not mine:
+        return None
+    module = sys.modules.get(top)
+    try:
+        spec = None if module is not None else importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if module is not None:
+        places = list(getattr(module, "__path__", None) or []) + [getattr(module, "__file__", None) or ""]
+    elif spec is not None:
+        places = list(spec.submodule_search_locations or []) + ([spec.origin] if spec.has_location else [])
+    else:
+        return None
+    places = [str(p) for p in places if p]
+    if any(Path(p).resolve() in (m.resolve(), m.parent.resolve()) for p in places for m in mine):
+        return None  # (the current folder's own file or package)
+    kind = "package" if module is not None and hasattr(module, "__path__") or spec and spec.submodule_search_locations \
+        else "module"
+    found = (f"the {kind} {places[0]}" if places else f"Python's built-in module {top}") + \
+        (" (already imported)" if module is not None else "")
+    ours = mine[0] if mine[0].name == f"{top}.py" else mine[0].parent
+    new = f"my_{top}"
+    return (f"--include {name}: the name {top} is {found}, so {ours} in the current folder was not loaded; rename "
+            f"it (e.g. to {new}{'.py' if ours.suffix == '.py' else ''}) and give --include {new}"
+            f"{name[len(top):]}")
+
+
+def _registered(tree: str | None = None) -> int:
+    """How many components the registries hold (``tree``: those defined in that module or its submodules)."""
+    return sum(1 for r in (HEADS, FEATURES, FUSIONS, CHAR_ENCODERS, READERS) for _, obj in r.items()
+               if tree is None or f"{getattr(obj, '__module__', None)}.".startswith(f"{tree}."))
+
+
 def include(name: str) -> None:
-    """Import a plugin module (and its submodules); one PluginError line when that fails."""
+    """Import a plugin module (and its submodules); one PluginError line when that fails or when ``name`` is not
+    the file of that name in the current folder; one warning when a module imported here registers nothing."""
     if name in _INCLUDED:
         return
     if not name or any(not part.isidentifier() for part in name.split(".")):
@@ -159,7 +200,10 @@ def include(name: str) -> None:
     if is_toolkit(name):
         raise PluginError(f"--include {name}: this is the toolkit's own code, which every command loads by itself; "
                           "--include names your own plugin module (one that registers components), or leave it out")
-    stops = stop.count()
+    shadowed = _own_file_shadowed(name)
+    if shadowed:
+        raise PluginError(shadowed)
+    stops, before = stop.count(), _registered()
     try:
         with _stdout_to_stderr(), stop.noted(), _builtins_kept():
             _import_tree(name)
@@ -186,6 +230,11 @@ def include(name: str) -> None:
         raise PluginError(f"--include {name}: importing {_failed_module(name, sys.exc_info()[1])} raised "
                           "KeyboardInterrupt itself (no stop signal was received); a plugin module must not stop the "
                           "command when imported") from None
+    if _registered() == before and not _registered(name) and multiprocessing.parent_process() is None:  # (a
+        # worker process: its parent said it)
+        print(f"warning: --include {name}: it registered no component (head, feature source, fusion, char encoder or "
+              "reader), so a config can name nothing from it; is it the module you meant?", file=sys.stderr,
+              flush=True)
     _INCLUDED.append(name)
 
 

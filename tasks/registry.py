@@ -112,6 +112,10 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._entries)
 
+    def items(self) -> list[tuple[str, Any]]:
+        """(name, component) pairs by name: a listing, not a lookup (``plugins_used`` is left as it is)."""
+        return sorted(self._entries.items())
+
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 

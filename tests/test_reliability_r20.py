@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 
 import h5py
 import pytest
 
 import elmo_tasks.data  # noqa: F401 (first: elmo_tasks.wsd.data.reader cannot be imported first)
+from elmo_tasks import plugins
 from elmo_tasks.cli import main
 
 from test_tasks_helpers import one_line_error
@@ -105,3 +107,49 @@ def test_c09_a_key_file_that_disagrees_names_only_the_side_that_differs(tmp_path
         load_dataset(t)
     msg = str(e.value)
     assert "disagree: 1 instance without a gold key (d000.s000.t001)" in msg and "[]" not in msg and "0 " not in msg
+
+
+# ---------------------------------------------------------------- G10: a plugin file shadowed by another module
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """The current folder (a fresh one); the plugin modules imported from it are forgotten afterwards."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
+    before = set(sys.modules)
+    yield tmp_path
+    for name in set(sys.modules) - before:
+        if name.startswith("r20_"):
+            sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize("name, mine", [("pprint", "pprint.py"), ("json", "json/__init__.py"),
+                                        ("json.extra", "json/__init__.py")])
+def test_g10_a_plugin_file_named_like_an_imported_module_is_refused_naming_both(here, capsys, name, mine):
+    import json as stdlib_json
+
+    (here / mine).parent.mkdir(exist_ok=True)
+    (here / mine).write_text("import sys\nprint('my plugin loaded', file=sys.stderr)\n")
+    top = name.split(".")[0]
+    capsys.readouterr()
+    assert main(["components", "--include", name]) == 2
+    err = one_line_error(capsys, f"--include {name}: the name {top} is the ",
+                         f"{here / (top + '.py' if mine.endswith('pprint.py') else top)} in the current folder was "
+                         "not loaded", f"--include my_{name}")
+    assert "my plugin loaded" not in err
+    assert (str(__import__("pprint").__file__) if top == "pprint" else str(stdlib_json.__path__[0])) in err
+
+
+def test_g10_a_plugin_that_registers_nothing_is_said_once_and_a_package_registering_in_a_submodule_is_not(
+        here, capsys):
+    (here / "r20_empty.py").write_text("x = 1\n")
+    (here / "r20_pkg").mkdir()
+    (here / "r20_pkg" / "__init__.py").write_text("")
+    (here / "r20_pkg" / "readers.py").write_text(
+        "from elmo_tasks.registry import READERS\n\n\n@READERS.register('r20_lines', path_kind='file')\n"
+        "def read_lines(path):\n    return []\n")
+    capsys.readouterr()
+    assert main(["components", "--include", "r20_empty", "--include", "r20_pkg"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["warning: --include r20_empty: it registered no component (head, feature source, fusion, char "
+                   "encoder or reader), so a config can name nothing from it; is it the module you meant?"], err
