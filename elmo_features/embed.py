@@ -5,17 +5,17 @@ line on stderr and exit code 2 (``--debug`` or ELMO_TASKS_DEBUG=1 shows the trac
 """
 from __future__ import annotations
 
-import os
 import sys
 
 from elmo_features.cli_embed import register
 from elmo_features.util.cli_types import Parser
+from elmo_features.util.env import DEBUG, switch
 from elmo_features.util.errors import ElmoTasksError
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv or os.environ.get("ELMO_TASKS_DEBUG", "") not in ("", "0")
+    debug = "--debug" in argv or switch(DEBUG, False, "tracebacks stay off")
     argv = [a for a in argv if a != "--debug"]
     parser = Parser(prog="python -m elmo_features.embed")
     sub = parser.add_subparsers(dest="command")

@@ -153,3 +153,69 @@ def test_g10_a_plugin_that_registers_nothing_is_said_once_and_a_package_register
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["warning: --include r20_empty: it registered no component (head, feature source, fusion, char "
                    "encoder or reader), so a config can name nothing from it; is it the module you meant?"], err
+
+
+# ---------------------------------------------------------------- K07/K15: switch variables
+
+@pytest.mark.parametrize("value, on", [("0", False), ("off", False), ("False", False), ("no", False), ("1", True),
+                                       ("ON", True), ("", True), ("banana", True)])
+def test_k07_onednn_reads_its_switch_as_the_debug_switch_does(monkeypatch, capsys, value, on):
+    from elmo_features.model import onednn
+    from elmo_features.util.once import new_command
+
+    new_command()
+    monkeypatch.setenv("ELMO_TASKS_ONEDNN", value)
+    assert onednn._probe() is (on and _onednn_here())
+    err = capsys.readouterr().err.strip()
+    assert err == ("" if value != "banana" else "warning: ELMO_TASKS_ONEDNN='banana' is not one of 1/true/yes/on or "
+                   "0/false/no/off; oneDNN's linear layers stay on")
+
+
+def _onednn_here() -> bool:
+    """Whether oneDNN's linear layers work on this machine (the switch left unset)."""
+    import os
+
+    from elmo_features.model import onednn
+
+    saved = os.environ.pop("ELMO_TASKS_ONEDNN", None)
+    try:
+        return onednn._probe()
+    finally:
+        if saved is not None:
+            os.environ["ELMO_TASKS_ONEDNN"] = saved
+
+
+@pytest.mark.parametrize("name, read", [("ELMO_TASKS_BF16_EMULATE", "elmo_features.model.precision:emulation_requested"),
+                                        ("ELMO_TASKS_DEBUG", None),
+                                        ("ELMO_TASKS_IGNORE_INSTALLED_ENCODERS", None)])
+def test_k15_every_switch_reads_off_words_as_off_and_says_an_unknown_value_once(monkeypatch, capsys, name, read):
+    import importlib
+
+    from elmo_features.util.env import switch
+    from elmo_features.util.once import new_command
+
+    def value() -> bool:
+        if read:
+            module, fn = read.split(":")
+            return getattr(importlib.import_module(module), fn)()
+        return switch(name, False, "it stays off")
+
+    new_command()
+    for word in ("false", "OFF", "no", "0"):
+        monkeypatch.setenv(name, word)
+        assert value() is False, word
+    for word in ("true", "Yes", "on", "1"):
+        monkeypatch.setenv(name, word)
+        assert value() is True, word
+    monkeypatch.setenv(name, "maybe")
+    capsys.readouterr()
+    assert value() is False and value() is False
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"warning: {name}='maybe' is not one of 1/true/yes/on or 0/false/no/off; ")
+
+
+def test_k15_the_bf16_emulation_switch_set_to_false_does_not_emulate(monkeypatch, capsys):
+    from elmo_features.model.precision import emulation_requested
+
+    monkeypatch.setenv("ELMO_TASKS_BF16_EMULATE", "false")
+    assert emulation_requested() is False

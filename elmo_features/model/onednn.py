@@ -10,10 +10,10 @@ Never used with autograd (the packed weights are detached copies).
 """
 from __future__ import annotations
 
-import os
-
 import torch
 import torch.nn.functional as F
+
+from elmo_features.util.env import ONEDNN, switch
 
 _AVAILABLE: bool | None = None
 
@@ -27,7 +27,7 @@ def onednn_available() -> bool:
 
 
 def _probe() -> bool:
-    if os.environ.get("ELMO_TASKS_ONEDNN", "1") == "0":
+    if not switch(ONEDNN, True, "oneDNN's linear layers stay on"):
         return False
     try:
         if not torch.backends.mkldnn.is_available():

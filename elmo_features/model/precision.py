@@ -22,7 +22,6 @@ The precision is part of ``bilm_fingerprint`` (a bf16 feature cache never serves
 """
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -30,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from elmo_features.util.env import switch
 from elmo_features.util.errors import ElmoTasksError, UsageError
 from elmo_features.model.onednn import PackedLinear, pad_rows, padded_rows
 
@@ -73,8 +73,8 @@ def bf16_cpu_support() -> tuple[bool, str]:
 
 
 def emulation_requested() -> bool:
-    """``ELMO_TASKS_BF16_EMULATE`` is set to something other than "" or "0"."""
-    return os.environ.get(EMULATE_ENV, "") not in ("", "0")
+    """The switch ``ELMO_TASKS_BF16_EMULATE`` is on (1/true/yes/on; ``elmo_features.util.env.switch``)."""
+    return switch(EMULATE_ENV, False, "the bf16 path is not emulated")
 
 
 def check_precision(precision: str, device: torch.device | str = "cpu", force_emulated: bool = False) -> str:

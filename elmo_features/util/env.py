@@ -6,12 +6,16 @@ import os
 import sys
 from pathlib import Path
 
+from elmo_features.util.once import first_time
 from elmo_features.util.paths import check_output_dir
 
 FEATURE_CACHE = "ELMO_TASKS_FEATURE_CACHE"  # default of --cache-dir: frozen features (safe to delete)
 DOWNLOAD_CACHE = "ELMO_TASKS_DOWNLOAD_CACHE"  # downloads and fetched models (default ~/.cache/elmo_tasks)
-ONEDNN = "ELMO_TASKS_ONEDNN"  # "0": plain torch linears instead of oneDNN's packed GEMMs
-BF16_EMULATE = "ELMO_TASKS_BF16_EMULATE"  # "1": the emulated bf16 path on any CPU (tests)
+DEBUG = "ELMO_TASKS_DEBUG"  # on: the traceback of an error (as --debug)
+ONEDNN = "ELMO_TASKS_ONEDNN"  # off: plain torch linears instead of oneDNN's packed GEMMs
+BF16_EMULATE = "ELMO_TASKS_BF16_EMULATE"  # on: the emulated bf16 path on any CPU (tests)
+IGNORE_INSTALLED_ENCODERS = "ELMO_TASKS_IGNORE_INSTALLED_ENCODERS"  # on: packaged encoders from the download cache
+SWITCH_ON, SWITCH_OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")  # (any case)
 RETIRED = {"ELMO_TASKS_CACHE": f"{FEATURE_CACHE} (features) and {DOWNLOAD_CACHE} (downloads)",
            "ELMO_FEATURES_ONEDNN": ONEDNN, "ELMO_FEATURES_BF16_EMULATE": BF16_EMULATE}
 
@@ -30,9 +34,18 @@ def download_cache_dir() -> Path:
     return check_output_dir(value, f"${DOWNLOAD_CACHE}", writable=False)
 
 
-def flag(name: str, default: str) -> str:
-    """The value of switch ``name``."""
-    return os.environ.get(name, default)
+def switch(name: str, default: bool, otherwise: str, environ=None) -> bool:
+    """The switch variable ``name`` (in ``environ``, default os.environ): 1/true/yes/on (any case) is on,
+    0/false/no/off is off, unset or empty is ``default``; any other value is ``default`` too, with one warning line
+    per command naming the variable, the values it takes and ``otherwise`` (what stays: "tracebacks stay off")."""
+    value = (os.environ if environ is None else environ).get(name, "")
+    word = value.strip().lower()
+    if word in SWITCH_ON or word in SWITCH_OFF:
+        return word in SWITCH_ON
+    if word and first_time(("switch", name, value)):
+        print(f"warning: {name}={value!r} is not one of {'/'.join(SWITCH_ON)} or {'/'.join(SWITCH_OFF)}; {otherwise}",
+              file=sys.stderr, flush=True)
+    return default
 
 
 @functools.cache

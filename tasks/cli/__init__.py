@@ -83,7 +83,7 @@ _exit_if_no_current_folder()
 _stop_cleanly_while_loading()
 
 from elmo_features.util.cli_types import Parser
-from elmo_features.util.env import warn_retired
+from elmo_features.util.env import switch, warn_retired
 from elmo_features.util.threads import thread_tqdm_lock
 from elmo_features.util import distributed, stop
 from elmo_features.util.errors import ElmoTasksError, UsageError, first_line
@@ -93,7 +93,7 @@ from elmo_features.util.provenance import package_version
 from elmo_tasks.experiment.config import find_config
 from elmo_tasks.plugins import includes_in, load_plugins
 from elmo_tasks.registry import forget_plugins_used, plugins_used
-from elmo_tasks.cli.streams import (check_stdout, debug_from_env, forgive_stderr, reader_went_away, reopen_closed_stderr,
+from elmo_tasks.cli.streams import (check_stdout, forgive_stderr, reader_went_away, reopen_closed_stderr,
                                soften_stderr, standard_output_failed, unicode_message)
 
 # sub-command module, in the order shown by --help
@@ -249,7 +249,7 @@ def _main(argv: list[str] | None) -> int:
     from_command_line = argv is None  # the process's own command (it exits when main returns)
     argv = list(sys.argv[1:] if argv is None else argv)
     _start(from_command_line)
-    debug = debug_from_env(DEBUG_ENV, os.environ) or "--debug" in argv
+    debug = switch(DEBUG_ENV, False, "tracebacks stay off") or "--debug" in argv
     argv = [a for a in argv if a != "--debug"]
     try:  # before the parsers: a plugin's components are named in configs and listed by `components`
         load_plugins(includes_in(argv))

@@ -1,4 +1,4 @@
-"""The standard streams and environment of the ``elmo-tasks`` command: the debug switch, a closed standard output,
+"""The standard streams of the ``elmo-tasks`` command: a closed standard output,
 and text a stream (or a UTF-8 output file) cannot encode, each one line rather than a traceback."""
 from __future__ import annotations
 
@@ -13,21 +13,6 @@ from contextlib import suppress
 
 from elmo_features.util.errors import PathError
 from elmo_features.util.paths import show_bytes, undecodable_byte
-
-DEBUG_ON = ("1", "true", "yes", "on")
-DEBUG_OFF = ("", "0", "false", "no", "off")
-
-
-def debug_from_env(name: str, environ) -> bool:
-    """The value of the environment variable ``name``: 1/true/yes/on (any case) is on, 0/false/no/off or empty
-    (or unset) is off; anything else is off, with one warning line."""
-    value = environ.get(name, "")
-    if value.strip().lower() in DEBUG_ON:
-        return True
-    if value.strip().lower() not in DEBUG_OFF:
-        print(f"warning: {name}={value!r} is not one of 1/true/yes/on or 0/false/no/off; tracebacks stay off",
-              file=sys.stderr)
-    return False
 
 
 def _codec(name: str | None) -> str:
