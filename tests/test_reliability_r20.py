@@ -219,3 +219,23 @@ def test_k15_the_bf16_emulation_switch_set_to_false_does_not_emulate(monkeypatch
 
     monkeypatch.setenv("ELMO_TASKS_BF16_EMULATE", "false")
     assert emulation_requested() is False
+
+
+# ---------------------------------------------------------------- B38: untokenized text given as tokenized
+
+@pytest.mark.parametrize("line, flags, said", [("bank, river.", ["--pretokenized"], True),
+                                               ("the bank , by the river .", ["--pretokenized"], False),
+                                               ("bank, river.", [], False)])
+def test_b38_pretokenized_text_with_punctuation_glued_to_words_is_said_once(senses, tmp_path, capsys,  # noqa: F811
+                                                                           line, flags, said):
+    (tmp_path / "in.txt").write_text(f"{line}\n{line}\n")
+    capsys.readouterr()
+    assert main(["wsd", "tag", str(tmp_path / "in.txt"), "--senses", str(senses / "senses.h5"), "--format", "tsv",
+                 *flags]) == 0
+    err = [e for e in capsys.readouterr().err.splitlines() if "tokenized" in e]
+    if said:
+        assert len(err) == 1 and err[0].startswith("warning: 4 of the 4 words split on whitespace alone keep "
+                                                   "punctuation at their edge ('bank,', 'river.')"), err
+        assert "drop --pretokenized" in err[0]
+    else:
+        assert err == []

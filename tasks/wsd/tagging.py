@@ -16,7 +16,7 @@ from elmo_features.util.errors import ElmoTasksError, StaleCacheError, UsageErro
 from elmo_features.util.once import first_time
 
 from elmo_tasks.components import resolve_component
-from elmo_tasks.data.tokenizer import tokenize_spans, whitespace_spans
+from elmo_tasks.data.tokenizer import tokenize, tokenize_spans, whitespace_spans
 from elmo_tasks.wsd.data.reader import POS_TAGS
 from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints, section_frozen_description
 from elmo_tasks.registry import FEATURES
@@ -45,6 +45,7 @@ will would shall should can could may might must""".split())
 SOMETIMES_CONTENT = frozenset("""is am are was were be been being do does did have has had not so then here there
 as about yet no all above below before down over while""".split())
 CLOSED_TAGS = frozenset({"DET", "ADP", "PRON", "CONJ", "PRT"})
+UNTOKENIZED_SHARE = 0.1  # --pretokenized text with this share of words glued to punctuation is said not tokenized
 
 
 class SenseTagger:
@@ -172,6 +173,8 @@ class SenseTagger:
         lines = _spans_of(text, check_bool(pretokenized, "SenseTagger.tag: pretokenized"))
         parsed = [[_split_pos_span(*t) for t in toks] for _, _, toks in lines]  # [[(word, pos, start, end)]]
         _warn_unknown_tags([[(w, p) for w, p, _, _ in s] for s in parsed])
+        if pretokenized and isinstance(text, str):
+            self._warn_untokenized([w for s in parsed for w, *_ in s])
         todo = [[w for w, *_ in s] for s in parsed if s]  # (a line without a token, e.g. a soft hyphen: not embedded)
         arrays = iter(all_layers(self.source, todo, "tag") if todo else [])  # [(L, n, D)]
         weights = np.asarray(self.meta["layers"], dtype=np.float64)
@@ -192,6 +195,21 @@ class SenseTagger:
                 tokens.append(self._tag_multiword(line_text[start:end], pairs, start, end, v, p))
             out.append(TaggedSentence(line_text, tokens, number))
         return out
+
+    def _warn_untokenized(self, words: list[str]) -> None:
+        """One warning (once per command) when ``UNTOKENIZED_SHARE`` or more of the words (those with a letter or a
+        digit) hold punctuation at an edge that keeps them from WordNet ("bank,", "river.") while a piece the
+        tokenizer splits off is found: the text given as tokenized does not look tokenized."""
+        content = [w for w in words if any(c.isalnum() for c in w)]
+        glued = [w for w in content if not (w[0].isalnum() and w[-1].isalnum()) and len(tokenize(w)) > 1
+                 and not self._lookup(w, None)[0] and any(self._lookup(t, None)[0] for t in tokenize(w)
+                                                          if any(c.isalnum() for c in t))]
+        if glued and len(glued) >= UNTOKENIZED_SHARE * len(content) and first_time(("wsd tag: untokenized",)):
+            shown = ", ".join(repr(w) for w in list(dict.fromkeys(glued))[:3])
+            print(f"warning: {len(glued):,} of the {len(content):,} words split on whitespace alone keep punctuation "
+                  f"at their edge ({shown}{', ...' if len(set(glued)) > 3 else ''}), so WordNet has no sense for them "
+                  "as they are; the text does not look tokenized: drop --pretokenized (pretokenized=False) to have "
+                  "the tokenizer split the punctuation off", file=sys.stderr)
 
     def _tag_multiword(self, text: str, pairs: list[tuple[str, str]], start: int, end: int, v: np.ndarray,
                        tag_probs: dict[str, float] | None) -> TaggedToken:
