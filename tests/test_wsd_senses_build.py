@@ -110,6 +110,36 @@ def test_streamed_sums_give_the_file_of_the_whole_array_path(tiny):
     assert meta["layers"] == plan.weights and meta["w"] == plan.w and meta["pooling"] == plan.pooling
 
 
+def test_choices_on_the_held_out_candidates_glosses_give_the_file_of_every_gloss(tiny, monkeypatch):
+    """All of WordNet: the choices embed only the held-out instances' candidates' glosses, then every sense's
+    chosen gloss once; the file is the one of every gloss embedded with every text (1e-6), and the cache holds the
+    chosen (S, D) vectors, not every layer of every sense."""
+    from elmo_tasks.cli import main
+    from elmo_tasks.wsd import sense_build
+
+    old, plan = _old_build(tiny / "c.yaml", tiny / "old.h5")
+    seen = []
+    monkeypatch.setattr(sense_build, "lean_glosses", lambda c, t, s: seen.append((c, t, s)) or c < s)
+    assert main(["wsd", "senses", "--config", "c.yaml", "--source", "elmo", "--out", "lean.h5", "--cache-dir",
+                 "cache", "--progress", "off"]) == 0
+    (candidates, texts, senses), = seen
+    assert texts == 2 and 0 < candidates < senses  # (some senses' glosses were embedded once, with the choice)
+    new = _arrays(tiny / "lean.h5")
+    for name in ("context", "gloss"):
+        np.testing.assert_allclose(new[name], old[name], rtol=0, atol=1e-6)
+    assert (new["step"] == old["step"]).all()
+    with h5py.File(tiny / "lean.h5", "r") as f:
+        import json
+        meta = json.loads(f.attrs["meta"])
+    assert (meta["gloss_text"], meta["pooling"], meta["gloss_layers"]) == \
+        (plan.gloss_text, plan.pooling, plan.gloss_weights)
+    assert meta["held_out"]["gloss_senses"] == candidates
+    arrays = {a: np.load(a, mmap_mode="r").shape for a in (tiny / "cache" / "glosses").glob("*/*.npy")}
+    assert [shape for a, shape in arrays.items() if a.name == "mixed.npy"] == [(senses, 1, new["gloss"].shape[1])]
+    every_layer = [shape for a, shape in arrays.items() if a.name in ("sentence.npy", "lemma.npy")]
+    assert len(every_layer) == 4 and {s[0] for s in every_layer} == {candidates}  # 2 texts x 2 poolings
+
+
 def test_streaming_in_chunks_equals_one_pass_and_keeps_no_per_word_arrays(tiny):
     """Chunks of 2 sentences give the sums and held-out vectors of one array of every instance."""
     from elmo_tasks.features.base import FeatureContext, build_features
@@ -216,6 +246,13 @@ def test_two_torchrun_ranks_write_the_file_of_one_process(tiny):
     assert {k: m1[k] for k in ("layers", "w", "pooling", "gloss_text", "prior", "steps", "train")} == \
         {k: m2[k] for k in ("layers", "w", "pooling", "gloss_text", "prior", "steps", "train")}
     assert list((tiny / "cache" / "glosses").iterdir())  # rank 0 kept the gathered glosses in its cache
+    # the choices on the held-out candidates' glosses, then every sense's chosen gloss: the same file
+    ranks = wait(start("tests.wsd_senses_ranks", [*args, "--out", str(tiny / "lean.h5"), "--cache-dir", "none"],
+                       env={"LEAN_GLOSSES": "1"}), 600)
+    assert [r.returncode for r in ranks] == [0, 0], ranks[0].stderr + ranks[1].stderr
+    lean = _arrays(tiny / "lean.h5")
+    for name in ("context", "gloss"):
+        np.testing.assert_allclose(lean[name], one[name], rtol=0, atol=1e-6)
     # a rank launched with another command: both stop before any work, each saying so in one line
     three = [*args, "--out", str(tiny / "three.h5"), "--cache-dir", "none"]
     r0, r1 = wait(start("tests.wsd_senses_ranks", three, rank_args={1: [*three, "--set", "head_dev_every=2"]}), 300)

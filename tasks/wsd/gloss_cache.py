@@ -31,9 +31,10 @@ class GlossStore:
     glosses computed at a time (a resume needs the same chunks)."""
 
     def __init__(self, cache_dir: str | Path, fingerprint: str, poolings: tuple[str, ...], n_senses: int,
-                 chunk: int):
+                 chunk: int, dtype=np.float16):
         self.folder = Path(cache_dir) / "glosses" / hashlib.sha256(fingerprint.encode()).hexdigest()[:24]
         self.fingerprint, self.poolings, self.n, self.chunk = fingerprint, poolings, n_senses, chunk
+        self.dtype = np.dtype(dtype)
         self.lock = OutputLock(self.folder.with_name(self.folder.name + ".lock"), f"the gloss cache {self.folder}")
 
     def progress(self) -> dict:
@@ -44,7 +45,8 @@ class GlossStore:
             shape = saved["shape"]
             ok = (saved["fingerprint"] == self.fingerprint and shape[0] == self.n and
                   (saved["complete"] or saved["chunk"] == self.chunk) and
-                  all(list(np.load(self._file(p), mmap_mode="r").shape) == shape for p in self.poolings))
+                  all(np.load(self._file(p), mmap_mode="r").dtype == self.dtype and
+                      list(np.load(self._file(p), mmap_mode="r").shape) == shape for p in self.poolings))
         except (OSError, ValueError, KeyError, TypeError, IndexError):  # (a truncated or damaged array too)
             ok = False
         if ok and saved["complete"]:
@@ -89,10 +91,11 @@ class GlossStore:
         return self.folder / f"{pooling}.npy"
 
     def create(self, layers: int, dim: int) -> dict[str, np.ndarray]:
-        """New zeroed arrays (S, L, D) float16 on disk, opened for writing; the progress is reset first."""
+        """New zeroed arrays (S, L, D) of the store's dtype (float16 unless told) on disk, opened for writing; the
+        progress is reset first."""
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / PROGRESS).unlink(missing_ok=True)
-        return {p: np.lib.format.open_memmap(self._file(p), mode="w+", dtype=np.float16,
+        return {p: np.lib.format.open_memmap(self._file(p), mode="w+", dtype=self.dtype,
                                              shape=(self.n, layers, dim)) for p in self.poolings}
 
     def open(self, writable: bool = False) -> dict[str, np.ndarray]:

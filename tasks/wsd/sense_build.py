@@ -33,10 +33,10 @@ from elmo_tasks.wsd.data.reader import load_dataset, load_dataset_where
 from elmo_tasks.wsd.data.wordnet import WordNet
 from elmo_tasks.wsd.example_sums import example_sums
 from elmo_tasks.wsd.pos_head import train_pos_head, write_pos_head
-from elmo_tasks.wsd.ranks import gather_streamed
+from elmo_tasks.wsd.ranks import from_main, gather_streamed
 from elmo_tasks.wsd.semcor_sums import all_sums, held_out_of, stream_sums
-from elmo_tasks.wsd.sense_method import SensePlan, check_hold_out, layer_candidates, plan_senses, sense_context, \
-    sense_glosses
+from elmo_tasks.wsd.sense_method import SensePlan, check_hold_out, chosen_glosses, held_candidates, layer_candidates, \
+    plan_senses, sense_context, sense_glosses
 from elmo_tasks.wsd.senses import POS, STEPS, Graph, mix, wordnet_fingerprint
 from elmo_tasks.wsd.sense_file import FORMAT, SENSE_ARRAYS, sense_digest
 
@@ -123,34 +123,64 @@ def build_sense_file(cfg, name: str, train_dir: str | None, out: str | Path, con
             streamed = stream_sums(source, train_ex, cfg.head_dev_every, cfg.dev_split, progress, shard=shard)
         if ranks is not None:
             streamed = gather_streamed(ranks, streamed)
-    examples = pooled = None
-    if ranks is not None:  # the embedding the ranks share, before rank 0's choices
-        examples = example_sums(section, graph, context, progress, ranks) if why is None else None
-        pooled = {text: sense_glosses(section, graph, context, progress, text, ranks)
-                  for text in (cfg.gloss_texts if why is None else ["definition"])}
+    main = ranks is None or ranks.is_main
+    if why is None:
+        plan = _choose(cfg, section, graph, context, progress, train_ex, streamed, ranks)
+    else:
+        pooled = sense_glosses(section, graph, context, progress, ranks=ranks)  # (the definition's)
+        plan = None
+        if main:
+            L = source.word_layers([["the"]], "check")[0].shape[0]
+            plan = default_plan(L, pooled, why)
+            settings = f"{plan.layer_label}, sentence pooling of the definition"
+            print(f"wsd senses: {why}: " + (f"each sense's vector is its gloss's ({settings})" if streamed is None
+                                            else f"default settings ({settings}, gloss weight w 1)"), file=sys.stderr)
     with ranks.all_ok("senses", "the sense file") if ranks is not None else contextlib.nullcontext():
-        if ranks is None or ranks.is_main:  # (the other ranks wait for rank 0's file)
+        if main:  # (the other ranks wait for rank 0's file)
             return _finish(cfg, name, train_dir, out, context, progress, command, lemmas, graph, source, train_ds,
-                           train_ex, streamed, why, examples, pooled)
+                           train_ex, streamed, plan)
     return None
 
 
+def lean_glosses(candidates: int, texts: int, senses: int) -> bool:
+    """Whether to embed every text of the held-out ``candidates``' glosses, then the chosen text of every sense's,
+    rather than every text of every sense's: when that is fewer glosses (all of WordNet: 2 x 19k + 207k against
+    2 x 207k; not a few lemmas, whose senses are nearly all candidates)."""
+    return candidates * texts + senses < senses * texts
+
+
+def _choose(cfg, section, graph, context, progress, train_ex, streamed, ranks) -> SensePlan | None:
+    """The settings chosen on the held-out SemCor documents, with every sense's gloss vector (rank 0's plan; None
+    on the other ranks). The choices score only the candidates of the held-out instances, so when they are fewer
+    than the senses (all of WordNet), only their glosses are embedded with every text, layer and pooling, and then
+    every sense's gloss once, with the chosen ones (``chosen_glosses``): a third of the embedding, and one (S, D)
+    array in memory instead of every layer of every pooling of every text."""
+    main = ranks is None or ranks.is_main
+    examples = example_sums(section, graph, context, progress, ranks)  # (every rank embeds its share)
+    keys = held_candidates(train_ex, graph, cfg.head_dev_every, cfg.dev_split)
+    lean = lean_glosses(len(keys), len(cfg.gloss_texts), len(graph.keys))
+    part = Graph(graph.wn, keys) if lean else graph
+    pooled = {text: sense_glosses(section, part, context, progress, text, ranks) for text in cfg.gloss_texts}
+    plan = None
+    with ranks.all_ok("choices", "the held-out choices") if ranks is not None else contextlib.nullcontext():
+        if main:
+            held_out = held_out_of(streamed, train_ex, cfg.head_dev_every, cfg.dev_split)
+            plan = plan_senses(section, graph, held_out, context, cfg.gloss_texts, progress, examples=examples,
+                               pooled=pooled, gloss_rows=np.array([graph.index[k] for k in part.keys]) if lean
+                               else None)
+    del pooled
+    if lean:
+        choice = from_main(ranks, lambda: (plan.gloss_text, plan.pooling, plan.gloss_weights))
+        gloss = chosen_glosses(section, graph, context, progress, *choice, ranks=ranks)  # (S, D) on rank 0
+        if main:
+            plan.gloss = gloss
+    return plan
+
+
 def _finish(cfg, name, train_dir, out, context, progress, command, lemmas, graph, source, train_ds, train_ex, streamed,
-            why, examples, pooled) -> dict:
-    """``build_sense_file`` from the SemCor sums on: the choices, the part-of-speech head, the file."""
+            plan) -> dict:
+    """``build_sense_file`` from the choices on: the sense vectors, the part-of-speech head, the file."""
     section = cfg.sources[name]
-    if why is None:
-        held_out = held_out_of(streamed, train_ex, cfg.head_dev_every, cfg.dev_split)
-        plan = plan_senses(section, graph, held_out, context, cfg.gloss_texts, progress,
-                           examples=examples if pooled is not None else
-                           example_sums(section, graph, context, progress), pooled=pooled)
-    else:
-        L = source.word_layers([["the"]], "check")[0].shape[0]
-        plan = default_plan(L, pooled["definition"] if pooled is not None else
-                            sense_glosses(section, graph, context, progress), why)
-        settings = f"{plan.layer_label}, sentence pooling of the definition"
-        print(f"wsd senses: {why}: " + (f"each sense's vector is its gloss's ({settings})" if streamed is None else
-                                        f"default settings ({settings}, gloss weight w 1)"), file=sys.stderr)
     if streamed is not None:
         sums = all_sums(streamed)
         context_vecs, step = sense_context(graph, sums, plan)

@@ -16,7 +16,7 @@ from elmo_tasks.wsd.data.examples import WsdSentence, all_targets
 from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints
 from elmo_tasks.wsd.knn import SenseSums
 from elmo_tasks.wsd.senses import (EXAMPLE_MODES, POOLINGS, POS, PRIOR_GRID, STEPS, W_GRID, Candidates, Graph, accuracy,
-                              answer, candidate_cosines, context_centroids, gloss_layers, mix, propagate,
+                              answer, candidate_cosines, context_centroids, gloss_layers, mix, mixed_gloss, propagate,
                               subset_key, wordnet_fingerprint)
 from elmo_tasks.wsd.data.wordnet import WordNet
 
@@ -106,14 +106,25 @@ def hold_out(train_ex: list[WsdSentence], train_vecs: np.ndarray, every: int, by
                    np.ascontiguousarray(train_vecs[held_rows]), by)
 
 
+def held_candidates(train_ex: list[WsdSentence], graph: Graph, every: int, by: str = "sentences") -> list[str]:
+    """The graph's sense keys among the candidates of the held-out sentences' annotated instances: the senses whose
+    glosses the held-out choices score (every rank computes the same list)."""
+    held = held_out_sentences(train_ex, every, by)
+    return sorted({k for ex, h in zip(train_ex, held) if h for t in ex.targets if t.gold for k in t.candidates
+                   if k in graph.index})
+
+
 def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: FeatureContext, glosses: Sequence[str],
                 progress: bool | None, extra: list[tuple[str, list[float]]] = (),
-                examples: SenseSums | None = None, pooled: dict | None = None) -> SensePlan:
+                examples: SenseSums | None = None, pooled: dict | None = None,
+                gloss_rows: np.ndarray | None = None) -> SensePlan:
     """Choose the layer mix among the single layers, the sums of the top k and the ``extra`` candidates (a learned
     mix), how WordNet's usage ``examples`` (``example_sums.example_sums``) are used, and with ``glosses`` (gloss texts,
     ``wordnet.GLOSS_TEXTS``; empty: none) the gloss text, pooling and layers and w per part of speech, by 1-NN
     accuracy on the held-out sentences, with sense vectors built from the other sentences. ``pooled``: the gloss
-    layers of each text, when they are embedded already ({text: ``sense_glosses``'s})."""
+    layers of each text, when they are embedded already ({text: ``sense_glosses``'s}); ``gloss_rows`` (G,): the
+    graph rows ``pooled``'s arrays hold when they hold only those (``held_candidates``: the choices need no more;
+    ``plan.gloss`` is then zero elsewhere, for the caller to fill with ``chosen_glosses``)."""
     every, sums, held, held_vecs = held_out.every, held_out.sums, held_out.targets, held_out.vecs
     L = held_vecs.shape[1]
     scores, candidates = {}, dict(layer_candidates(L)) | {label: list(w) for label, w in extra}
@@ -135,7 +146,9 @@ def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: Feature
     t0 = time.perf_counter()
     pooled = pooled or {text: sense_glosses(section, graph, context, progress, text) for text in glosses}
     plan.held_out["gloss_seconds"] = round(time.perf_counter() - t0, 1)
-    _plan_glosses(plan, pooled, held, v, graph, context_vecs, step, candidates)
+    _plan_glosses(plan, pooled, held, v, graph, context_vecs, step, candidates, gloss_rows)
+    if gloss_rows is not None:
+        plan.held_out["gloss_senses"] = len(gloss_rows)  # (the senses whose glosses the choices embedded)
     return plan
 
 
@@ -177,6 +190,19 @@ def sense_glosses(section: dict, graph: Graph, context: FeatureContext, progress
     return gloss_layers(graph, source, json.dumps(what, sort_keys=True), context.cache_dir, progress, text, ranks)
 
 
+def chosen_glosses(section: dict, graph: Graph, context: FeatureContext, progress: bool | None, text: str,
+                   pooling: str, weights: Sequence[float], ranks=None) -> np.ndarray | None:
+    """Every sense's gloss vector (S, D) float32 as the choices made it (``text``, ``pooling``, layer ``weights``),
+    embedded once (``senses.mixed_gloss``), keyed in ``context.cache_dir`` like ``sense_glosses`` plus the choice;
+    ``ranks``: shared by the torchrun ranks, rank 0 gets them (None on the others)."""
+    source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
+    what = {"section": section, "models": section_fingerprints(section, context.memo),
+            "wordnet": wordnet_fingerprint(graph.wn), "version": 1, "text": text, "pooling": pooling,
+            "layers": [float(x) for x in weights], **subset_key(graph)}
+    return mixed_gloss(graph, source, json.dumps(what, sort_keys=True), context.cache_dir, progress, text, pooling,
+                       weights, ranks)
+
+
 def _best_w_per_pos(held: list, cands: Candidates, graph: Graph) -> tuple[dict[str, float], dict[str, float]]:
     """The gloss weight w of each part of speech with the best held-out accuracy (the smallest w of equals)."""
     w_pos, acc_pos = {}, {}
@@ -193,14 +219,19 @@ def _best_w_per_pos(held: list, cands: Candidates, graph: Graph) -> tuple[dict[s
 
 
 def _plan_glosses(plan: SensePlan, pooled: dict[str, dict[str, np.ndarray]], held: list, v: np.ndarray, graph: Graph,
-                  context_vecs: np.ndarray, step: np.ndarray, candidates: dict[str, list[float]]) -> None:
+                  context_vecs: np.ndarray, step: np.ndarray, candidates: dict[str, list[float]],
+                  rows: np.ndarray | None = None) -> None:
     """Choose the gloss text, pooling and layers (the same candidates as the context's: a gloss may be best read
-    from another layer) and w per part of speech on the held-out sentences; then the first-sense prior's weight."""
+    from another layer) and w per part of speech on the held-out sentences; then the first-sense prior's weight.
+    ``rows``: the graph rows ``pooled`` holds (all when None)."""
     best_total, choice = -1.0, None
     for text, by_pooling in pooled.items():
         for pooling in POOLINGS:
             for label, weights in candidates.items():
-                gloss = mix(by_pooling[pooling], weights)  # (S, D)
+                gloss = mix(by_pooling[pooling], weights)  # (S, D), or (G, D) for ``rows``
+                if rows is not None:
+                    gloss, part = np.zeros((len(graph.keys), gloss.shape[1]), np.float32), gloss  # (S, D)
+                    gloss[rows] = part
                 cands = candidate_cosines(held, v, graph, context_vecs, step, gloss)
                 w_pos, acc_pos = _best_w_per_pos(held, cands, graph)
                 total = accuracy(held, answer(held, cands, graph, w_pos)[0])

@@ -150,25 +150,49 @@ def gloss_layers(graph: Graph, source, fingerprint: str, cache_dir: Path | None,
                          POOLINGS, len(graph.keys), source, fingerprint, cache_dir, progress, "glosses", ranks)
 
 
+def mixed_gloss(graph: Graph, source, fingerprint: str, cache_dir: Path | None, progress: bool | None, text: str,
+                pooling: str, weights: Sequence[float], ranks=None) -> np.ndarray | None:
+    """Every sense's gloss ``text`` embedded by ``source``, pooled by ``pooling`` and mixed with the layer
+    ``weights``: (S, D) float32, each pooled layer rounded to float16 first, as ``gloss_layers``' arrays hold it
+    (``mix`` of those gives the same vectors). One (S, D) array instead of every layer of every pooling: what a
+    sense file keeps once the choices are made. Cached like them (``fingerprint`` must name the choice)."""
+    def sentences() -> list[list[str]]:
+        return [graph.wn.gloss_sentence(k, text) for k in graph.keys]
+
+    n_lemma = [len(graph.wn.lemma_of(k).split()) for k in graph.keys]
+    w = np.asarray(weights, dtype=np.float32)  # (L,)
+
+    def pool(i: int, a: np.ndarray) -> dict[str, np.ndarray]:
+        layers = a.mean(axis=1) if pooling == "sentence" else a[:, :n_lemma[i]].mean(axis=1)  # (L, D)
+        return {"mixed": np.einsum("ld,l->d", layers.astype(np.float16), w, dtype=np.float32)[None]}  # (1, D)
+
+    out = pooled_layers(sentences, pool, ("mixed",), len(graph.keys), source, fingerprint, cache_dir, progress,
+                        "glosses", ranks, dtype=np.float32)
+    return None if out is None else np.array(out["mixed"][:, 0])  # (S, D) float32, read from the cache
+
+
 def pooled_layers(sentences, pool, poolings: tuple[str, ...], n: int, source, fingerprint: str,
-                  cache_dir: Path | None, progress: bool | None, what: str, ranks=None) -> dict[str, np.ndarray] | None:
+                  cache_dir: Path | None, progress: bool | None, what: str, ranks=None,
+                  dtype=np.float16) -> dict[str, np.ndarray] | None:
     """``n`` sentences (``sentences()`` makes them) embedded by ``source`` and pooled per layer:
-    {pooling: (n, L, D) float16}, ``pool(i, (L, n_i, D)) -> {pooling: (L, D)}``. Computed in chunks
+    {pooling: (n, L, D) ``dtype``}, ``pool(i, (L, n_i, D)) -> {pooling: (L, D)}``. Computed in chunks
     (``source.word_layers``); with ``cache_dir``, written to ``cache_dir/glosses/`` as they come
     (``elmo_tasks.wsd.gloss_cache``: memory-mapped, resumed at the next chunk after a stop) and keyed by
     ``fingerprint`` (the source's and WordNet's). ``ranks`` (torchrun): the chunks are shared by the ranks
     (``elmo_tasks.wsd.ranks``) and rank 0 alone gets the arrays and keeps the cache (None on the others)."""
     main = ranks is None or ranks.is_main
-    store = GlossStore(cache_dir, fingerprint, poolings, n, GLOSS_CHUNK) if cache_dir is not None and main else None
+    store = (GlossStore(cache_dir, fingerprint, poolings, n, GLOSS_CHUNK, dtype) if cache_dir is not None and main
+             else None)
     with store.lock.acquire(wait=True, on_wait=wait_note) if store is not None else contextlib.nullcontext():
         state = from_main(ranks, lambda: store.progress() if store is not None else {"chunks": 0, "complete": False})
         if state["complete"]:
             return store.open() if main else None
-        return _embed_pooled(sentences(), pool, poolings, source, store, state["chunks"], progress, what, ranks)
+        return _embed_pooled(sentences(), pool, poolings, source, store, state["chunks"], progress, what, ranks,
+                             dtype)
 
 
 def _embed_pooled(sentences: list[list[str]], pool, poolings: tuple[str, ...], source, store, done: int,
-                  progress: bool | None, what: str, ranks=None) -> dict[str, np.ndarray] | None:
+                  progress: bool | None, what: str, ranks=None, dtype=np.float16) -> dict[str, np.ndarray] | None:
     """``pooled_layers``' computation, from chunk ``done`` on (the earlier ones are in ``store``'s arrays); with
     ``ranks``, in rounds of one chunk per rank, gathered on rank 0."""
     order = np.argsort([len(s) for s in sentences], kind="stable")  # similar lengths batch well
@@ -189,7 +213,7 @@ def _embed_pooled(sentences: list[list[str]], pool, poolings: tuple[str, ...], s
         for j, (i, a) in enumerate(zip(idx, source.word_layers([sentences[i] for i in idx], what))):  # (L, n, D)
             a = a[None] if a.ndim == 2 else a
             for name, value in pool(i, a).items():
-                pooled.setdefault(name, np.zeros((len(idx),) + value.shape, np.float16))[j] = value
+                pooled.setdefault(name, np.zeros((len(idx),) + value.shape, dtype))[j] = value
         return idx, pooled
 
     for c in range(done, len(starts), R):  # a round: chunk c + r by rank r
@@ -200,7 +224,7 @@ def _embed_pooled(sentences: list[list[str]], pool, poolings: tuple[str, ...], s
             if not out:
                 L, Dim = next(iter(pooled.values())).shape[1:]
                 out = (store.create(L, Dim) if store is not None else
-                       {p: np.zeros((len(sentences), L, Dim), dtype=np.float16) for p in poolings})
+                       {p: np.zeros((len(sentences), L, Dim), dtype=dtype) for p in poolings})
             for name, values in pooled.items():
                 out[name][idx] = values
         end = min(c + R, len(starts))
