@@ -124,6 +124,25 @@ def _builtins_kept():
 
 
 @contextlib.contextmanager
+def _default_dtype_kept():
+    """torch's default dtype, when a plugin changes it while it is imported (``torch.set_default_dtype(
+    torch.float64)``), is put back, and the plugin's failure is one PluginError naming it: the toolkit's heads would
+    be built in it and fail on its float32 features."""
+    import torch
+
+    before = torch.get_default_dtype()
+    try:
+        yield
+    finally:
+        now = torch.get_default_dtype()
+        torch.set_default_dtype(before)
+    if now != before:
+        raise PluginError(f"it set torch's default dtype to {now} (put back to {before}); the toolkit's models and "
+                          "features are float32, and heads built in another dtype fail on them: a plugin module must "
+                          "not change the default dtype (give dtype= to its own tensors instead)")
+
+
+@contextlib.contextmanager
 def _stdout_to_stderr():
     """What a plugin prints while it is imported goes to standard error: a command's standard output (a YAML config,
     JSON lines) stays its own."""
@@ -205,7 +224,7 @@ def include(name: str) -> None:
         raise PluginError(shadowed)
     stops, before = stop.count(), _registered()
     try:
-        with _stdout_to_stderr(), stop.noted(), _builtins_kept():
+        with _stdout_to_stderr(), stop.noted(), _builtins_kept(), _default_dtype_kept():
             _import_tree(name)
     except ElmoTasksError as e:  # e.g. a ContractError: already one line
         raise PluginError(f"--include {name}: {e}") from None
@@ -256,7 +275,7 @@ def load_entry_points() -> list[str]:
             continue
         stops = stop.count()
         try:
-            with _stdout_to_stderr(), stop.noted(), _builtins_kept():
+            with _stdout_to_stderr(), stop.noted(), _builtins_kept(), _default_dtype_kept():
                 ep.load()
         except BaseException as e:  # noqa: BLE001  (any failure of foreign code: one line, then go on)
             if isinstance(e, KeyboardInterrupt) and stop.count() > stops:  # a real stop: the command stops

@@ -10,6 +10,7 @@ import sys
 
 import h5py
 import pytest
+import torch
 
 import elmo_tasks.data  # noqa: F401 (first: elmo_tasks.wsd.data.reader cannot be imported first)
 from elmo_tasks import plugins
@@ -239,3 +240,63 @@ def test_b38_pretokenized_text_with_punctuation_glued_to_words_is_said_once(sens
         assert "drop --pretokenized" in err[0]
     else:
         assert err == []
+
+
+# ---------------------------------------------------------------- G09: a plugin that changes torch's default dtype
+
+@pytest.fixture
+def float64_default():
+    """torch's default dtype float64 inside the test (as a plugin may set it), float32 again after."""
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def test_g09_a_bilm_loaded_under_a_float64_default_is_the_float32_model(senses, float64_default):  # noqa: F811
+    from elmo_features import load_bilm
+    from elmo_features.embedding.feature_cache import bilm_fingerprint
+
+    opts, weights = senses / "bilm" / "options.json", senses / "bilm" / "weights.hdf5"
+    wide = load_bilm(opts, weights)
+    torch.set_default_dtype(torch.float32)
+    plain = load_bilm(opts, weights)
+    assert {p.dtype for p in wide.parameters()} == {torch.float32}
+    assert bilm_fingerprint(wide) == bilm_fingerprint(plain)
+
+
+def test_g09_a_plugin_that_sets_a_float64_default_is_named_and_the_default_put_back(senses, here, capsys):  # noqa: F811
+    (here / "r20_dtype.py").write_text("import torch\ntorch.set_default_dtype(torch.float64)\n")
+    (here / "in.txt").write_text("we sat on the bank of the river\n")
+    capsys.readouterr()
+    try:
+        assert main(["wsd", "tag", "in.txt", "--senses", str(senses / "senses.h5"), "--include", "r20_dtype"]) == 2
+    finally:
+        now = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float32)
+    assert now == torch.float32
+    err = one_line_error(capsys, "--include r20_dtype: it set torch's default dtype to torch.float64 (put back to "
+                                 "torch.float32)", "must not change the default dtype")
+    assert "changed since" not in err and "biLM" not in err
+
+
+def test_g09_an_encoder_loaded_under_a_float64_default_is_float32_and_embeds_alike(tmp_path):
+    """(transformers loads a checkpoint's float32 whatever the default: this guards that it stays so)"""
+    import numpy as np
+
+    from elmo_features.encoders.embedder import TransformerEmbedder
+
+    from encoder_helpers import make_bert
+
+    folder = make_bert(tmp_path / "bert")  # (float32 weights, as published models have)
+    sentences = [["the", "bank", "by", "the", "river"]]
+    want = list(TransformerEmbedder(str(folder)).embed_batches(sentences))[0][1][0]
+    torch.set_default_dtype(torch.float64)
+    try:
+        wide = TransformerEmbedder(str(folder))
+        got = list(wide.embed_batches(sentences))[0][1][0]
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert {p.dtype for p in wide.encoder.model.parameters()} == {torch.float32}
+    assert got.dtype == np.float32 and np.array_equal(got, want)

@@ -24,7 +24,7 @@ import torch
 from elmo_features.model.bilm import BiLM
 from elmo_features.util.errors import ElmoTasksError, MissingPathError
 from elmo_features.model.options import BiLMOptions, TransformerOptions
-from elmo_features.model.precision import check_precision, set_precision
+from elmo_features.model.precision import check_precision, float32_default, set_precision
 from elmo_features.util.arguments import check_bool, check_path_argument
 from elmo_features.util.provenance import atomic_path, write_text_atomic
 from elmo_features.model.token_vectors import TokenVectors
@@ -229,8 +229,9 @@ def load_bilm(options_file: str | Path, weight_file: str | Path, stateful: bool 
     keep_sentence_boundaries = check_bool(keep_sentence_boundaries, "keep_sentence_boundaries")
     check_precision(precision)  # before the (possibly large) weights are read
     options = BiLMOptions.from_file(options_file)
-    bilm = BiLM(options, stateful=stateful, keep_sentence_boundaries=keep_sentence_boundaries)
-    load_weights_into(bilm, weight_file)
+    with float32_default():  # (a default of float64 set by a plugin would make a float64 model)
+        bilm = BiLM(options, stateful=stateful, keep_sentence_boundaries=keep_sentence_boundaries)
+        load_weights_into(bilm, weight_file)
     bilm.eval()
     for p in bilm.parameters():
         p.requires_grad_(False)

@@ -22,6 +22,8 @@ The precision is part of ``bilm_fingerprint`` (a bf16 feature cache never serves
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -112,6 +114,18 @@ def set_precision(model: nn.Module, precision: str, force_emulated: bool = False
     for m in model.modules():
         m._elmo_precision = precision
         m._elmo_bf16_emulate = emulate
+
+
+@contextmanager
+def float32_default() -> Iterator[None]:
+    """torch's default dtype is float32 inside, whatever a plugin or the caller set (restored after): the models
+    are built in float32, so their parameters, fingerprints and features do not depend on it."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float32)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
 
 
 def check_float32(model: nn.Module, who: str) -> None:
