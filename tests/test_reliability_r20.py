@@ -300,3 +300,47 @@ def test_g09_an_encoder_loaded_under_a_float64_default_is_float32_and_embeds_ali
         torch.set_default_dtype(torch.float32)
     assert {p.dtype for p in wide.encoder.model.parameters()} == {torch.float32}
     assert got.dtype == np.float32 and np.array_equal(got, want)
+
+
+# ---------------------------------------------------------------- H07/H08/H10: the heads' API
+
+@pytest.mark.parametrize("variational", [False, True])
+def test_h07_an_encoder_gives_zeros_for_a_row_of_padding_only_and_the_other_rows_as_alone(variational):
+    from elmo_tasks.heads.variational import make_encoder
+
+    torch.manual_seed(0)
+    enc = make_encoder(4, 3, 2, 0.0, variational).eval()
+    x = torch.randn(3, 5, 4, requires_grad=True)
+    mask = torch.tensor([[0, 0, 0, 0, 0], [1, 1, 1, 0, 0], [0, 0, 0, 0, 0]])
+    out = enc(x, mask)  # (3, 5, 6)
+    assert out.shape == (3, 5, 6) and not out[0].any() and not out[2].any()
+    alone = enc(x[1:2, :3], torch.ones(1, 3))  # (1, 3, 6)
+    torch.testing.assert_close(out[1, :3], alone[0])
+    assert not out[1, 3:].any()
+    out.sum().backward()  # gradients reach the real tokens only
+    assert x.grad[1, :3].any() and not x.grad[0].any() and not x.grad[1, 3:].any()
+
+
+@pytest.mark.parametrize("variational", [False, True])
+def test_h08_an_encoder_given_a_batch_of_zero_rows_gives_an_empty_output(variational):
+    from elmo_tasks.heads.variational import make_encoder
+
+    enc = make_encoder(4, 3, 1, 0.0, variational)
+    out = enc(torch.randn(0, 5, 4), torch.zeros(0, 5))
+    assert out.shape == (0, 5, 6)
+
+
+def test_h10_crf_tags_out_of_range_are_a_usage_error_naming_row_and_position():
+    from elmo_features.util.errors import UsageError
+    from elmo_tasks.heads.crf import ConditionalRandomField
+
+    crf = ConditionalRandomField(3)
+    em, mask = torch.randn(2, 3, 3), torch.tensor([[1, 1, 0], [1, 1, 1]])
+    for tags, said in ((torch.tensor([[0, 1, 0], [0, 5, 1]]), "row 1 holds 5 at position 1"),
+                       (torch.tensor([[0, -1, 0], [0, 2, 1]]), "row 0 holds -1 at position 1")):
+        with pytest.raises(UsageError, match="CRF tags must be tag ids 0 to 2 \\(the CRF has 3 tags\\) where the "
+                                             f"mask is true; {said}"):
+            crf.neg_log_likelihood(em, tags, mask)
+    with pytest.raises(UsageError, match="CRF tags must be an integer tensor"):
+        crf.neg_log_likelihood(em, torch.zeros(2, 3), mask)
+    assert torch.isfinite(crf.neg_log_likelihood(em, torch.tensor([[0, 1, 7], [0, 2, 1]]), mask))  # (padding: unread)

@@ -164,8 +164,24 @@ class TaggingHead(Head):
             raise DataFormatError(f"{where}: {len(example.tokens)} tokens but {len(example.tags)} tags")
 
 
+def run_packed(lstm: nn.LSTM, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """A bidirectional batch-first ``lstm`` over the first ``lengths`` steps of each row, packed so padding never
+    leaks: (B, T, D), (B,) -> (B, T, 2H), zero at padding. A row of length 0 (all padding) gives zeros and a batch
+    of 0 rows an empty (0, T, 2H), as AllenNLP's encoders do (torch's packing refuses both)."""
+    B, T = x.shape[:2]
+    keep = lengths > 0  # (B,)
+    if B and bool(keep.all()):
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+        return pad_packed_sequence(lstm(packed)[0], batch_first=True, total_length=T)[0]  # (B, T, 2H)
+    out = x.new_zeros(B, T, 2 * lstm.hidden_size)  # (B, T, 2H)
+    if bool(keep.any()):
+        out[keep] = run_packed(lstm, x[keep], lengths[keep])  # the rows with a token
+    return out
+
+
 class BiLSTMEncoder(nn.Module):
-    """Dropout -> BiLSTM (packed, so padding never leaks) -> dropout. hidden_dim 0 = dropout only."""
+    """Dropout -> BiLSTM (packed, so padding never leaks) -> dropout. hidden_dim 0 = dropout only. A row of
+    padding only gives zeros, a batch of 0 rows an empty output (``run_packed``)."""
 
     def __init__(self, input_dim: int, hidden_dim: int, num_layers: int = 1, dropout: float = 0.0):
         super().__init__()
@@ -183,12 +199,7 @@ class BiLSTMEncoder(nn.Module):
         x = self.drop(x)
         if self.lstm is None:
             return x * mask.unsqueeze(-1).to(x.dtype)
-        T = x.shape[1]
-        lengths = mask.sum(1).cpu()
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-        out, _ = self.lstm(packed)
-        out, _ = pad_packed_sequence(out, batch_first=True, total_length=T)  # (B, T, 2H)
-        return self.drop(out)
+        return self.drop(run_packed(self.lstm, x, mask.sum(1)))  # (B, T, 2H)
 
 
 def _warn_case_variants(labels: list) -> None:

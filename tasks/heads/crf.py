@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from elmo_features.util.arguments import check_mask
+from elmo_features.util.errors import UsageError
 
 
 class ConditionalRandomField(nn.Module):
@@ -40,6 +41,19 @@ class ConditionalRandomField(nn.Module):
             raise ValueError("CRF: every sequence needs at least one token (mask[:, 0] must be true)")
         return mask
 
+    def _check_tags(self, tags: torch.Tensor, mask: torch.Tensor) -> None:
+        """``tags`` (B, T) are integer tag ids 0..K-1 where ``mask`` (B, T) bool is true (padding is never read);
+        else a UsageError naming the first row and position out of range."""
+        if not isinstance(tags, torch.Tensor) or tags.shape != mask.shape or tags.is_floating_point() \
+                or tags.dtype == torch.bool:
+            raise UsageError(f"CRF tags must be an integer tensor (B, T) like the mask {tuple(mask.shape)}; got "
+                             f"{type(tags).__name__} {tuple(getattr(tags, 'shape', ()))} {getattr(tags, 'dtype', '')}")
+        bad = mask & ((tags < 0) | (tags >= self.num_tags))  # (B, T)
+        if bool(bad.any()):
+            row, pos = (int(i) for i in bad.nonzero()[0])
+            raise UsageError(f"CRF tags must be tag ids 0 to {self.num_tags - 1} (the CRF has {self.num_tags} tags) "
+                             f"where the mask is true; row {row} holds {int(tags[row, pos])} at position {pos}")
+
     def log_partition(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """log Z per sequence by the forward algorithm. (B, T, K), (B, T) -> (B,)."""
         mask = self._check(emissions, mask)
@@ -55,6 +69,7 @@ class ConditionalRandomField(nn.Module):
         is 0 are ignored (any padding value, e.g. -100)."""
         mask = self._check(emissions, mask)
         B, T, _ = emissions.shape
+        self._check_tags(tags, mask)
         m = mask.to(emissions.dtype)  # (B, T)
         tags = torch.where(mask.bool(), tags, torch.zeros_like(tags))  # (B, T): padding (-100, -1) never read
         emit = emissions.gather(2, tags.unsqueeze(2)).squeeze(2)  # (B, T)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from elmo_features.util.arguments import check_mask
 
-from elmo_tasks.heads.base import BiLSTMEncoder
+from elmo_tasks.heads.base import BiLSTMEncoder, run_packed
 
 
 class LockedDropout(nn.Module):
@@ -47,13 +46,10 @@ class VariationalBiLSTMEncoder(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T, D), (B, T) -> (B, T, output_dim), zero at padding."""
         mask = check_mask(mask, "VariationalBiLSTMEncoder mask", prefix=True)  # (B, T) bool, left-aligned
-        T = x.shape[1]
         x = self.drop(x)
-        lengths = mask.sum(1).cpu()
+        lengths = mask.sum(1)  # (B,)
         for lstm in self.layers:
-            packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-            out, _ = lstm(packed)
-            x = self.drop(pad_packed_sequence(out, batch_first=True, total_length=T)[0])  # (B, T, 2H)
+            x = self.drop(run_packed(lstm, x, lengths))  # (B, T, 2H); a row of padding only: zeros
         return x * mask.unsqueeze(-1).to(x.dtype)
 
 
