@@ -3,6 +3,7 @@ lemmas' with --lemmas), from a cold cache (a new, empty --cache-dir), with the C
 
     python bench/wsd_senses_build.py --source minilm --train data/wsd/semcor --threads 2
     python bench/wsd_senses_build.py --source minilm --train data/wsd/semcor --lemmas 200   # 200 tagged lemmas
+    python bench/wsd_senses_build.py --source minilm --train data/wsd/semcor --precision auto  # bf16 if native
 
 The command runs as a child process; its peak resident set is the children's ru_maxrss (resource.getrusage).
 --lemmas N takes N lemmas SemCor tags, drawn with a fixed seed (the most tagged ones would take most of SemCor's
@@ -37,6 +38,10 @@ def main() -> int:
     p.add_argument("--train", default="data/wsd/semcor")
     p.add_argument("--lemmas", help="N (the N most tagged lemmas) or a,b,c")
     p.add_argument("--threads", default="2")
+    p.add_argument("--precision", choices=["fp32", "bf16", "auto"],
+                   help="the Transformer source's precision (default: the config's, fp32)")
+    p.add_argument("--wordnet", help="WordNet 3.0 dict folder (default: the config's)")
+    p.add_argument("--log", help="file for the command's stderr (its progress lines), besides the terminal")
     p.add_argument("--keep", help="folder for the output and cache (default: a temporary one, removed)")
     args = p.parse_args()
     lemmas = args.lemmas
@@ -47,10 +52,21 @@ def main() -> int:
         work.mkdir(parents=True, exist_ok=True)
         cmd = ["elmo-tasks", "wsd", "senses", "--source", args.source, "--train", args.train, "--out",
                str(work / "senses.h5"), "--cache-dir", str(work / "cache"), "--threads", args.threads,
-               "--progress", "on", "--force"] + (["--lemmas", lemmas] if lemmas else [])  # (--force: --keep's rerun)
+               "--progress", "on", "--force"] + (["--lemmas", lemmas] if lemmas else []) + \
+            (["--set", f"sources.{args.source}.precision={args.precision}"] if args.precision else []) + \
+            (["--wordnet", args.wordnet] if args.wordnet else [])  # (--force: --keep's rerun)
         env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
         t0 = time.perf_counter()
-        rc = subprocess.run(cmd, env=env).returncode
+        if args.log:  # (stderr through tee: the progress lines stay on the terminal)
+            with open(args.log, "w") as log:
+                child = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+                for line in child.stderr:
+                    sys.stderr.write(line)
+                    log.write(f"{time.perf_counter() - t0:8.1f} {line}")
+                    log.flush()
+                rc = child.wait()
+        else:
+            rc = subprocess.run(cmd, env=env).returncode
         wall = time.perf_counter() - t0
         peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KB on Linux
         senses = None
@@ -60,6 +76,7 @@ def main() -> int:
                 senses = len(f["keys"])
     shown = cmd[:-1] + [f"<{len(lemmas.split(','))} lemmas>"] if lemmas else cmd
     print(json.dumps({"command": " ".join(shown), "exit": rc, "wall_seconds": round(wall, 1),
+                      "precision": args.precision or "fp32", "load_average_after": os.getloadavg(),
                       "peak_rss_gb": round(peak_kb / 2 ** 20, 2), "senses": senses,
                       "cpu": machine()["cpu_model"], "cores": os.cpu_count(), "threads": args.threads,
                       "python": sys.version.split()[0]}, indent=1))

@@ -103,6 +103,35 @@ def test_bf16_vectors_are_close_to_fp32_and_stay_float32(monkeypatch, encoder):
         assert cosines(r, a).min() > 0.999
 
 
+def test_bf16_casts_the_linear_weights_once_with_autocasts_numbers(monkeypatch, encoder):
+    """bf16 gives the vectors of the model's own forward pass under autocast, bit for bit, although its linear
+    weights are cast once rather than at each call; an edit of a weight after the first batch is followed."""
+    cpu(monkeypatch, NATIVE)
+    tok, model = encoder.tokenizer, encoder.model
+    emb = TransformerEmbedder(encoder, batch_size=1, precision="bf16")
+
+    def autocast_ref(s):
+        enc = tok([s], is_split_into_words=True, return_tensors="pt")
+        slot = torch.tensor([-1 if w is None else w for w in enc.word_ids(0)])  # (P,)
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+            hidden = model(**enc, output_hidden_states=True).hidden_states  # L x (1, P, D)
+        return torch.cat([pool_pieces(h.float(), slot, len(s), "mean")[0] for h in hidden]).numpy()  # (L, n, D)
+
+    first = emb.embed_sentences(SENTS)
+    for s, a in zip(SENTS, first):
+        assert np.array_equal(a, autocast_ref(s))
+    linear = next(m for m in model.modules() if isinstance(m, torch.nn.Linear))
+    saved = linear.weight.detach().clone()
+    try:
+        with torch.no_grad():
+            linear.weight.mul_(3.0)
+        again = emb.embed_sentences(SENTS[:1])[0]
+        assert np.array_equal(again, autocast_ref(SENTS[0])) and not np.array_equal(again, first[0])
+    finally:
+        with torch.no_grad():
+            linear.weight.copy_(saved)
+
+
 def _minilm_folder():
     found = installed_folder(get_packaged("minilm-l6"))
     cached = encoders_cache_dir() / "minilm-l6"

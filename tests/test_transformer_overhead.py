@@ -61,3 +61,24 @@ def test_weighted_sum_does_not_depend_on_the_thread_count():
         assert _weighted_sum(t) == one
     finally:
         torch.set_num_threads(threads)
+
+
+def test_the_tokenizer_backend_gives_the_pieces_of_the_hugging_face_call(tmp_path):
+    """Word pieces come from the fast tokenizer's backend (no per-sentence dicts), with its truncation and padding off
+    even when tokenizer.json sets them: the same ids and word ids as the Hugging Face call with truncation=False."""
+    from encoder_helpers import make_bert
+    from elmo_features.encoders import TransformerEmbedder, load_encoder
+
+    enc = load_encoder(str(make_bert(tmp_path / "bert", max_positions=80)))
+    enc.tokenizer._tokenizer.enable_truncation(max_length=6)  # (as a tokenizer.json may set it)
+    enc.tokenizer._tokenizer.enable_padding(length=12)
+    emb = TransformerEmbedder(enc)
+    words = [["John", "lives", "in", "Paris"], ["unbelievably", "comfortable", "café", "naïve", "Ωmega", "x"] * 3,
+             ["a"], ["", "b"], ["\u200b", "rocks"]]
+    got = emb._tokenize(words)
+    assert emb._backend() is not None  # (the fast path ran)
+    want = enc.tokenizer(words, is_split_into_words=True, add_special_tokens=True, truncation=False, padding=False,
+                         verbose=False)
+    assert [g[0] for g in got] == want["input_ids"]
+    assert [g[1] for g in got] == [want.word_ids(i) for i in range(len(words))]
+    assert len(got[1][0]) > 12  # neither truncated to 6 nor padded to 12

@@ -14,6 +14,7 @@ hardware's bf16 flags.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -28,7 +29,7 @@ from elmo_features.embedding.embedder import SentenceEmbedder, plan_batches
 from elmo_features.embedding.feature_cache import hash_tensor, tensors_state
 from elmo_features.encoders.loading import EncoderError, LoadedEncoder, load_encoder
 from elmo_features.encoders.pieces import POOLINGS, Window, piece_counts, plan_windows, pool_pieces
-from elmo_features.encoders.precision import bf16_hardware, forward_precision, resolve_encoder_precision
+from elmo_features.encoders.precision import Bf16Linears, bf16_hardware, forward_precision, resolve_encoder_precision
 from elmo_features.util import stop
 from elmo_features.util.arguments import check_int, check_optional_bool, check_sentences
 
@@ -135,6 +136,8 @@ class TransformerEmbedder(SentenceEmbedder):
         device = next(encoder.model.parameters()).device
         self.precision = resolve_encoder_precision(precision, device)  # "fp32" or "bf16", fixed from here on
         self.bf16_hardware = bf16_hardware(device) if self.precision == "bf16" else None
+        self._bf16 = Bf16Linears() if self.precision == "bf16" else None
+        self._fast = None  # the fast tokenizer's backend, once asked for (``_backend``)
 
     @property
     def num_output_layers(self) -> int:
@@ -163,9 +166,27 @@ class TransformerEmbedder(SentenceEmbedder):
     # ------------------------------------------------------------------ tokenization and windows
 
     def _tokenize(self, words: list[list[str]]) -> list[tuple[list[int], list[int | None]]]:
+        """Per sentence (piece ids, the word of each piece or None), special tokens included, never truncated."""
+        backend = self._backend()
+        if backend is not None:  # (what the Hugging Face call below runs, without its per-sentence dicts)
+            return [(e.ids, e.word_ids) for e in backend.encode_batch(words, is_pretokenized=True,
+                                                                       add_special_tokens=True)]
         tok = self.encoder.tokenizer
         enc = tok(words, is_split_into_words=True, add_special_tokens=True, truncation=False, verbose=False)
         return [(enc["input_ids"][i], enc.word_ids(i)) for i in range(len(words))]
+
+    def _backend(self):
+        """A fast tokenizer's ``tokenizers.Tokenizer`` (a copy, its truncation and padding off: a tokenizer.json
+        may set them), or None for a slow tokenizer."""
+        if self._fast is None:
+            tok = self.encoder.tokenizer
+            backend = getattr(tok, "_tokenizer", None) if getattr(tok, "is_fast", False) else None
+            if backend is not None:
+                backend = copy.deepcopy(backend)
+                backend.no_truncation()
+                backend.no_padding()
+            self._fast = backend if backend is not None else False
+        return self._fast or None
 
     def plan(self, sentences: Sequence[Sequence[str]], stats: PieceStats | None = None) -> list[_Piece]:
         """Tokenize and window sentences (non-empty ones); fills ``stats``."""
@@ -227,7 +248,10 @@ class TransformerEmbedder(SentenceEmbedder):
             offsets.append(n_slots)
             n_slots += p.window.end - p.window.start
         with forward_precision(self.precision, device):  # bf16: autocast; the hidden states are cast back below
-            out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+            if self._bf16 is not None:  # (the linear weights cast once: Bf16Linears)
+                out = self._bf16(model, input_ids=ids, attention_mask=mask, output_hidden_states=True)
+            else:
+                out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
         D = out.hidden_states[0].shape[-1]
         pooled = torch.empty(len(self.layers), n_slots, D, device=device)  # (L, S, D), one layer at a time (no stack)
         flat_slot = slot.reshape(-1)  # (B * P,)
@@ -243,6 +267,8 @@ class TransformerEmbedder(SentenceEmbedder):
         L, D = self.num_output_layers, self.output_dim
         empty = [i for i, s in enumerate(sentences) if not s]
         pieces = self.plan(sentences)
+        if self._bf16 is not None:  # the bf16 copies of the weights as they are now (an edit since makes them again)
+            self._bf16.refresh(self.encoder.model, tensors_state(list(self.encoder.model.state_dict().values())))
         left = {}  # sentence -> windows still to run
         for p in pieces:
             left[p.sentence] = left.get(p.sentence, 0) + 1

@@ -1,7 +1,9 @@
 """The arithmetic of a frozen Transformer encoder's forward pass: ``fp32`` (the default), ``bf16`` or ``auto``.
 
 ``bf16`` runs the forward pass under ``torch.autocast(dtype=torch.bfloat16)``: matrix products take bf16 operands
-with fp32 accumulation, the normalisations and softmax stay fp32; every hidden state is cast back to float32
+with fp32 accumulation, the normalisations and softmax stay fp32. The linear layers' weights and biases are cast to
+bf16 once (``Bf16Linears``), not by autocast at every call (it keeps no cast of a frozen weight): the same operands,
+so the same numbers, without reading every weight again per batch. Every hidden state is cast back to float32
 before word pieces are pooled to words, so pooling and the stored features are fp32 arrays either way. It runs on a
 CUDA device or a CPU with native bf16 (AVX512-BF16 or AMX); elsewhere it is one error line, as for the biLM
 (``elmo_features.model.precision``; ``ELMO_TASKS_BF16_EMULATE=1`` runs it emulated, for tests).
@@ -18,6 +20,8 @@ from __future__ import annotations
 import contextlib
 
 import torch
+from torch import nn
+from torch.func import functional_call
 
 from elmo_features.model import precision as model_precision
 from elmo_features.util.errors import UsageError
@@ -57,3 +61,25 @@ def forward_precision(precision: str, device: torch.device):
     if precision == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+class Bf16Linears:
+    """bf16 copies of a model's ``nn.Linear`` weights and biases (what autocast casts them to at each call), made
+    again when the weights change (``state``: a cheap-to-compare record of them, e.g.
+    ``feature_cache.tensors_state``)."""
+
+    def __init__(self):
+        self.state, self.tensors = None, {}
+
+    def refresh(self, model: nn.Module, state) -> None:
+        """Make the copies unless they are of the weights ``state`` records."""
+        if state is not None and state == self.state:
+            return
+        self.tensors = {f"{name}.{kind}": t.detach().to(torch.bfloat16)
+                        for name, m in model.named_modules() if isinstance(m, nn.Linear)
+                        for kind, t in (("weight", m.weight), ("bias", m.bias)) if t is not None}
+        self.state = state
+
+    def __call__(self, model: nn.Module, **inputs):
+        """``model(**inputs)`` with the bf16 copies in place of its linear weights (under ``forward_precision``)."""
+        return functional_call(model, self.tensors, args=(), kwargs=inputs, strict=False)

@@ -291,18 +291,22 @@ class Candidates:
 def candidate_cosines(targets: Sequence[WsdTarget], vectors: np.ndarray, graph: Graph, context: np.ndarray,
                       step: np.ndarray, gloss: np.ndarray | None) -> Candidates:
     """Cosines of each target vector (N, D) with its candidates' context (S, D) and gloss (S, D) vectors; a
-    candidate without a vector (step -1) is left out."""
-    C, V = _unit(context.astype(np.float64)), _unit(np.asarray(vectors, dtype=np.float64))
-    G = _unit(gloss.astype(np.float64)) if gloss is not None else None
+    candidate without a vector (step -1) is left out. Only the candidates' rows are read (of all WordNet's senses,
+    the held-out choices score a tenth, 52 times)."""
+    kept_all = [[(r + 1, graph.index[k]) for r, k in enumerate(t.candidates)
+                 if k in graph.index and step[graph.index[k]] >= 0] for t in targets]
+    used = np.unique(np.array([i for kept in kept_all for _, i in kept], dtype=np.int64))  # (U,) rows read
+    at = np.full(len(graph.keys), -1, dtype=np.int64)
+    at[used] = np.arange(len(used))
+    C, V = _unit(context[used].astype(np.float64)), _unit(np.asarray(vectors, dtype=np.float64))  # (U, D), (N, D)
+    G = _unit(gloss[used].astype(np.float64)) if gloss is not None else None  # (U, D)
     out = Candidates([], [], [], [], [])
-    for n, t in enumerate(targets):
-        kept = [(r + 1, graph.index[k]) for r, k in enumerate(t.candidates)
-                if k in graph.index and step[graph.index[k]] >= 0]
+    for n, (t, kept) in enumerate(zip(targets, kept_all)):
         rows = np.array([i for _, i in kept], dtype=np.int64)
         out.ranks.append(np.array([r for r, _ in kept], dtype=np.float64))
         out.rows.append(rows)
-        out.ctx.append(C[rows] @ V[n])
-        out.gloss.append(G[rows] @ V[n] if G is not None else None)
+        out.ctx.append(C[at[rows]] @ V[n])
+        out.gloss.append(G[at[rows]] @ V[n] if G is not None else None)
         out.pos.append(t.pos)
     return out
 
