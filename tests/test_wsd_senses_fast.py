@@ -86,3 +86,35 @@ def test_a_lemmas_build_never_parses_all_of_semcor(tiny, monkeypatch):
                  "--cache-dir", "none", "--progress", "off"]) == 0
     with h5py.File(tiny / "r.h5", "r") as f:
         assert f["counts"][()].tolist() == [2] and "pos_head" in f  # its SemCor instances, and a POS head
+
+
+def test_the_w_per_part_of_speech_is_answers_choice_for_every_w_at_once():
+    """The held-out choice of w per part of speech (every w of the grid in one array operation per instance) gives
+    ``answer``'s answers and accuracies, ties and back-offs included, and the accuracy of all instances with them."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from elmo_tasks.wsd.sense_method import _best_w_per_pos
+    from elmo_tasks.wsd.senses import POS, W_GRID, Candidates, accuracy, answer
+
+    rng = np.random.default_rng(0)
+    graph = SimpleNamespace(keys=[f"k{i}" for i in range(30)])
+    held, cands = [], Candidates([], [], [], [], [])
+    for n in range(400):
+        rows = rng.choice(30, size=int(rng.integers(0, 5)), replace=False)
+        c = np.round(rng.normal(size=len(rows)), 1) * (n % 7 != 0)  # (some all-zero: the back-off; ties by rounding)
+        g = np.round(rng.normal(size=len(rows)), 1)
+        gold = {graph.keys[int(rng.integers(30))]} | ({graph.keys[rows[0]]} if len(rows) and n % 3 else set())
+        held.append(SimpleNamespace(id=f"t{n}", pos=(*POS, "X")[n % 5], gold=gold, first_sense=graph.keys[n % 30]))
+        for f, v in (("rows", rows), ("ctx", c), ("gloss", g), ("pos", held[-1].pos), ("ranks", np.arange(1.0, 1 + len(rows)))):
+            getattr(cands, f).append(v)
+    w_pos, acc_pos, total = _best_w_per_pos(held, cands, graph)
+    for pos in POS:  # the old way: one answer() call per w
+        idx = [i for i, t in enumerate(held) if t.pos == pos]
+        sub = [held[i] for i in idx]
+        sub_c = Candidates(*[[getattr(cands, f)[i] for i in idx] for f in ("rows", "ctx", "gloss", "pos", "ranks")])
+        accs = [accuracy(sub, answer(sub, sub_c, graph, {pos: w})[0]) for w in W_GRID]
+        assert (w_pos[pos], acc_pos[pos]) == (W_GRID[int(np.argmax(accs))], round(max(accs), 4))
+    assert total == accuracy(held, answer(held, cands, graph, w_pos)[0])
+    assert len(set(w_pos.values())) > 1  # (the case exercises more than one choice)

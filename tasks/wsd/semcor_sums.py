@@ -16,6 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
+from elmo_features.util.memory import release_freed_memory
+
 from elmo_tasks.wsd.data.examples import WsdSentence, all_targets
 from elmo_tasks.wsd.knn import SenseSums
 from elmo_tasks.wsd.sense_method import HeldOut, held_out_sentences
@@ -82,6 +84,7 @@ def stream_sums(source, train_ex: Sequence[WsdSentence], every: int, by: str, pr
                     held_vecs.append(v)
                     held_rows.append(first_target[i] + j)
         del layers  # one chunk's arrays at a time
+        release_freed_memory()  # (their freed pages out of the resident set)
         if progress is not False and (c // chunk) % 10 == 9:
             print(f"training sentences: {min(c + chunk, len(mine)):,} of {len(mine):,} embedded "
                   f"{eta(time.perf_counter() - t0, c + len(part), len(mine))}", file=sys.stderr, flush=True)

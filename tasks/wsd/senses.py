@@ -26,6 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
+from elmo_features.util.memory import release_freed_memory
+
 from elmo_tasks.wsd.data.examples import WsdTarget
 from elmo_tasks.wsd.knn import _unit
 from elmo_tasks.wsd.data.wordnet import WordNet
@@ -228,6 +230,8 @@ def _embed_pooled(sentences: list[list[str]], pool, poolings: tuple[str, ...], s
             for name, values in pooled.items():
                 out[name][idx] = values
         end = min(c + R, len(starts))
+        del parts
+        release_freed_memory()  # (the chunk's per-sentence arrays: their freed pages out of the resident set)
         if store is not None:
             store.mark(out, end)
         if progress is not False and (c // R % 10 == 0 or end == len(starts)):
