@@ -80,12 +80,8 @@ class ScalarMix(nn.Module):
                              "hold data (e.g. on cpu)")
         if layers.shape[0] != self.num_layers:
             raise ValueError(f"ScalarMix got {layers.shape[0]} layers, but was built for {self.num_layers}")
-        if mask is not None and (not torch.is_tensor(mask) or tuple(mask.shape) != tuple(layers.shape[1:3])):
-            got = tuple(mask.shape) if torch.is_tensor(mask) else type(mask).__name__
-            raise ValueError(f"ScalarMix mask must be a (B, T) tensor matching the layers' (B, T) = "
-                             f"{tuple(layers.shape[1:3])}, got {got}")
         if mask is not None:
-            mask = check_mask(mask, "ScalarMix mask")  # (B, T) bool
+            mask = check_mask(mask, "ScalarMix mask", shape=layers.shape[1:3], like="the layers'")  # (B, T) bool
         if self.layer_norm == "batch":
             if mask is None:
                 raise ValueError('ScalarMix(layer_norm="batch") needs the (B, T) mask')

@@ -108,13 +108,21 @@ def check_float(value: Any, name: str, minimum: float | None = None) -> float:
     return float(value)
 
 
-def check_mask(mask: Any, name: str, prefix: bool = False) -> Any:
+def check_mask(mask: Any, name: str, prefix: bool = False, shape: tuple | None = None, like: str = "x's") -> Any:
     """A mask tensor (True or 1 at real tokens): bool, or numbers that are all exactly 0 or 1 (a mask of 0.5, 2 or
     -1 would silently weigh the tokens); anything else is a UsageError naming ``name`` and the first other value.
-    One ``.all()`` check, none for a bool mask. ``prefix``: the mask (B, T) must also be left-aligned, each row's
-    real tokens first (an API that reads a row's mask as its length: a gap such as [1, 0, 1] is a UsageError
+    One ``.all()`` check, none for a bool mask. ``shape``: the (B, T) the mask must have (that of the input ``like``
+    names, e.g. "x's"): a mask of another shape, or not a tensor (a list), is one UsageError naming both shapes
+    (a shorter mask would otherwise be read as padding). ``prefix``: the mask (B, T) must also be left-aligned, each
+    row's real tokens first (an API that reads a row's mask as its length: a gap such as [1, 0, 1] is a UsageError
     naming the row; one more vectorised check). Returns the mask as bool."""
-    if str(getattr(mask, "dtype", "")) not in ("torch.bool", "bool"):
+    torch = sys.modules.get("torch")  # (not imported: the mask cannot be a tensor)
+    tensor = torch is not None and torch.is_tensor(mask)
+    if not tensor or shape is not None and tuple(mask.shape) != tuple(shape):
+        want = f" matching {like} (B, T) = {tuple(shape)}" if shape is not None else ""
+        got = tuple(mask.shape) if tensor else f"a {type(mask).__name__} (give a tensor: torch.tensor(mask))"
+        raise UsageError(f"{name} must be a (B, T) tensor{want}, got {got}")
+    if mask.dtype != torch.bool:
         binary = (mask == 0) | (mask == 1)
         if not bool(binary.all()):
             bad = mask[~binary].flatten()[0]

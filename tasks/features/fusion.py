@@ -37,7 +37,7 @@ from elmo_tasks.registry import FUSIONS, class_contract
 
 def normalize_layers(layers: torch.Tensor, mask: torch.Tensor, layer_norm: str | None) -> torch.Tensor:
     """The ScalarMix layer norms (None | "batch" | "token") for any fusion. (L, B, T, D) -> (L, B, T, D)."""
-    mask = check_mask(mask, "fusion mask")  # (B, T) bool
+    mask = check_mask(mask, "fusion mask", shape=layers.shape[1:3], like="the layers'")  # (B, T) bool
     if layer_norm == "batch":
         return _batch_norm(layers, mask)
     if layer_norm == "token":
@@ -135,7 +135,7 @@ class LayerAttention(Fusion):
     def forward(self, layers: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(L, B, T, D), (B, T) -> (B, T, D)."""
         self._check(layers)
-        mask = check_mask(mask, f"{type(self).__name__} mask")  # (B, T) bool
+        mask = check_mask(mask, f"{type(self).__name__} mask", shape=layers.shape[1:3], like="the layers'")  # (B, T)
         h = normalize_layers(layers, mask, self.config.layer_norm)  # (L, B, T, D)
         a = self.attention(h)  # (B, T, L)
         if self.training:

@@ -195,7 +195,7 @@ class BiLSTMEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T, D), (B, T) -> (B, T, output_dim), zero at padding."""
-        mask = check_mask(mask, "BiLSTMEncoder mask", prefix=True)  # (B, T) bool, left-aligned (read as lengths)
+        mask = check_mask(mask, "BiLSTMEncoder mask", prefix=True, shape=x.shape[:2])  # (B, T) bool, left-aligned
         x = self.drop(x)
         if self.lstm is None:
             return x * mask.unsqueeze(-1).to(x.dtype)

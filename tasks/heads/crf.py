@@ -33,11 +33,11 @@ class ConditionalRandomField(nn.Module):
 
     def _check(self, emissions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The mask as bool (B, T), once emissions (B, T, K) and mask are found to fit."""
-        if emissions.dim() != 3 or emissions.shape[-1] != self.num_tags or mask.shape != emissions.shape[:2]:
-            raise ValueError(f"CRF expects emissions (B, T, {self.num_tags}) and mask (B, T); got "
-                             f"{tuple(emissions.shape)} and {tuple(mask.shape)}")
-        mask = check_mask(mask, "CRF mask", prefix=True)  # (B, T) bool, left-aligned
-        if not bool(mask[:, 0].all()):
+        if emissions.dim() != 3 or emissions.shape[-1] != self.num_tags:
+            raise ValueError(f"CRF expects emissions (B, T, {self.num_tags}) and mask (B, T); got emissions "
+                             f"{tuple(emissions.shape)}")
+        mask = check_mask(mask, "CRF mask", prefix=True, shape=emissions.shape[:2], like="the emissions'")  # (B, T)
+        if emissions.shape[1] == 0 or not bool(mask[:, 0].all()):  # (T = 0: no first token to look at)
             raise ValueError("CRF: every sequence needs at least one token (mask[:, 0] must be true)")
         return mask
 

@@ -45,7 +45,7 @@ class VariationalBiLSTMEncoder(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """(B, T, D), (B, T) -> (B, T, output_dim), zero at padding."""
-        mask = check_mask(mask, "VariationalBiLSTMEncoder mask", prefix=True)  # (B, T) bool, left-aligned
+        mask = check_mask(mask, "VariationalBiLSTMEncoder mask", prefix=True, shape=x.shape[:2])  # (B, T) bool, left-aligned
         x = self.drop(x)
         lengths = mask.sum(1)  # (B,)
         for lstm in self.layers:
