@@ -124,22 +124,32 @@ def _builtins_kept():
 
 
 @contextlib.contextmanager
-def _default_dtype_kept():
-    """torch's default dtype, when a plugin changes it while it is imported (``torch.set_default_dtype(
-    torch.float64)``), is put back, and the plugin's failure is one PluginError naming it: the toolkit's heads would
-    be built in it and fail on its float32 features."""
+def _torch_defaults_kept():
+    """torch's default dtype and device, when a plugin changes them while it is imported (``torch.set_default_dtype(
+    torch.float64)``, ``torch.set_default_device("meta")``), are put back, and the plugin's failure is one
+    PluginError naming them: the toolkit's models would be built in that dtype or on that device and fail on its
+    float32 features (or hold no data at all)."""
     import torch
 
-    before = torch.get_default_dtype()
+    dtype, device = torch.get_default_dtype(), torch.get_default_device()
     try:
         yield
     finally:
-        now = torch.get_default_dtype()
-        torch.set_default_dtype(before)
-    if now != before:
-        raise PluginError(f"it set torch's default dtype to {now} (put back to {before}); the toolkit's models and "
-                          "features are float32, and heads built in another dtype fail on them: a plugin module must "
-                          "not change the default dtype (give dtype= to its own tensors instead)")
+        now_dtype, now_device = torch.get_default_dtype(), torch.get_default_device()
+        torch.set_default_dtype(dtype)
+        if now_device != device:  # (cpu: the mode removed, as before any plugin ran)
+            torch.set_default_device(None if device == torch.device("cpu") else device)
+    changed = [(kind, now, then, why) for kind, now, then, why in (
+        ("dtype", now_dtype, dtype, "the toolkit's models and features are float32, and heads built in another dtype "
+                                    "fail on them"),
+        ("device", now_device, device, "the toolkit puts its models and features on the device it is given "
+                                       "(--device, cpu by default), and models built on another device fail on them"))
+        if now != then]
+    if changed:
+        said = " and ".join(f"torch's default {kind} to {now} (put back to {then})" for kind, now, then, _ in changed)
+        kinds = [kind for kind, *_ in changed]
+        raise PluginError(f"it set {said}; {'; '.join(why for *_, why in changed)}: a plugin module must not change "
+                          f"the default {' or '.join(kinds)} (give {'= or '.join(kinds)}= to its own tensors instead)")
 
 
 @contextlib.contextmanager
@@ -224,7 +234,7 @@ def include(name: str) -> None:
         raise PluginError(shadowed)
     stops, before = stop.count(), _registered()
     try:
-        with _stdout_to_stderr(), stop.noted(), _builtins_kept(), _default_dtype_kept():
+        with _stdout_to_stderr(), stop.noted(), _builtins_kept(), _torch_defaults_kept():
             _import_tree(name)
     except ElmoTasksError as e:  # e.g. a ContractError: already one line
         raise PluginError(f"--include {name}: {e}") from None
@@ -275,7 +285,7 @@ def load_entry_points() -> list[str]:
             continue
         stops = stop.count()
         try:
-            with _stdout_to_stderr(), stop.noted(), _builtins_kept(), _default_dtype_kept():
+            with _stdout_to_stderr(), stop.noted(), _builtins_kept(), _torch_defaults_kept():
                 ep.load()
         except BaseException as e:  # noqa: BLE001  (any failure of foreign code: one line, then go on)
             if isinstance(e, KeyboardInterrupt) and stop.count() > stops:  # a real stop: the command stops

@@ -3,10 +3,18 @@ type, a CRF of no time steps, plugins that change torch's default device or take
 on a model converted to another dtype, and predict over an existing file; each case replayed as a user meets it."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 
+import elmo_tasks.data  # noqa: F401 (first: elmo_tasks.wsd.data.reader cannot be imported first)
 from elmo_features.util.errors import UsageError
+from elmo_tasks import plugins
+from elmo_tasks.cli import main
+
+from test_tasks_helpers import one_line_error
+from test_wsd_tag_text import senses  # noqa: F401 (the module's sense file fixture)
 
 
 # ---------------------------------------------------------------- F03/F04/F05/F08: masks of the wrong shape or type
@@ -65,3 +73,55 @@ def test_f11_a_crf_of_no_time_steps_says_its_own_rule(rows):
         crf.viterbi(em, mask)
     with pytest.raises(ValueError, match=rule):
         crf.neg_log_likelihood(em, torch.zeros(rows, 0, dtype=torch.long), mask)
+
+
+# ---------------------------------------------------------------- P06/E03: a plugin that sets torch's default device
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """The current folder (a fresh one, on sys.path for fake installed distributions); the plugins are loaded again
+    by the next command, the modules imported from it are forgotten and torch's default device is cpu afterwards."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))
+    monkeypatch.setattr(plugins, "_ENTRY_POINTS_LOADED", [False])
+    before = set(sys.modules)
+    yield tmp_path
+    torch.set_default_device(None)
+    for name in set(sys.modules) - before:
+        if name.startswith("r21_"):
+            sys.modules.pop(name, None)
+
+
+META = "import torch\ntorch.set_default_device('meta')\n"
+
+
+def test_p06_an_include_that_sets_the_default_device_is_named_and_the_device_put_back(senses, here,  # noqa: F811
+                                                                                      capsys):
+    (here / "r21_dev.py").write_text(META)
+    (here / "in.txt").write_text("we sat on the bank of the river\n")
+    capsys.readouterr()
+    assert main(["wsd", "tag", "in.txt", "--senses", str(senses / "senses.h5"), "--include", "r21_dev"]) == 2
+    assert torch.get_default_device() == torch.device("cpu") and torch.empty(1).device.type == "cpu"
+    one_line_error(capsys, "--include r21_dev: it set torch's default device to meta (put back to cpu)",
+                   "must not change the default device (give device= to its own tensors instead)")
+
+
+def test_e03_an_installed_plugin_that_sets_the_default_device_is_skipped_and_the_command_goes_on(
+        senses, here, capsys):  # noqa: F811
+    info = here / "r21dist-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: r21dist\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[elmo_tasks.plugins]\nr21_epdev = r21_epdev\n")
+    (here / "r21_epdev.py").write_text(META)
+    (here / "in.txt").write_text("we sat on the bank of the river\n")
+    capsys.readouterr()
+    assert main(["wsd", "tag", "in.txt", "--senses", str(senses / "senses.h5"), "--format", "tsv"]) == 0
+    out, err = capsys.readouterr()
+    assert "bank%" in out
+    assert err.strip().splitlines() == [
+        "warning: plugin r21_epdev (entry point of distribution r21dist, module r21_epdev) was not loaded: "
+        "PluginError: it set torch's default device to meta (put back to cpu); the toolkit puts its models and "
+        "features on the device it is given (--device, cpu by default), and models built on another device fail on "
+        "them: a plugin module must not change the default device (give device= to its own tensors instead); its "
+        "components are unavailable (fix or uninstall r21dist: pip uninstall r21dist)"], err
