@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import numpy as np
 
 from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints
 from elmo_tasks.wsd.data.wn_examples import tagged_examples
@@ -39,4 +40,6 @@ def example_sums(section: dict, graph: Graph, context: FeatureContext, progress:
                            "wordnet examples", ranks)
     if layers is None:  # (a torchrun rank other than 0)
         return None
-    return SenseSums.from_keys([[e.key] for e in examples], layers["target"])  # (E, L, D) float16
+    sums = SenseSums.from_keys([[e.key] for e in examples], layers["target"])  # (E, L, D) float16 in
+    sums.sums = sums.sums.astype(np.float32)  # (K, L, D): a sense has a few examples, float32 holds their sum (half
+    return sums  # the memory of float64 for all of WordNet's)

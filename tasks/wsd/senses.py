@@ -64,11 +64,16 @@ class Graph:
 
 
 def _group_mean(values: np.ndarray, groups: np.ndarray, n: int, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean of the rows with weight 1 per group: ((n, D) means, (n,) counts)."""
-    sums = np.zeros((n, values.shape[1]), dtype=np.float64)
-    np.add.at(sums, groups[weights > 0], values[weights > 0])
-    counts = np.bincount(groups[weights > 0], minlength=n)
-    return np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], 0.0), counts
+    """Mean of the rows with weight 1 per group: ((n, D) float32 means, (n,) counts), summed in float64 a block of
+    rows at a time (all of WordNet's senses at once would be a gigabyte of float64)."""
+    take = np.flatnonzero(weights > 0)  # (R,) rows that count
+    sums = np.zeros((n, values.shape[1]), dtype=np.float64)  # (n, D)
+    for s in range(0, len(take), MIX_ROWS):
+        rows = take[s:s + MIX_ROWS]
+        np.add.at(sums, groups[rows], values[rows].astype(np.float64))
+    counts = np.bincount(groups[take], minlength=n)
+    sums /= np.maximum(counts, 1)[:, None]
+    return sums.astype(np.float32), counts  # (rows of count 0 stay 0)
 
 
 def propagate(graph: Graph, keys: Sequence[str], centroids: np.ndarray,
@@ -76,7 +81,7 @@ def propagate(graph: Graph, keys: Sequence[str], centroids: np.ndarray,
     """Centroids (K, D) of the annotated ``keys`` -> a vector for every WordNet sense (S, D) and its step (S,) int8;
     ``example_only``: those of ``keys`` whose centroid comes from WordNet's examples alone (step 4)."""
     S, D = len(graph.keys), centroids.shape[1]
-    vec = np.zeros((S, D), dtype=np.float64)
+    vec = np.zeros((S, D), dtype=np.float32)  # (S, D)
     step = np.full(S, -1, dtype=np.int8)
     rows = [(graph.index[k], i) for i, k in enumerate(keys) if k in graph.index]
     if rows:
@@ -98,7 +103,7 @@ def propagate(graph: Graph, keys: Sequence[str], centroids: np.ndarray,
     lex_of_key = graph.lexfile[graph.synset]
     take = (step < 0) & (lex_n[lex_of_key] > 0)
     vec[take], step[take] = lex_vec[lex_of_key[take]], 3
-    return vec.astype(np.float32), step
+    return vec, step
 
 
 def context_centroids(sums, examples, mode: str, weights: Sequence[float]) -> tuple[list[str], np.ndarray, list[str]]:
