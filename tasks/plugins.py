@@ -28,12 +28,12 @@ import multiprocessing
 import os
 import pkgutil
 import sys
-import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
 
 from elmo_features.util import stop
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.shadowing import installed_dirs, shadowing_file
 
 from elmo_tasks.registry import CHAR_ENCODERS, FEATURES, FUSIONS, HEADS, READERS
 
@@ -197,17 +197,22 @@ def _own_file_shadowed(name: str) -> str | None:
     else:
         return None
     places = [str(p) for p in places if p]
-    if any(Path(p).resolve() in (m.resolve(), m.parent.resolve()) for p in places for m in mine):
-        return None  # (the current folder's own file or package)
+    ours = mine[0] if mine[0].name == f"{top}.py" else mine[0].parent
+    new = f"my_{top}"
+    rename = f"rename it (e.g. to {new}{'.py' if ours.suffix == '.py' else ''}) and give --include {new}" \
+        f"{name[len(top):]}"
+    if any(Path(p).resolve() in (m.resolve(), m.parent.resolve()) for p in places for m in mine):  # (the current
+        # folder's own file or package, unless it takes the name of an installed package, such as transformers)
+        hides = shadowing_file(top)
+        return None if hides is None else (f"--include {name}: {ours} in the current folder has the name of the "
+                                           f"installed package {top} ({hides[1]}), which it would hide for the whole "
+                                           f"command (the toolkit and the libraries it uses import that package "
+                                           f"too); {rename}")
     kind = "package" if module is not None and hasattr(module, "__path__") or spec and spec.submodule_search_locations \
         else "module"
     found = (f"the {kind} {places[0]}" if places else f"Python's built-in module {top}") + \
         (" (already imported)" if module is not None else "")
-    ours = mine[0] if mine[0].name == f"{top}.py" else mine[0].parent
-    new = f"my_{top}"
-    return (f"--include {name}: the name {top} is {found}, so {ours} in the current folder was not loaded; rename "
-            f"it (e.g. to {new}{'.py' if ours.suffix == '.py' else ''}) and give --include {new}"
-            f"{name[len(top):]}")
+    return f"--include {name}: the name {top} is {found}, so {ours} in the current folder was not loaded; {rename}"
 
 
 def _registered(tree: str | None = None) -> int:
@@ -352,16 +357,10 @@ def _digest(path: str | None) -> str | None:
         return None
 
 
-def _installed_dirs() -> list[Path]:
-    """The standard library's and installed packages' folders (never a plugin's own folder)."""
-    paths = sysconfig.get_paths()
-    return [Path(paths[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
-
-
 def _helper_modules() -> set[str]:
     """The loaded modules whose source lies in the folder an ``--include`` module was imported from (the folder of
     ``myfeat.py``, or the parent of a package ``plugins/``), other than the toolkit's own and installed ones."""
-    installed = _installed_dirs()
+    installed = installed_dirs()
     roots = set()
     for name in _INCLUDED:
         top = sys.modules.get(name.split(".")[0])

@@ -4,6 +4,7 @@ on a model converted to another dtype, and predict over an existing file; each c
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -125,3 +126,50 @@ def test_e03_an_installed_plugin_that_sets_the_default_device_is_skipped_and_the
         "features on the device it is given (--device, cpu by default), and models built on another device fail on "
         "them: a plugin module must not change the default device (give device= to its own tensors instead); its "
         "components are unavailable (fix or uninstall r21dist: pip uninstall r21dist)"], err
+
+
+# ---------------------------------------------------------------- P05: a plugin named like an installed package
+
+def test_p05_an_include_named_like_an_installed_package_not_imported_yet_is_refused_naming_both(here, capsys):
+    import importlib
+
+    site = here / "lib" / "site-packages"  # (an installed package the toolkit would import later, as transformers)
+    (site / "r21_hf").mkdir(parents=True)
+    (site / "r21_hf" / "__init__.py").write_text("AutoModel = object\n")
+    (here / "r21_hf.py").write_text("import sys\nprint('my plugin loaded', file=sys.stderr)\n")
+    sys.path.insert(1, str(site))  # (after the current folder: here's file is found first; the fixture restores it)
+    importlib.invalidate_caches()
+    capsys.readouterr()
+    assert main(["components", "--include", "r21_hf"]) == 2
+    err = one_line_error(capsys, f"--include r21_hf: {here / 'r21_hf.py'} in the current folder has the name of the "
+                                 f"installed package r21_hf ({site / 'r21_hf'}), which it would hide for the whole "
+                                 "command", "rename it (e.g. to my_r21_hf.py) and give --include my_r21_hf")
+    assert "my plugin loaded" not in err and "r21_hf" not in sys.modules
+
+
+def test_p05_a_plugin_named_like_no_installed_package_is_still_loaded(here, capsys):
+    (here / "r21_mine.py").write_text("from elmo_tasks.registry import READERS\n\n\n"
+                                      "@READERS.register('r21_lines', path_kind='file')\ndef read(path):\n    return []\n")
+    assert main(["components", "--include", "r21_mine"]) == 0
+    assert "r21_mine" in sys.modules
+
+
+def test_p05_a_file_that_hides_transformers_is_named_by_the_encoder_error(here, monkeypatch):
+    import types
+
+    from elmo_features.encoders.loading import EncoderError, load_encoder
+
+    import transformers as installed  # (the real package: where it lies)
+
+    (here / "transformers.py").write_text("x = 1\n")
+    fake = types.ModuleType("transformers")
+    fake.__file__ = str(here / "transformers.py")
+    monkeypatch.setitem(sys.modules, "transformers", fake)  # (as `python my_script.py` beside it imports it)
+    (here / "m").mkdir()
+    (here / "m" / "config.json").write_text("{}")
+    with pytest.raises(EncoderError) as e:
+        load_encoder(str(here / "m"))
+    assert str(e.value) == (f"Transformer encoders need the 'transformers' package, but {here / 'transformers.py'} in "
+                            f"the current folder has the name of the installed package transformers "
+                            f"({Path(installed.__path__[0]).resolve()}) and is imported in its "
+                            "place; rename it (e.g. to my_transformers.py)")

@@ -25,6 +25,7 @@ import torch
 from elmo_features.embedding.feature_cache import tensors_state
 from elmo_features.formats.default_model import empty_spec_problem
 from elmo_features.util.errors import ElmoTasksError
+from elmo_features.util.shadowing import shadowing_note
 from elmo_features.util.wording import did_you_mean
 from elmo_features.encoders.folder_warnings import warn_both_weights, warn_tokenizer_family
 
@@ -197,7 +198,10 @@ def load_encoder(spec: str, trust_remote_code: bool = False, allow_pickle_weight
         import transformers
         from transformers import AutoConfig, AutoModel
     except ImportError:
-        raise EncoderError("Transformer encoders need the 'transformers' package: pip install transformers") from None
+        hides = shadowing_note("transformers")  # (./transformers.py: the package is installed, but not imported)
+        raise EncoderError(f"Transformer encoders need the 'transformers' package, but {hides}; rename it (e.g. to "
+                           "my_transformers.py)" if hides else
+                           "Transformer encoders need the 'transformers' package: pip install transformers") from None
     kw = dict(local_files_only=True, trust_remote_code=trust_remote_code)
     try:
         config = AutoConfig.from_pretrained(folder, **kw)
