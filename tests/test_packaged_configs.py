@@ -50,7 +50,8 @@ def test_configs_list_and_show(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "mine.yaml").read_text() == (PACKAGED_CONFIGS / "sentiment_polarity.yaml").read_text()
     capsys.readouterr()
     assert main(["configs", "show", "sentiment_polarity", "--out", "mine.yaml"]) == 2  # never replaced silently
-    assert "exists; give another file, or --force" in capsys.readouterr().err
+    assert ("--out mine.yaml exists; give another file, or replace it with --force: elmo-tasks configs show "
+            "sentiment_polarity --out mine.yaml --force") in capsys.readouterr().err
     assert main(["configs", "show", "nosuch"]) == 2
     assert "no packaged config 'nosuch'" in capsys.readouterr().err
 

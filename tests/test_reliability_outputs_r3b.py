@@ -83,7 +83,8 @@ def test_wsd_senses_and_predict_never_replace_a_file_of_another_kind(senses, tra
 @pytest.mark.parametrize("command", ["predict", "tag", "senses"])
 def test_a_second_writer_of_an_output_file_is_refused(senses, trained_run, tmp_path, capsys, command):
     out = tmp_path / ("out.h5" if command == "senses" else "out.txt")
-    argv = {"predict": ["predict", str(trained_run / "run1"), str(trained_run / "in.txt"), "--cache-dir", "none"],
+    argv = {"predict": ["predict", str(trained_run / "run1"), str(trained_run / "in.txt"), "--cache-dir", "none",
+                        "--force"],
             "tag": ["wsd", "tag", str(senses / "in.txt"), "--senses", str(senses / "senses.h5"), "--force"],
             "senses": ["wsd", "senses", "--config", str(senses / "c.yaml"), "--source", "elmo", "--cache-dir", "none",
                        "--progress", "off"]}[command] + ["--out", str(out)]

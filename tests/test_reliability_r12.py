@@ -52,7 +52,7 @@ def test_predict_from_another_folder_writes_a_file_that_only_shares_the_runs_rel
     mine.parent.mkdir(parents=True, exist_ok=True)
     mine.write_text("my own file\n")
     monkeypatch.chdir(tmp_path / "sub")
-    assert main(["predict", "../R", "../in.txt", "--out", data["test"]]) == 0
+    assert main(["predict", "../R", "../in.txt", "--out", data["test"], "--force"]) == 0  # (the user's: --force)
     assert "Paris" in mine.read_text()
     assert (tmp_path / data["test"]).read_text() != mine.read_text()
 

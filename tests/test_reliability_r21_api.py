@@ -173,3 +173,37 @@ def test_p05_a_file_that_hides_transformers_is_named_by_the_encoder_error(here, 
                             f"the current folder has the name of the installed package transformers "
                             f"({Path(installed.__path__[0]).resolve()}) and is imported in its "
                             "place; rename it (e.g. to my_transformers.py)")
+
+
+# ---------------------------------------------------------------- G01: predict --out over an existing file
+
+FAST = ["--cache-dir", "none", "--progress", "off"]
+
+
+def test_g01_predict_keeps_an_existing_out_file_unless_force(tmp_path, capsys, monkeypatch):
+    from test_tasks_helpers import static_config_file
+
+    monkeypatch.chdir(tmp_path)
+    _, cfg = static_config_file(tmp_path)
+    assert main(["run", cfg, "--out", "R", *FAST]) == 0
+    (tmp_path / "in.txt").write_text("John lives in Paris\n")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my precious notes\n")
+    capsys.readouterr()
+    assert main(["predict", "R", "in.txt", "--out", "notes.txt", *FAST]) == 2
+    one_line_error(capsys, "--out notes.txt exists; give another file, or replace it with --force: elmo-tasks predict "
+                           "R in.txt --out notes.txt --cache-dir none --progress off --force")
+    assert notes.read_text() == "my precious notes\n"
+    assert main(["predict", "R", "in.txt", "--out", "new.txt", *FAST]) == 0  # (a new file needs no --force)
+    assert main(["predict", "R", "in.txt", "--out", "new.txt", *FAST]) == 2  # (nor is its own earlier output replaced)
+    assert main(["predict", "R", "in.txt", "--out", "notes.txt", "--force", *FAST]) == 0
+    assert notes.read_text() == (tmp_path / "new.txt").read_text() and "Paris" in notes.read_text()
+
+
+def test_g01_configs_show_says_the_command_with_force_as_predict_does(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.yaml").write_text("my: config\n")
+    assert main(["configs", "show", "sentiment_polarity", "--out", "mine.yaml"]) == 2
+    one_line_error(capsys, "--out mine.yaml exists; give another file, or replace it with --force: elmo-tasks configs "
+                           "show sentiment_polarity --out mine.yaml --force")
+    assert (tmp_path / "mine.yaml").read_text() == "my: config\n"

@@ -12,7 +12,7 @@ import re
 import stat
 from pathlib import Path
 
-from elmo_features.util.errors import MissingPathError, PathError
+from elmo_features.util.errors import MissingPathError, OutputExistsError, PathError
 
 
 def _check_not_a_loop(p: Path, what: str) -> None:
@@ -319,6 +319,13 @@ def check_text_output(out: str | os.PathLike | None, what: str = "--out") -> Non
     if out is not None:
         check_output_file(out, what, "out.txt")
         check_own_output(out, what, "a text file (an earlier output of this command)", is_text_file)
+
+
+def check_no_overwrite(out: str | os.PathLike | None, force: bool, command: str, what: str = "--out") -> None:
+    """An existing output file (or symlink) is replaced only with ``--force``; a pipe or device needs none (nothing
+    on disk is lost). Else one OutputExistsError naming it and ``command``, the command as typed with --force."""
+    if out is not None and not force and os.path.lexists(out) and not is_stream(out):
+        raise OutputExistsError(f"{what} {out} exists; give another file, or replace it with --force: {command}")
 
 
 def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import shlex
 from pathlib import Path
 
 from elmo_features.util.errors import UsageError
-from elmo_features.util.paths import check_output_file, check_own_output, is_stream, is_text_file
+from elmo_features.util.paths import check_no_overwrite, check_output_file, check_own_output, is_stream, is_text_file
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.config_docs import describe_keys, spec_text
 from elmo_features.util.schema import option_specs
@@ -138,8 +139,8 @@ def cmd_configs_show(args) -> int:
     check_output_file(args.out, "--out", f"{Path(name).name}.yaml")
     if not is_stream(args.out):  # a file of a command's output folder is never replaced, even with --force
         check_own_output(args.out, "--out", "a text file (a config)", is_text_file)
-    if Path(args.out).exists() and not args.force:
-        raise UsageError(f"--out {args.out} exists; give another file, or --force to replace it")
+    check_no_overwrite(args.out, args.force, shlex.join(["elmo-tasks", "configs", "show", args.name, "--out", args.out,
+                                                         "--force"]))
     write_text_atomic(args.out, text)
     print(f"wrote {args.out} (packaged config {name}); data paths in it are relative to the folder you run from, "
           "where elmo-tasks data get writes data/", flush=True)

@@ -17,7 +17,7 @@ from elmo_features.util.locking import OutputLock, lock_output_file
 from elmo_features.embedding.embed_input import read_sentence_lines
 from elmo_features.util.errors import (CheckpointError, ConfigError, ElmoTasksError, PathError, TextInputError,
                                        UsageError)
-from elmo_features.util.paths import (check_flags_given, check_input_file, check_not_an_input,
+from elmo_features.util.paths import (check_flags_given, check_input_file, check_no_overwrite, check_not_an_input,
                                       check_text_output)
 from elmo_features.util.provenance import write_text_atomic
 from elmo_features.util.schema import saved_config
@@ -94,7 +94,8 @@ def register(subparsers) -> None:
                                           "folder (made by run or compare), or score a labelled file with --reader.")
     p.add_argument("run_dir", help="a finished run folder (RUNS_DIR/NAME/TIMESTAMP-HASH, printed by run)")
     p.add_argument("input", help="one whitespace-tokenized sentence per line (or --reader: the run's data format)")
-    p.add_argument("--out", help="output file (default: stdout)")
+    p.add_argument("--out", help="output file (default: stdout); an existing file is replaced only with --force")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument("--reader", action="store_true",
                    help="read INPUT with the run's data reader and options, and also print metrics")
     _common(p)
@@ -335,6 +336,7 @@ def cmd_predict(args) -> int:
         inputs += _run_data_paths(Path(args.run_dir), saved)  # the run's data
         check_not_an_input(args.out, [*inputs, *feature_input_paths(saved.get("features"))], "--out")
     check_text_output(args.out)
+    check_no_overwrite(args.out, args.force, f"{predict_command(args)} --force")
     rel = relative_paths(saved.get("features"))
     if rel:  # the run's config names them relative to the folder it ran in; here they resolve against this one
         where = f"the current folder {Path.cwd()}"
