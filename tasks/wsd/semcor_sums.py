@@ -109,5 +109,5 @@ def all_sums(streamed: Streamed) -> SenseSums:
     for j, k in enumerate(streamed.held_keys):
         streamed.sums[row[k]] += streamed.held_sums[j]
         streamed.counts[row[k]] += streamed.held_counts[j]
-    streamed.held_sums = streamed.held_sums[:0]
+    streamed.held_sums = np.zeros((0,) + streamed.held_sums.shape[1:])  # (not a view, which would keep them)
     return SenseSums(streamed.keys, streamed.sums, streamed.counts)

@@ -21,9 +21,10 @@ from typing import Sequence
 import h5py
 import numpy as np
 
-from elmo_features.util.errors import ConfigError, UsageError
-from elmo_features.util.provenance import atomic_path, git_commit, package_version
-from elmo_features.util.wording import first_few
+from elmo_features.util.errors import ConfigError, DivergedError, PathError, UsageError
+from elmo_features.util.provenance import atomic_path, git_commit, package_version, real_output
+from elmo_features.util.room import H5pyRoomWatch, close_once, disk_full, room_cause, room_left, size_text
+from elmo_features.util.wording import counted, first_few
 
 from elmo_tasks.data.tokenizer import normalize
 from elmo_tasks.features.base import FeatureContext, build_features, section_fingerprints
@@ -38,7 +39,7 @@ from elmo_tasks.wsd.semcor_sums import all_sums, held_out_of, stream_sums
 from elmo_tasks.wsd.sense_method import SensePlan, check_hold_out, chosen_glosses, held_candidates, layer_candidates, \
     plan_senses, sense_context, sense_glosses
 from elmo_tasks.wsd.senses import POS, STEPS, Graph, mix, wordnet_fingerprint
-from elmo_tasks.wsd.sense_file import FORMAT, SENSE_ARRAYS, sense_digest
+from elmo_tasks.wsd.sense_file import FORMAT, SENSE_ARRAYS, non_finite_senses, sense_digest
 
 POS_FEW = {"train_sentences": 500, "held_sentences": 200}  # the part-of-speech head of a --lemmas build (quick)
 POS_FEW_EVERY = 12  # a --lemmas build reads every 12th SemCor sentence for it, besides those of its lemmas
@@ -96,6 +97,10 @@ def build_sense_file(cfg, name: str, train_dir: str | None, out: str | Path, con
     if train_dir is None and not lemmas:
         raise UsageError("wsd senses needs SemCor for all of WordNet: get it with `elmo-tasks data get wsd-framework`")
     source = build_features(section, replace(context, cache_dir=None, memo=context.memo.streaming()))
+    trouble = feature_trouble(source)
+    if trouble and trouble[0]:  # (before any long work: every vector would be NaN)
+        raise DivergedError(f"wsd senses: the feature source {name} {trouble[1]}; nothing was written: fix or replace "
+                            f"the model of sources.{name}")
     train_ex: list[WsdSentence] = []
     train_ds = None
     if train_dir is not None:
@@ -168,8 +173,13 @@ def _choose(cfg, section, graph, context, progress, train_ex, streamed, ranks) -
             plan = plan_senses(section, graph, held_out, context, cfg.gloss_texts, progress, examples=examples,
                                pooled=pooled, gloss_rows=np.array([graph.index[k] for k in part.keys]) if lean
                                else None)
+        held_out = None  # (what the choices needed: out of memory before the glosses of every sense)
+        if streamed is not None:
+            streamed.held_vecs = np.zeros((0,) + streamed.held_vecs.shape[1:], np.float32)  # (not a view: freed)
     del pooled
     if lean:
+        if main:
+            plan.gloss = None  # (the candidates' only: every sense's replaces it)
         choice = from_main(ranks, lambda: (plan.gloss_text, plan.pooling, plan.gloss_weights))
         gloss = chosen_glosses(section, graph, context, progress, *choice, ranks=ranks)  # (S, D) on rank 0
         if main:
@@ -209,15 +219,74 @@ def _finish(cfg, name, train_dir, out, context, progress, command, lemmas, graph
             "version": package_version(), "git_commit": git_commit()}
     if lemmas:
         meta["lemmas"] = sorted({k.partition("%")[0] for k in graph.keys})
-    with atomic_path(out) as tmp, h5py.File(tmp, "w") as f:
-        f.create_dataset("keys", data=np.array(graph.keys, dtype=object), dtype=h5py.string_dtype("utf-8"))
-        f.create_dataset("context", data=context_vecs)
-        f.create_dataset("gloss", data=plan.gloss)
-        f.create_dataset("step", data=step)
-        f.create_dataset("counts", data=counts)
-        f.attrs["sha256"] = sense_sha = sense_digest(graph.keys, *(f[n][()] for n in SENSE_ARRAYS))
-        if pos_head:  # (its checksum bound to this file's, recorded in the meta as well)
-            meta["pos_head"] = {**pos_head[1], "sha256": write_pos_head(f, pos_head[0], sense_sha)}
-        f.attrs["meta"] = json.dumps(meta)
-        f.attrs["meta_sha256"] = hashlib.sha256(f.attrs["meta"].encode("utf-8")).hexdigest()
+    bad, in_context, in_gloss = non_finite_senses(context_vecs, plan.gloss)
+    if bad:  # (a file of them would tag nothing, without a word)
+        cause = (feature_trouble(source) or (False, "gives NaN or infinite values for some sentences"))[1]
+        raise DivergedError(f"wsd senses: {bad:,} of {counted(len(graph.keys), 'sense')} have NaN or infinite "
+                            f"vectors ({in_context:,} context, {in_gloss:,} gloss): the feature source {name} {cause}; "
+                            f"{out} was not written: fix or replace the model of sources.{name}")
+    _write(out, graph.keys, {"context": context_vecs, "gloss": plan.gloss, "step": step, "counts": counts}, meta,
+           pos_head)
     return meta
+
+
+PROBE = ["the", "bank", "of", "the", "river"]  # a sentence embedded before the build: a source giving NaN is refused
+
+
+def feature_trouble(source) -> tuple[bool, str] | None:
+    """What is wrong with ``source``'s features of ``PROBE``, or None: (True, NaN or infinite values: a diverged or
+    damaged model), or (False, values beyond float16's range, in which the gloss vectors are pooled), in words."""
+    a = source.word_layers([PROBE], "check")[0]  # (L, n, D)
+    if not np.isfinite(a).all():
+        return True, (f"gives NaN or infinite features ({(~np.isfinite(a)).mean():.0%} of the values for "
+                      f"{' '.join(PROBE)!r}): its model is most likely diverged or damaged")
+    top, fp16 = float(np.abs(a).max()), float(np.finfo(np.float16).max)
+    if top > fp16:
+        return False, f"gives features up to {top:.3g}, beyond float16's range ({fp16:g}) in which glosses are pooled"
+    return None
+
+
+SENSE_FILE_MARGIN = 32 << 10  # bytes a sense file may take besides its arrays' values (headers, heaps, B-trees)
+
+
+def _write(out, keys: list[str], arrays: dict[str, np.ndarray], meta: dict, pos_head) -> None:
+    """The sense file ``out`` (atomically): ``keys``, ``arrays`` (``SENSE_ARRAYS``), the part-of-speech head
+    ``pos_head`` ((head, record) or None) and ``meta``, with their checksums. Too little room for it is one PathError
+    naming the file and the room it needs (checked first; an HDF5 write failing for room is caught as well, its
+    temporary file removed)."""
+    need = (sum(a.nbytes for a in arrays.values()) + sum(len(k.encode("utf-8")) + 16 for k in keys)
+            + (sum(v.numel() * v.element_size() for v in pos_head[0].state_dict().values()) if pos_head else 0)
+            + 2 * len(json.dumps(meta)) + SENSE_FILE_MARGIN)
+    room, what, todo = room_left(real_output(out))
+    if need > room:
+        raise PathError(f"{out}: the sense file needs about {size_text(need)}, but {what} {size_text(room)}; "
+                        f"{todo} or write it elsewhere (--out), and run the same command again")
+    try:
+        with H5pyRoomWatch() as watch, atomic_path(out) as tmp:
+            f = h5py.File(tmp, "w")
+            try:
+                f.create_dataset("keys", data=np.array(keys, dtype=object), dtype=h5py.string_dtype("utf-8"))
+                for name in SENSE_ARRAYS:
+                    f.create_dataset(name, data=arrays[name])
+                    watch.check()
+                f.attrs["sha256"] = sense_sha = sense_digest(keys, *(f[n][()] for n in SENSE_ARRAYS))
+                watch.check()
+                if pos_head:  # (its checksum bound to this file's, recorded in the meta as well)
+                    meta["pos_head"] = {**pos_head[1], "sha256": write_pos_head(f, pos_head[0], sense_sha)}
+                    watch.check()
+                f.attrs["meta"] = json.dumps(meta)
+                f.attrs["meta_sha256"] = hashlib.sha256(f.attrs["meta"].encode("utf-8")).hexdigest()
+                watch.check()
+                f.flush()
+            except BaseException as e:
+                if not disk_full(e):  # (a file whose write failed for room is left to the process's end: exit_now)
+                    close_once(f)
+                raise
+            f.close()
+    except (OSError, RuntimeError) as e:
+        if not disk_full(e):
+            raise
+        error = PathError(f"{out}: {room_cause(e)} while writing the sense file (about {size_text(need)}); it was "
+                          f"not written: free some space or write it elsewhere (--out), and run the same command again")
+        error.exit_now = True  # the HDF5 library cannot shut down after a failed write (it crashes at exit)
+        raise error from None
