@@ -207,3 +207,29 @@ def test_g01_configs_show_says_the_command_with_force_as_predict_does(tmp_path, 
     one_line_error(capsys, "--out mine.yaml exists; give another file, or replace it with --force: elmo-tasks configs "
                            "show sentiment_polarity --out mine.yaml --force")
     assert (tmp_path / "mine.yaml").read_text() == "my: config\n"
+
+
+# ---------------------------------------------------------------- X03: bf16 on a model the caller converted
+
+@pytest.mark.parametrize("conversion", ["half", "double"])
+def test_x03_bf16_on_a_converted_model_gives_the_float32_models_vectors_its_weights_round_to(tmp_path, monkeypatch,
+                                                                                           conversion):
+    import numpy as np
+
+    from elmo_features.encoders import TransformerEmbedder
+    from elmo_features.model import precision as P
+
+    from encoder_helpers import make_bert
+
+    monkeypatch.setattr(P, "bf16_cpu_support", lambda: (True, "Test CPU: has avx512_bf16, no amx_bf16"))
+    folder = make_bert(tmp_path / "bert", hidden=32)
+    sentences = [["the", "bank", "of", "the", "river"], ["John", "lives", "in", "Paris"]]
+    converted = TransformerEmbedder(str(folder), progress=False, precision="bf16")
+    converted.embed_sentences(sentences)  # (the bf16 copies made once; the conversion below makes them again)
+    getattr(converted.encoder.model, conversion)()
+    got = converted.embed_sentences(sentences)
+    same = TransformerEmbedder(str(folder), progress=False, precision="bf16")
+    getattr(same.encoder.model, conversion)().float()  # (the float32 model of the converted weights)
+    want = same.embed_sentences(sentences)
+    for a, b in zip(got, want):
+        assert a.dtype == np.float32 and np.isfinite(a).all() and np.array_equal(a, b)

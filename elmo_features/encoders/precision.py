@@ -66,7 +66,9 @@ def forward_precision(precision: str, device: torch.device):
 class Bf16Linears:
     """bf16 copies of a model's ``nn.Linear`` weights and biases (what autocast casts them to at each call), made
     again when the weights change (``state``: a cheap-to-compare record of them, e.g.
-    ``feature_cache.tensors_state``)."""
+    ``feature_cache.tensors_state``). A model the caller converted to another dtype (``model.half()``,
+    ``.double()``) also gets float32 copies of its other floating parameters and buffers, the dtype autocast's
+    fp32 operations expect: bf16 then gives the vectors of the float32 model its weights round to."""
 
     def __init__(self):
         self.state, self.tensors = None, {}
@@ -75,9 +77,15 @@ class Bf16Linears:
         """Make the copies unless they are of the weights ``state`` records."""
         if state is not None and state == self.state:
             return
-        self.tensors = {f"{name}.{kind}": t.detach().to(torch.bfloat16)
-                        for name, m in model.named_modules() if isinstance(m, nn.Linear)
-                        for kind, t in (("weight", m.weight), ("bias", m.bias)) if t is not None}
+        linears = {f"{name}.{kind}": t for name, m in model.named_modules() if isinstance(m, nn.Linear)
+                   for kind, t in (("weight", m.weight), ("bias", m.bias)) if t is not None}
+        self.tensors = {k: t.detach().float().to(torch.bfloat16) for k, t in linears.items()}  # (.float(): a no-op
+        # on float32 weights, so autocast's numbers; half or double weights go through the float32 they round to)
+        own = {id(t) for t in linears.values()}
+        others = [(k, t) for k, t in [*model.named_parameters(), *model.named_buffers()] if t.is_floating_point()
+                  and id(t) not in own]
+        if any(t.dtype != torch.float32 for _, t in others):  # (a converted model; a float32 one is left as it is)
+            self.tensors.update({k: t.detach().float() for k, t in others})
         self.state = state
 
     def __call__(self, model: nn.Module, **inputs):
