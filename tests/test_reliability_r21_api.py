@@ -148,8 +148,8 @@ def test_p05_an_include_named_like_an_installed_package_not_imported_yet_is_refu
 
 
 def test_p05_a_plugin_named_like_no_installed_package_is_still_loaded(here, capsys):
-    (here / "r21_mine.py").write_text("from elmo_tasks.registry import READERS\n\n\n"
-                                      "@READERS.register('r21_lines', path_kind='file')\ndef read(path):\n    return []\n")
+    (here / "r21_mine.py").write_text("from elmo_tasks.registry import READERS\n\n\n@READERS.register('r21_lines', "
+                                      "path_kind='file')\ndef read(path):\n    return []\n")
     assert main(["components", "--include", "r21_mine"]) == 0
     assert "r21_mine" in sys.modules
 
