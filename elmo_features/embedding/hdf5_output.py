@@ -9,7 +9,6 @@ OUTPUT.lock is held (``elmo_features.util.locking``). ``embed_file`` is the one-
 """
 from __future__ import annotations
 
-import errno
 import json
 import shutil
 import sys
@@ -28,6 +27,7 @@ from elmo_features.util.errors import PathError, TextInputError, UsageError
 from elmo_features.util.locking import OutputLock, lock_path_for
 from elmo_features.util.paths import check_output_file, check_own_output, check_plain_file
 from elmo_features.util.provenance import commit_file, real_output
+from elmo_features.util.room import H5pyRoomWatch, close_once, disk_full, room_cause, room_left, size_text
 
 FORMATS = ("all", "top", "average")
 PARTIAL_SUFFIX = ".partial"
@@ -85,26 +85,16 @@ ROOM_MARGIN = 16 << 10  # bytes kept free beyond a chunk's estimate, plus a sixt
 # heap grow in steps)
 
 
-def _size(n: int) -> str:
-    return f"{n / 1e6:.2f} MB" if n >= 1e6 else f"{max(n, 0) / 1e3:.0f} KB"
-
-
 def check_room(filename: str, need: int, done: int, item: str = "the next sentences' embeddings") -> None:
     """A NoRoomError when ``need`` more bytes would not fit in ``filename``: its file system's free space, or the
     process's file-size limit (``ulimit -f``). Checked before a chunk is written, so that the partial file stays
     whole and a rerun continues it (an HDF5 write that fails halfway leaves a file that cannot be closed)."""
-    import resource
-
-    path = Path(filename)
-    room = shutil.disk_usage(path.parent).free
-    what, todo = "its file system has", "free some space (or write elsewhere)"
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    if limit != resource.RLIM_INFINITY and limit - path.stat().st_size < room:
-        room, what, todo = limit - path.stat().st_size, "the file-size limit (ulimit -f) leaves", "raise the limit"
+    room, what, todo = room_left(filename)
     need += ROOM_MARGIN + need // 16
     if need > room:
-        raise NoRoomError(f"{path}: {item} need about {_size(need)}, but {what} {_size(room)}; the partial file "
-                          f"is kept ({done} sentences done): "
+        todo = todo.replace("free some space", "free some space (or write elsewhere)")
+        raise NoRoomError(f"{filename}: {item} need about {size_text(need)}, but {what} {size_text(room)}; the "
+                          f"partial file is kept ({done} sentences done): "
                           f"{todo} and run the same command again to continue")
 
 
@@ -190,73 +180,30 @@ def _embed_locked(source: EmbedInput, output_path: Path, embedder: SentenceEmbed
     t0 = time.time()
     f, start = open_partial(partial, source.sha256, settings, resume)
     n = len(source)
-    hook = sys.unraisablehook
     try:
-        sys.unraisablehook = _quiet_h5py_deallocs(hook)  # (restored below, unless HDF5 failed for room)
-        _write_all(f, source, embedder, output_format, chunk_size, forget_sentences, start, on_chunk, progress)
+        with H5pyRoomWatch():  # (h5py's reports of a failed write dropped)
+            _write_all(f, source, embedder, output_format, chunk_size, forget_sentences, start, on_chunk, progress)
     except NoRoomError:
         f.close()  # (nothing of the chunk was written: the partial file is whole, and a rerun continues it)
         raise
     except (OSError, RuntimeError) as e:
-        if not _disk_full(e):
-            sys.unraisablehook = hook
-            _close_once(f)
+        if not disk_full(e):
+            close_once(f)
             raise
-        _close_once(f)  # (the close flushes, and fails again on a full disk: the first error is the one reported)
+        close_once(f)  # (the close flushes, and fails again on a full disk: the first error is the one reported)
         partial.unlink(missing_ok=True)
-        error = PathError(f"{partial}: {_room_cause(e)} while writing the embeddings of {source.path}; the "
+        error = PathError(f"{partial}: {room_cause(e)} while writing the embeddings of {source.path}; the "
                           f"partial file is removed and {output_path} is unchanged; free some space (or write "
                           "elsewhere) and run the same command again")
         error.exit_now = True  # the HDF5 library cannot shut down after a failed write (it crashes at exit)
         raise error from None
     except BaseException:
-        sys.unraisablehook = hook
-        _close_once(f)  # a stop: the chunks flushed so far are kept for the rerun
+        close_once(f)  # a stop: the chunks flushed so far are kept for the rerun
         raise
-    sys.unraisablehook = hook
     f.close()
     commit_file(partial, output_path)
     return {"sentences": n, "tokens": source.tokens(), "resumed_from": start,
             "seconds": time.time() - t0, "output": str(output_path)}
-
-
-def _disk_full(e: BaseException) -> bool:
-    """True for a write refused for room: ENOSPC, a quota (EDQUOT) or the file-size limit (EFBIG), raised as OSError
-    by Python or as an h5py error that quotes it."""
-    codes = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-    texts = ("No space left", "Disk quota exceeded", "File too large") + tuple(f"errno = {c}," for c in codes)
-    return getattr(e, "errno", None) in codes or any(t in str(e) for t in texts)
-
-
-def _quiet_h5py_deallocs(previous):
-    """An unraisable-exception hook that drops h5py's reports of every object it frees after a write failed for room
-    ("Exception ignored in ... ObjectID.__dealloc__ ... Can't decrement id ref count"), passing others to
-    ``previous``."""
-
-    def hook(unraisable) -> None:
-        e = unraisable.exc_value
-        if not (isinstance(e, RuntimeError) and "decrement id ref count" in str(e)):
-            previous(unraisable)
-
-    return hook
-
-
-def _room_cause(e: BaseException) -> str:
-    """What refused a write for room, in words (``_disk_full``'s errors)."""
-    code, text = getattr(e, "errno", None), str(e)
-    if code == errno.EFBIG or "File too large" in text or f"errno = {errno.EFBIG}," in text:
-        return "the file-size limit (ulimit -f) was reached"
-    if code == errno.EDQUOT or "quota" in text or f"errno = {errno.EDQUOT}," in text:
-        return "the disk quota was exceeded"
-    return "no space left on device"
-
-
-def _close_once(f: h5py.File) -> None:
-    """Close the partial file after a failed write (h5py would report each object's failed write again)."""
-    try:
-        f.close()
-    except Exception:  # (the close flushes, and fails on the full disk too)
-        pass
 
 
 def _write_all(f: h5py.File, source: EmbedInput, embedder: SentenceEmbedder, output_format: str, chunk_size: int,

@@ -65,7 +65,8 @@ class LockError(ElmoTasksError, RuntimeError):
 
 
 class DivergedError(ElmoTasksError, ArithmeticError):
-    """Training produced a NaN/Inf loss or parameters: stopped, with no finished run or export."""
+    """Training produced a NaN/Inf loss or parameters: stopped, with no finished run or export; or a model gives
+    NaN/Inf features where vectors are built from them (``wsd senses``: nothing written)."""
 
 
 def first_line(e: BaseException) -> str:

@@ -56,6 +56,13 @@ def sense_digest(keys: list[str], *arrays: np.ndarray) -> str:
     return h.hexdigest()
 
 
+def non_finite_senses(context: np.ndarray, gloss: np.ndarray | None) -> tuple[int, int, int]:
+    """How many senses hold a NaN or an infinity: (in either vector, in ``context`` (S, D), in ``gloss`` (S, D))."""
+    c = ~np.isfinite(context).all(axis=1)  # (S,)
+    g = ~np.isfinite(gloss).all(axis=1) if gloss is not None else np.zeros_like(c)  # (S,)
+    return int((c | g).sum()), int(c.sum()), int(g.sum())
+
+
 def open_sense_file(path: str | Path, what: str = "sense file") -> h5py.File:
     """The sense file open for reading; a missing path, a folder or a file that is not HDF5 is one error naming it."""
     check_sense_path(path, what)

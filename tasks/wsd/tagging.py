@@ -25,8 +25,8 @@ from elmo_tasks.wsd.knn import _unit
 from elmo_tasks.wsd.data.morphy import Morphy
 from elmo_tasks.wsd.multiword import MultiwordIndex
 from elmo_tasks.wsd.pos_head import read_pos_head, token_vectors
-from elmo_tasks.wsd.sense_file import (check_recipe, check_shapes, prior_weight, read_sense_file, sense_digest,
-                                       wordnet_folder)
+from elmo_tasks.wsd.sense_file import (check_recipe, check_shapes, non_finite_senses, prior_weight, read_sense_file,
+                                       sense_digest, wordnet_folder)
 from elmo_tasks.wsd.sense_method import load_graph
 from elmo_tasks.wsd.senses import wordnet_fingerprint
 from elmo_tasks.wsd.tag_output import (FUNCTION_WORD, NO_CONTEXT, NO_VECTOR, NOT_IN_WORDNET, PUNCTUATION, TaggedSentence,
@@ -99,6 +99,12 @@ class SenseTagger:
         if edited:  # (after the checks that name what is misshapen; before the head, whose checksum covers them)
             raise StaleCacheError(f"{path}: its datasets do not match the checksum written with them (edited or "
                                   "damaged); make it again with `elmo-tasks wsd senses --source SOURCE --out FILE`")
+        bad, in_context, in_gloss = non_finite_senses(raw["context"], raw["gloss"])
+        if bad:  # (written whole by a version that did not check: every score of those senses would be NaN)
+            raise StaleCacheError(f"{path}: {bad:,} of {len(self.keys):,} senses have NaN or infinite vectors "
+                                  f"({in_context:,} context, {in_gloss:,} gloss), so it cannot tag: its feature "
+                                  "source gave non-finite values (a diverged or damaged model); make it again from a "
+                                  "sound model with `elmo-tasks wsd senses --source SOURCE --out FILE`")
         self.pos_head = read_pos_head(path, self.source.output_dim, len(self.meta["layers"]), self.meta)  # (None:
         # the count)
         self.index = {k: i for i, k in enumerate(self.keys)}
