@@ -184,7 +184,9 @@ DEFAULT_CACHE = DefaultValue(feature_cache_default())
 
 
 def cache_dir_of(args: argparse.Namespace):
-    """The parsed ``--cache-dir``: a Path, or None for 'none' (the cache off; spaces around it are a typing slip)."""
+    """The parsed ``--cache-dir``: a Path, or None for 'none' (the cache off; spaces around it are a typing slip).
+    A leading ``~`` is the home folder, as for every other path option (the shell leaves it in ``--cache-dir=~/c``
+    and in a quoted $ELMO_TASKS_FEATURE_CACHE): every file of the cache is then written under one folder."""
     value = str(args.cache_dir)
     if not value.strip():  # (Path("") is the current folder: an unset variable, most likely)
         raise UsageError(f"{cache_dir_flag(args)}: empty path; give a folder, or 'none' to turn the cache off")
@@ -193,7 +195,11 @@ def cache_dir_of(args: argparse.Namespace):
     if value.strip().rstrip("/").lower() in OFF_WORDS and not Path(value).exists():
         raise UsageError(f"{cache_dir_flag(args)} {value}: would make a folder named {value.strip()!r}; the cache is "
                          f"turned off with 'none' (for a folder of that name, give ./{value.strip()})")
-    return Path(value)
+    try:
+        return Path(value).expanduser()
+    except RuntimeError:  # "~nosuchuser/..."
+        raise UsageError(f"{cache_dir_flag(args)} {value}: no such user's home folder for '~'; give the folder in "
+                         "full") from None
 
 
 OFF_WORDS = ("none", "off", "false", "no", "0", "null", "disabled", "nocache")  # --cache-dir values that mean "no

@@ -32,7 +32,7 @@ class GlossStore:
 
     def __init__(self, cache_dir: str | Path, fingerprint: str, poolings: tuple[str, ...], n_senses: int,
                  chunk: int, dtype=np.float16):
-        self.folder = Path(cache_dir) / "glosses" / hashlib.sha256(fingerprint.encode()).hexdigest()[:24]
+        self.folder = Path(cache_dir).expanduser() / "glosses" / hashlib.sha256(fingerprint.encode()).hexdigest()[:24]
         self.fingerprint, self.poolings, self.n, self.chunk = fingerprint, poolings, n_senses, chunk
         self.dtype = np.dtype(dtype)
         self.lock = OutputLock(self.folder.with_name(self.folder.name + ".lock"), f"the gloss cache {self.folder}")
