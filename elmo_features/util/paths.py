@@ -48,7 +48,17 @@ def _check_creatable(path: Path, what: str, writable: bool = True) -> None:
     if not base.is_dir():
         raise PathError(f"{what}: cannot create {path}: {base} is a file, not a folder; choose another path")
     if writable and not os.access(base, os.W_OK | os.X_OK):
-        raise PathError(f"{what}: cannot write to {base} (permission denied); choose another path")
+        raise PathError(f"{what}: cannot write to {base} ({why_unwritable(base)}); choose another path")
+
+
+def why_unwritable(path: str | os.PathLike) -> str:
+    """Why ``path`` (which exists) cannot be written, in words: "a read-only file system" (a mount that
+    ``chmod`` cannot change), else "permission denied"."""
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, ValueError, AttributeError):  # (no statvfs: not a POSIX system)
+        read_only = False
+    return "a read-only file system" if read_only else "permission denied"
 
 
 def is_stream(path: str | os.PathLike) -> bool:
@@ -72,7 +82,9 @@ def check_output_file(path: str | os.PathLike, what: str = "output", example: st
     if str(path).endswith(("/", os.sep)) or p.is_dir():
         raise PathError(f"{what}: {p} is a folder; give a file name (e.g. {p / example})")
     if p.exists() and not os.access(p, os.W_OK):
-        raise PathError(f"{what}: {p} exists and is not writable; choose another path or fix its permissions")
+        raise PathError(f"{what}: {p} exists and is not writable" + (
+            " (a read-only file system); choose another path" if why_unwritable(p) != "permission denied" else
+            "; choose another path or fix its permissions"))
     if not is_stream(p):
         _check_creatable(p.parent if str(p.parent) else Path("."), what)
     return p

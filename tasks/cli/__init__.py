@@ -183,7 +183,8 @@ def error_message(e: BaseException) -> str:
         if hdf5:  # long report: its first words and the system's message are what a user needs)
             code, text = int(hdf5.group(1)), f"{hdf5.group(2)} ({text.split(' (')[0]})"
         full = code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-        hint = "; free some space or write the output elsewhere" if full else ""
+        hint = ("; free some space or write the output elsewhere" if full else
+                "; write the output elsewhere" if code == errno.EROFS else "")
         return one_line(f"{e.filename}: {text}{hint}")
     if isinstance(e, OSError) and not isinstance(e, ElmoTasksError) and standard_output_failed(e):
         hint = "raise the file-size limit (ulimit -f)" if e.errno == errno.EFBIG else "free some space"
