@@ -205,10 +205,11 @@ class SenseTagger:
     def _warn_untokenized(self, words: list[str]) -> None:
         """One warning (once per command) when ``UNTOKENIZED_SHARE`` or more of the words (those with a letter or a
         digit) hold punctuation at an edge that keeps them from WordNet ("bank,", "river.") while a piece the
-        tokenizer splits off is found: the text given as tokenized does not look tokenized."""
+        tokenizer splits off is found (with its part-of-speech mark: "bank/VERB," holds bank/VERB): the text given as
+        tokenized does not look tokenized."""
         content = [w for w in words if any(c.isalnum() for c in w)]
         glued = [w for w in content if not (w[0].isalnum() and w[-1].isalnum()) and len(tokenize(w)) > 1
-                 and not self._lookup(w, None)[0] and any(self._lookup(t, None)[0] for t in tokenize(w)
+                 and not self._lookup(w, None)[0] and any(self._lookup(*_split_pos(t))[0] for t in tokenize(w)
                                                           if any(c.isalnum() for c in t))]
         if glued and len(glued) >= UNTOKENIZED_SHARE * len(content) and first_time(("wsd tag: untokenized",)):
             shown = ", ".join(repr(w) for w in list(dict.fromkeys(glued))[:3])
