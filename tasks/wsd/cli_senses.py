@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import textwrap
 from pathlib import Path
 
@@ -244,6 +245,7 @@ def cmd_raw_eval(args) -> int:
     from elmo_tasks.wsd.config import WsdConfig
     from elmo_tasks.wsd.data.reader import load_dataset
     from elmo_tasks.wsd.raw_eval import NAME, evaluate, summary, write_results
+    from elmo_tasks.wsd.run import warn_test_is_train
     from elmo_tasks.wsd.data.examples import load_inventory, warn_unknown_keys
     from elmo_tasks.wsd.sense_file import check_sense_path, prior_weight, read_sense_meta, wordnet_folder
     from elmo_tasks.wsd.tagging import SenseTagger
@@ -258,6 +260,9 @@ def cmd_raw_eval(args) -> int:
         check_input_dir(d, "--test" if args.test else "test (the default; --test FOLDER ... gives others)",
                         hint=fetch_hint(d, own_copy="--test DIR ...") or "")
     check_distinct_folders(tests, "--test")
+    trained_on = meta["train"].get("folder") if isinstance(meta.get("train"), dict) else None  # (None: no SemCor)
+    if isinstance(trained_on, str) and trained_on:  # (relative to the folder the file was made in)
+        warn_test_is_train(os.path.join(str(meta.get("cwd") or ""), os.path.expanduser(trained_on)), tests)
     out = Path(args.out)
     check_output_dirs(out=out)
     check_not_an_input(out, [args.senses, *tests, *wordnet_inputs(args.wordnet or meta.get("wordnet"))], "--out")

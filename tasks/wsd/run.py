@@ -344,11 +344,15 @@ def warn_rows_of_no_source(layers: dict[str, int], knn: list[str]) -> None:
 
 def warn_test_is_train(train_dir: str, test_dirs: list[str]) -> None:
     """One warning line per test folder that is the training folder, or whose data XML or gold key file has the same
-    content as the training set's (a copy under another name)."""
+    content as the training set's (a copy under another name). A training folder that is gone or changed since (the
+    one a sense file records) is compared by its path alone."""
     meaning = "its scores measure fit to the training data, not generalisation"
-    _, train_xml, train_key = find_dataset_files(train_dir)
+    try:
+        _, train_xml, train_key = find_dataset_files(train_dir)
+    except (OSError, WsdFormatError):
+        train_xml = train_key = None
     for d in test_dirs:
-        if Path(d).resolve() == Path(train_dir).resolve():
+        if Path(d).expanduser().resolve() == Path(train_dir).expanduser().resolve():
             print(f"warning: the test folder {d} is the training folder: {meaning}", file=sys.stderr, flush=True)
             continue
         name, xml, key = find_dataset_files(d)
