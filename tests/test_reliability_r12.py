@@ -537,6 +537,9 @@ def test_include_of_an_importable_module_named_like_a_file_imports_it(tmp_path, 
 
     monkeypatch.setattr(plugins, "_INCLUDED", list(plugins._INCLUDED))  # (no later test's workers load it)
     monkeypatch.syspath_prepend(str(tmp_path))
+    import sys
+    for name in ("myfeat", "mypkg", "mypkg.py"):  # (an earlier test's modules of these names, from its own folder)
+        monkeypatch.delitem(sys.modules, name, raising=False)
     load_plugins(["mypkg.py"])  # a package's submodule called py: a module name, imported
     import sys
     assert sys.modules["mypkg.py"].LOADED
