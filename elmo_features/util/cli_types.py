@@ -31,11 +31,12 @@ class Parser(argparse.ArgumentParser):
 
     def parse_args(self, args=None, namespace=None):
         """As argparse's, but arguments left over are named by the sub-command they were given to (its ``--help``
-        lists what it takes), not by the top-level parser."""
+        lists what it takes), not by the top-level parser; and a value that starts with ``~`` is a path in the home
+        folder (``home_paths``)."""
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
             self._chosen(parsed).error(f"unrecognized arguments: {' '.join(extra)}")
-        return parsed
+        return home_paths(parsed)
 
     def _chosen(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
         """The innermost sub-command parser ``parsed`` went through (this parser when it has none)."""
@@ -45,6 +46,20 @@ class Parser(argparse.ArgumentParser):
                 if isinstance(sub, Parser):
                     return sub._chosen(parsed)
         return self
+
+
+def home_paths(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with every typed value (or list item) that starts with ``~`` or ``~user`` expanded to that home folder,
+    as the shell expands it before a command sees it, except after ``=`` (``--out=~/x``) or in quotes: one path,
+    one place, for every use of it (an unknown user's ``~name`` is left for the path checks to name). Only paths
+    start with ``~`` among the options' values."""
+    home = lambda v: os.path.expanduser(v) if type(v) is str and v.startswith("~") else v  # (a DefaultValue: kept)
+    for key, value in vars(args).items():
+        if isinstance(value, list):
+            setattr(args, key, [home(v) for v in value])
+        else:
+            setattr(args, key, home(value))
+    return args
 
 
 class _SubCommands(argparse._SubParsersAction):
@@ -198,7 +213,7 @@ def cache_dir_of(args: argparse.Namespace):
     try:
         return Path(value).expanduser()
     except RuntimeError:  # "~nosuchuser/..."
-        raise UsageError(f"{cache_dir_flag(args)} {value}: no such user's home folder for '~'; give the folder in "
+        raise UsageError(f"{cache_dir_flag(args)}: {value}: no such user's home folder for '~'; give the folder in "
                          "full") from None
 
 

@@ -212,7 +212,7 @@ def _finish(cfg, name, train_dir, out, context, progress, command, lemmas, graph
             "fingerprints": section_fingerprints(section, context.memo), "layers": plan.weights,
             "layer_choice": plan.layer_label, "gloss_text": plan.gloss_text, "pooling": plan.pooling,
             "gloss_layers": plan.gloss_weights, "w": plan.w, "prior": plan.prior, "held_out": plan.held_out,
-            "wordnet": str(Path(cfg.wordnet).resolve()), "wordnet_fingerprint": wordnet_fingerprint(graph.wn),
+            "wordnet": str(Path(cfg.wordnet).expanduser().resolve()), "wordnet_fingerprint": wordnet_fingerprint(graph.wn),
             "train": train, "steps": {s: int((step == i).sum()) for i, s in enumerate(STEPS)},
             "examples": plan.examples, "pos_head": pos_head[1] if pos_head else None,
             "command": command, "cwd": os.getcwd(),

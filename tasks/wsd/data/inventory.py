@@ -28,8 +28,9 @@ def split_key(key: str) -> tuple[str, str]:
 
 
 def find_index_sense(path: str | os.PathLike) -> Path:
-    """The ``index.sense`` file given itself or a WordNet dict folder (``dict/`` subfolder accepted)."""
-    p = Path(path)
+    """The ``index.sense`` file given itself or a WordNet dict folder (``dict/`` subfolder accepted; a leading ``~``
+    is the home folder, as in every path option)."""
+    p = Path(path).expanduser()
     if p.is_file() and p.name != "index.sense":  # another name: its first line must read as index.sense's
         with open(p, encoding="utf-8", errors="replace") as f:
             first = f.readline().split()

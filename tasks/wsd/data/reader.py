@@ -78,9 +78,9 @@ class WsdDataset:
 def find_dataset_files(folder: str | os.PathLike) -> tuple[str, Path, Path | None]:
     """(name, data.xml path, gold.key.txt path or None) of a framework-format folder.
 
-    A ``NAME.data.xml`` file may also be given directly.
+    A ``NAME.data.xml`` file may also be given directly (a leading ``~``: the home folder).
     """
-    path = Path(folder)
+    path = Path(folder).expanduser()
     if path.is_file() and path.name.endswith(".data.xml"):
         xml_path = path
     else:
