@@ -178,8 +178,6 @@ def _choose(cfg, section, graph, context, progress, train_ex, streamed, ranks) -
             streamed.held_vecs = np.zeros((0,) + streamed.held_vecs.shape[1:], np.float32)  # (not a view: freed)
     del pooled
     if lean:
-        if main:
-            plan.gloss = None  # (the candidates' only: every sense's replaces it)
         choice = from_main(ranks, lambda: (plan.gloss_text, plan.pooling, plan.gloss_weights))
         gloss = chosen_glosses(section, graph, context, progress, *choice, ranks=ranks)  # (S, D) on rank 0
         if main:

@@ -124,7 +124,7 @@ def plan_senses(section: dict, graph: Graph, held_out: HeldOut, context: Feature
     accuracy on the held-out sentences, with sense vectors built from the other sentences. ``pooled``: the gloss
     layers of each text, when they are embedded already ({text: ``sense_glosses``'s}); ``gloss_rows`` (G,): the
     graph rows ``pooled``'s arrays hold when they hold only those (``held_candidates``: the choices need no more;
-    ``plan.gloss`` is then zero elsewhere, for the caller to fill with ``chosen_glosses``)."""
+    ``plan.gloss`` is then None, for the caller to fill with ``chosen_glosses``)."""
     every, sums, held, held_vecs = held_out.every, held_out.sums, held_out.targets, held_out.vecs
     L = held_vecs.shape[1]
     scores, candidates = {}, dict(layer_candidates(L)) | {label: list(w) for label, w in extra}
@@ -238,10 +238,7 @@ def _plan_glosses(plan: SensePlan, pooled: dict[str, dict[str, np.ndarray]], hel
         for pooling in POOLINGS:
             for label, weights in candidates.items():
                 gloss = mix(by_pooling[pooling], weights)  # (S, D), or (G, D) for ``rows``
-                if rows is not None:
-                    gloss, part = np.zeros((len(graph.keys), gloss.shape[1]), np.float32), gloss  # (S, D)
-                    gloss[rows] = part
-                cands = candidate_cosines(held, v, graph, context_vecs, step, gloss)
+                cands = candidate_cosines(held, v, graph, context_vecs, step, gloss, rows)
                 w_pos, acc_pos, total = _best_w_per_pos(held, cands, graph)
                 plan.held_out[f"glosses_{text}_{pooling}_{label}"] = {"w": w_pos, "accuracy_by_pos": acc_pos,
                                                                        "accuracy": round(total, 4)}
@@ -249,6 +246,8 @@ def _plan_glosses(plan: SensePlan, pooled: dict[str, dict[str, np.ndarray]], hel
                     best_total, choice = total, (text, pooling, label, weights, w_pos, gloss, cands)
     plan.gloss_text, choice = choice[0], choice[1:]
     plan.pooling, plan.gloss_label, plan.gloss_weights, plan.w, plan.gloss, cands = choice
+    if rows is not None:
+        plan.gloss = None  # (the candidates' only: the caller embeds every sense's with the choice)
     priors = [accuracy(held, answer(held, cands, graph, plan.w, p)[0]) for p in PRIOR_GRID]
     plan.prior = PRIOR_GRID[int(np.argmax(priors))]
     plan.held_out["prior"] = {"weights": list(PRIOR_GRID), "accuracy": [round(a, 4) for a in priors]}

@@ -298,17 +298,26 @@ class Candidates:
 
 
 def candidate_cosines(targets: Sequence[WsdTarget], vectors: np.ndarray, graph: Graph, context: np.ndarray,
-                      step: np.ndarray, gloss: np.ndarray | None) -> Candidates:
+                      step: np.ndarray, gloss: np.ndarray | None, gloss_rows: np.ndarray | None = None) -> Candidates:
     """Cosines of each target vector (N, D) with its candidates' context (S, D) and gloss (S, D) vectors; a
     candidate without a vector (step -1) is left out. Only the candidates' rows are read (of all WordNet's senses,
-    the held-out choices score a tenth, 52 times)."""
+    the held-out choices score a tenth, 52 times). ``gloss_rows`` (G,): the graph rows of ``gloss``'s (G, D) rows,
+    when it holds only those (every candidate's among them)."""
     kept_all = [[(r + 1, graph.index[k]) for r, k in enumerate(t.candidates)
                  if k in graph.index and step[graph.index[k]] >= 0] for t in targets]
     used = np.unique(np.array([i for kept in kept_all for _, i in kept], dtype=np.int64))  # (U,) rows read
     at = np.full(len(graph.keys), -1, dtype=np.int64)
     at[used] = np.arange(len(used))
     C, V = _unit(context[used].astype(np.float64)), _unit(np.asarray(vectors, dtype=np.float64))  # (U, D), (N, D)
-    G = _unit(gloss[used].astype(np.float64)) if gloss is not None else None  # (U, D)
+    if gloss is not None and gloss_rows is not None:
+        in_gloss = np.full(len(graph.keys), -1, dtype=np.int64)  # (S,) row in ``gloss``, -1: none
+        in_gloss[gloss_rows] = np.arange(len(gloss_rows))
+        if (in_gloss[used] < 0).any():
+            raise ValueError("candidate_cosines: a candidate's gloss is not among gloss_rows")
+        gloss, used_g = gloss, in_gloss[used]
+    else:
+        used_g = used
+    G = _unit(gloss[used_g].astype(np.float64)) if gloss is not None else None  # (U, D)
     out = Candidates([], [], [], [], [])
     for n, (t, kept) in enumerate(zip(targets, kept_all)):
         rows = np.array([i for _, i in kept], dtype=np.int64)
