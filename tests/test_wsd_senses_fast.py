@@ -118,3 +118,30 @@ def test_the_w_per_part_of_speech_is_answers_choice_for_every_w_at_once():
         assert (w_pos[pos], acc_pos[pos]) == (W_GRID[int(np.argmax(accs))], round(max(accs), 4))
     assert total == accuracy(held, answer(held, cands, graph, w_pos)[0])
     assert len(set(w_pos.values())) > 1  # (the case exercises more than one choice)
+
+
+def test_pooled_layers_hold_the_per_word_arrays_of_a_few_sentences_at_a_time(monkeypatch):
+    """A chunk of glosses is embedded ``POOL_AT`` sentences at a time and pooled at once: the same pooled arrays
+    as one call for the whole chunk, never more per-word arrays than that in memory."""
+    import numpy as np
+
+    from elmo_tasks.wsd import senses
+
+    rng = np.random.default_rng(0)
+    sents = [[f"w{int(x)}" for x in rng.integers(0, 50, size=int(n))] for n in rng.integers(1, 9, size=23)]
+
+    class Source:
+        calls: list = []
+
+        def word_layers(self, batch, split):
+            self.calls.append(len(batch))
+            return [np.stack([np.array([[float(w[1:]) + l, -float(w[1:])] for w in s]) for l in range(3)]).astype(
+                np.float32) for s in batch]  # (L, n, 2)
+
+    pool = lambda i, a: {"sentence": a.mean(axis=1)}  # noqa: E731
+    whole = senses.pooled_layers(lambda: sents, pool, ("sentence",), len(sents), Source(), "f", None, False, "x")
+    monkeypatch.setattr(senses, "POOL_AT", 4)
+    Source.calls = []
+    parts = senses.pooled_layers(lambda: sents, pool, ("sentence",), len(sents), Source(), "f", None, False, "x")
+    assert max(Source.calls) == 4 and sum(Source.calls) == len(sents)
+    np.testing.assert_array_equal(parts["sentence"], whole["sentence"])

@@ -42,7 +42,9 @@ W_GRID = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0)  # gloss weights tried on th
 PRIOR_GRID = (0.0, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5)  # weights of a first-sense prior (1 / sense number)
 POOLINGS = ("sentence", "lemma")
 POS = ("NOUN", "VERB", "ADJ", "ADV")
-GLOSS_CHUNK = 2048  # gloss sentences embedded at a time (then pooled: the arrays are never all in memory)
+GLOSS_CHUNK = 2048  # gloss sentences embedded at a time, then written (a stopped run resumes at the next chunk)
+POOL_AT = 256  # sentences whose per-word arrays are held at once before pooling (2,048 of WordNet's longest glosses
+# would be 1.2 GB for MiniLM; the chunk's sentences are of a length, so 256 still make full batches)
 
 
 class Graph:
@@ -217,10 +219,12 @@ def _embed_pooled(sentences: list[list[str]], pool, poolings: tuple[str, ...], s
             return None
         idx = order[starts[c]:starts[c] + GLOSS_CHUNK]
         pooled: dict[str, np.ndarray] = {}
-        for j, (i, a) in enumerate(zip(idx, source.word_layers([sentences[i] for i in idx], what))):  # (L, n, D)
-            a = a[None] if a.ndim == 2 else a
-            for name, value in pool(i, a).items():
-                pooled.setdefault(name, np.zeros((len(idx),) + value.shape, dtype))[j] = value
+        for s in range(0, len(idx), POOL_AT):  # (per-word arrays of POOL_AT sentences at a time, pooled at once)
+            part = idx[s:s + POOL_AT]
+            for j, (i, a) in enumerate(zip(part, source.word_layers([sentences[i] for i in part], what)), s):
+                a = a[None] if a.ndim == 2 else a  # (L, n, D)
+                for name, value in pool(i, a).items():
+                    pooled.setdefault(name, np.zeros((len(idx),) + value.shape, dtype))[j] = value
         return idx, pooled
 
     for c in range(done, len(starts), R):  # a round: chunk c + r by rank r
