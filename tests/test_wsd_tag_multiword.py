@@ -103,8 +103,8 @@ def test_an_auxiliary_is_tagged_and_real_function_words_are_not(tagger):
     assert words["it"].reason == "function word" and words["York"].key == "york%1:15:00::"
 
 
-def test_a_multiword_adverb_is_left_to_its_words_and_a_mark_keeps_a_word_alone(tagger):
-    (sent,) = tagger.tag("of course")  # of_course is an adverb: the test sets tag its words
+def test_a_multiword_lemma_semcor_never_tags_is_left_to_its_words_and_a_mark_keeps_a_word_alone(tagger):
+    (sent,) = tagger.tag("of course")  # (of_course has no SemCor instance in the fixture's sense file)
     assert [t.token for t in sent] == ["of", "course"]
     (sent,) = tagger.tag("we took/VERB off")
     assert [t.token for t in sent] == ["we", "took", "off"] and by_token(sent)["took"].key == "take%2:40:00::"
@@ -141,3 +141,16 @@ def test_a_sometimes_content_word_read_as_closed_class_by_the_head_is_left_untag
     assert tagger._lookup("was", None, {"VERB": 0.8, "ADP": 0.2})[0] == ["be%2:42:00::"]
     assert tagger._lookup("was", None, {"VERB": 0.2, "ADP": 0.8})[:2] == ([], "function word")
     assert tagger._lookup("was", None, None)[0] == ["be%2:42:00::"]  # no head: tagged
+
+
+def test_a_multiword_adverb_semcor_tags_is_one_unit(tagger, monkeypatch):
+    """Multi-word lemmas of every part of speech are joined once SemCor tags them (the rule chosen on SemCor's
+    held-out documents), adverbs such as "of course" too."""
+    i = tagger.index["of_course%4:02:00::"]
+    counts, has, context = tagger.counts.copy(), tagger.has.copy(), tagger.context.copy()
+    counts[i], has[i], context[i] = 1, True, tagger.context[tagger.index["city%1:15:00::"]]  # (as if SemCor tagged it)
+    for name, value in (("counts", counts), ("has", has), ("context", context)):
+        monkeypatch.setattr(tagger, name, value)
+    monkeypatch.setattr(tagger, "multiword", MultiwordIndex(tagger._multiword_lemmas(), tagger.morphy))
+    (sent,) = tagger.tag("of course")
+    assert [t.token for t in sent] == ["of course"] and sent[0].key == "of_course%4:02:00::"

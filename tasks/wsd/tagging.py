@@ -117,10 +117,11 @@ class SenseTagger:
         self.multiword = MultiwordIndex(self._multiword_lemmas(), self.morphy)
 
     def _multiword_lemmas(self) -> list[tuple[str, str]]:
-        """The multi-word nouns and verbs ``tag`` joins (``multiword``): those SemCor tags at least once and whose
-        senses have vectors (multi-word adverbs and adjectives, "a few", "of course", "kind of", are left to their
-        words, as the WSD test sets tag them)."""
-        return [(lemma, pos) for (lemma, pos), ks in self.by_lemma.items() if "_" in lemma and pos in ("NOUN", "VERB")
+        """The multi-word lemmas ``tag`` joins (``multiword``): those SemCor tags at least once and whose senses have
+        vectors, of any part of speech ("of course", "a few" too). On SemCor's held-out documents as raw text this
+        rule scores best: F1 75.4, against 75.0 for nouns and verbs only, 74.6 for every WordNet multi-word lemma,
+        73.2 for none (results/wsd_raw/multiword_rule/)."""
+        return [(lemma, pos) for (lemma, pos), ks in self.by_lemma.items() if "_" in lemma
                 and any(self.has[self.index[k]] for k in ks) and sum(int(self.counts[self.index[k]]) for k in ks) > 0]
 
     def candidates(self, word: str, pos: str | None) -> list[str]:
