@@ -40,6 +40,5 @@ def example_sums(section: dict, graph: Graph, context: FeatureContext, progress:
                            "wordnet examples", ranks)
     if layers is None:  # (a torchrun rank other than 0)
         return None
-    sums = SenseSums.from_keys([[e.key] for e in examples], layers["target"])  # (E, L, D) float16 in
-    sums.sums = sums.sums.astype(np.float32)  # (K, L, D): a sense has a few examples, float32 holds their sum (half
-    return sums  # the memory of float64 for all of WordNet's)
+    return SenseSums.from_keys([[e.key] for e in examples], layers["target"],  # (E, L, D) float16 in
+                               dtype=np.float32)  # (K, L, D): a sense has a few examples, float32 holds their sum

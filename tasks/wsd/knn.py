@@ -47,8 +47,9 @@ class SenseSums:
 
     @classmethod
     def from_keys(cls, row_keys: Sequence[Sequence[str]], vectors: np.ndarray, chunk: int = 8192,
-                  rows_of: np.ndarray | None = None) -> "SenseSums":
-        """Sum vectors (N, L, D) per key of ``row_keys[i]`` (the keys row i is tagged with, each once)."""
+                  rows_of: np.ndarray | None = None, dtype=np.float64) -> "SenseSums":
+        """Sum vectors (N, L, D) per key of ``row_keys[i]`` (the keys row i is tagged with, each once), in
+        ``dtype``."""
         n = vectors.shape[0] if rows_of is None else len(rows_of)
         if len(row_keys) != n:
             raise ValueError(f"{len(row_keys)} targets but {n} vectors")
@@ -61,15 +62,16 @@ class SenseSums:
                 cols.append(index[k])
         rows_a, cols_a = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
         _, L, D = vectors.shape
-        sums = np.zeros((len(keys), L, D), dtype=np.float64)  # (K, L, D)
+        sums = np.zeros((len(keys), L, D), dtype=dtype)  # (K, L, D)
         for start in range(0, n, chunk):
             sel = (rows_a >= start) & (rows_a < start + chunk)
             part = vectors[start:start + chunk] if rows_of is None else vectors[rows_of[start:start + chunk]]
             block = np.asarray(part, dtype=np.float64)  # (c, L, D)
             c = block.shape[0]
-            assign = sparse.csr_matrix((np.ones(int(sel.sum())), (cols_a[sel], rows_a[sel] - start)),
-                                       shape=(len(keys), c))  # (K, c) 0/1
-            sums += (assign @ block.reshape(c, L * D)).reshape(len(keys), L, D)
+            touched, at = np.unique(cols_a[sel], return_inverse=True)  # (U,) the keys of this chunk's rows
+            assign = sparse.csr_matrix((np.ones(int(sel.sum())), (at, rows_a[sel] - start)),
+                                       shape=(len(touched), c))  # (U, c) 0/1
+            sums[touched] += (assign @ block.reshape(c, L * D)).reshape(len(touched), L, D)  # (a chunk's keys only)
         counts = np.bincount(cols_a, minlength=len(keys)).astype(np.int64)  # (K,)
         return cls(keys, sums, counts)
 
