@@ -41,7 +41,14 @@ def main() -> int:
     p.add_argument("--out", required=True, help="the folder to write (its name names the files)")
     p.add_argument("--every", type=int, default=20, help="every N-th document is held out (default: 20, as wsd senses)")
     args = p.parse_args()
-    _, xml_path, key_path = find_dataset_files(args.train)
+    try:
+        _, xml_path, key_path = find_dataset_files(args.train)
+    except (FileNotFoundError, ValueError) as e:  # (a wrong folder: one line, exit 2)
+        print(f"error: --train {args.train}: {e}", file=sys.stderr)
+        return 2
+    if key_path is None:
+        print(f"error: --train {args.train}: no gold key file beside {xml_path.name}", file=sys.stderr)
+        return 2
     root = ET.parse(xml_path).getroot()
     texts = held_out_documents(root, args.every)
     ids = {inst.get("id") for t in texts for inst in t.iter("instance")}
